@@ -1,0 +1,119 @@
+"""Transports: how Patchbay reaches an MCP server, all through the official ``mcp`` SDK.
+
+One entry point, :func:`open_client`, opens the right transport for a connector target and yields
+a connected :class:`ClientConnection` (an ``mcp.Client`` after the initialize handshake, plus the
+transport's diagnostics: stderr tail, process group, last HTTP status). It must be entered and
+exited in the same task (the SDK's cancel-scope rule), so long-lived connections each get their
+own task in the runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.client._transport import TransportStreams
+
+from patchbay.adapters.transports.errors import classify, leaf_exceptions
+from patchbay.adapters.transports.http import HttpLink, open_http
+from patchbay.adapters.transports.socket import SocketLink, open_socket
+from patchbay.adapters.transports.stdio import StderrTail, StdioLink, open_stdio, process_group_alive, resolve_command
+from patchbay.core.models import ConnectorTarget, HttpTarget, SocketTarget, StdioTarget
+
+__all__ = [
+    "ClientConnection",
+    "HttpLink",
+    "SocketLink",
+    "StderrTail",
+    "StdioLink",
+    "classify",
+    "leaf_exceptions",
+    "open_client",
+    "open_link",
+    "process_group_alive",
+    "resolve_command",
+]
+
+Link = StdioLink | HttpLink | SocketLink
+
+
+@dataclass
+class ClientConnection:
+    """A connected SDK client and the transport link under it."""
+
+    client: Client
+    link: Link
+
+    def stderr_tail(self, known_secrets: tuple[str, ...] = ()) -> str:
+        """The redacted stderr tail of a stdio server ("" for other transports)."""
+        return self.link.stderr.text(known_secrets) if isinstance(self.link, StdioLink) else ""
+
+    @property
+    def http_status(self) -> int | None:
+        return getattr(self.link, "last_status", None)
+
+
+@asynccontextmanager
+async def open_link(
+    target: ConnectorTarget,
+    *,
+    workspace: Path,
+    env: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    stderr_tail_bytes: int = 16 * 1024,
+) -> AsyncIterator[Link]:
+    """Open the transport for ``target`` (no MCP handshake yet)."""
+    if isinstance(target, StdioTarget):
+        async with open_stdio(target, workspace=workspace, env=env, stderr_tail_bytes=stderr_tail_bytes) as link:
+            yield link
+    elif isinstance(target, HttpTarget):
+        async with open_http(target, headers=headers) as link:
+            yield link
+    elif isinstance(target, SocketTarget):
+        async with open_socket(target) as link:
+            yield link
+    else:  # pragma: no cover - the discriminated union is closed
+        raise TypeError(f"unknown target {target!r}")
+
+
+@asynccontextmanager
+async def _given(streams: TransportStreams) -> AsyncIterator[TransportStreams]:
+    yield streams
+
+
+@asynccontextmanager
+async def open_client(
+    target: ConnectorTarget,
+    *,
+    workspace: Path,
+    env: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    stderr_tail_bytes: int = 16 * 1024,
+    mode: str = "legacy",
+    link_holder: list[Link] | None = None,
+    **client_kwargs: Any,
+) -> AsyncIterator[ClientConnection]:
+    """Open the transport and run the MCP handshake; yield the connected client.
+
+    Args:
+        target: the connector's validated target.
+        workspace: canonical workspace root (stdio ``cwd`` is relative to it).
+        env / headers: resolved (never stored) extras for stdio / HTTP.
+        mode: the SDK ``Client`` mode; ``legacy`` runs the initialize handshake.
+        link_holder: if given, the link is appended as soon as the transport is open, so a caller
+            can read the stderr tail even when the handshake then fails.
+        client_kwargs: passed to ``mcp.Client`` (callbacks, ``read_timeout_seconds``, ...).
+
+    Raises:
+        ProbeError: from the transport (``command_not_found``, ``spawn_failed``, ``server_closed``);
+        anything else the SDK raises propagates; map it with :func:`classify`.
+    """
+    async with open_link(target, workspace=workspace, env=env, headers=headers, stderr_tail_bytes=stderr_tail_bytes) as link:
+        if link_holder is not None:
+            link_holder.append(link)
+        async with Client(_given(link.streams), mode=mode, **client_kwargs) as client:  # type: ignore[arg-type]
+            yield ClientConnection(client=client, link=link)

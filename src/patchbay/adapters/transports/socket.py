@@ -1,0 +1,95 @@
+"""Unix domain socket transport: newline-delimited JSON-RPC, the stdio framing over a socket.
+
+The SDK has no socket transport (shared/notes/mcp-sdk-2.3-client.md §1.6), so this mirrors
+``mcp.client.stdio.stdio_client``'s stream contract: it yields ``(read_stream, write_stream)`` of
+``SessionMessage | Exception`` / ``SessionMessage`` and parses with the SDK's own message adapter.
+Closing it closes the socket; pending requests then fail with CONNECTION_CLOSED in the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import anyio
+import mcp_types as types
+from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp.client._transport import TransportStreams
+from mcp.shared.message import SessionMessage
+
+from patchbay.core.errors import ErrorCode, ProbeError
+from patchbay.core.models import SocketTarget
+
+__all__ = ["SocketLink", "open_socket"]
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class SocketLink:
+    streams: TransportStreams
+    path: str
+
+
+@asynccontextmanager
+async def open_socket(target: SocketTarget) -> AsyncIterator[SocketLink]:
+    """Connect to the server socket at ``target.path``.
+
+    Raises:
+        ProbeError: ``server_closed`` when nothing listens there (missing file, refused).
+    """
+    try:
+        sock = await anyio.connect_unix(target.path)
+    except FileNotFoundError:
+        raise ProbeError(f"no socket at {target.path}", code=ErrorCode.SERVER_CLOSED) from None
+    except OSError as exc:
+        raise ProbeError(f"cannot connect to {target.path}: {exc.strerror or exc}", code=ErrorCode.SERVER_CLOSED) from None
+
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    buffered = BufferedByteReceiveStream(sock)
+
+    async def reader() -> None:
+        async with read_writer:
+            while True:
+                try:
+                    line = await buffered.receive_until(b"\n", MAX_LINE_BYTES)
+                except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+                except anyio.DelimiterNotFound as exc:
+                    await read_writer.send(exc)
+                    return
+                if not line.strip():
+                    continue
+                try:
+                    message: SessionMessage | Exception = SessionMessage(
+                        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    )
+                except ValueError as exc:
+                    message = exc
+                try:
+                    await read_writer.send(message)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+
+    async def writer() -> None:
+        try:
+            async with write_reader:
+                async for session_message in write_reader:
+                    data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await sock.send(data.encode())
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_writer.aclose()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        tg.start_soon(writer)
+        try:
+            yield SocketLink(streams=(read_stream, write_stream), path=target.path)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await sock.aclose()
+                for stream in (read_stream, write_stream, read_writer, write_reader):
+                    await stream.aclose()
+            tg.cancel_scope.cancel()

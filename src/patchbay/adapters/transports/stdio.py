@@ -1,0 +1,214 @@
+"""stdio transport: the SDK's ``stdio_client`` plus what a connector manager needs around it.
+
+Contract:
+
+* The command is run directly (``execve`` of the resolved executable with an argument list),
+  never through a shell (seed 003 §7.3). A missing executable fails with ``command_not_found``
+  before anything is spawned; an exec failure is ``spawn_failed``.
+* The child's stderr goes to a pipe that a task reads continuously into a ring buffer of the last
+  ``stderr_tail_bytes`` bytes, so a chatty server never blocks on a full pipe (seed 003 §9.2).
+  The tail is redacted when read.
+* The SDK spawns the server in a new session (its own process group) and, on exit, closes stdin,
+  waits, then SIGTERMs and SIGKILLs the group. A server that exits gracefully can still leave
+  grandchildren in its group (``sh -c``, ``npx``); after the SDK is done we signal the whole group
+  again, so nothing the connector started survives the connection. Shutdown is shielded from
+  cancellation and every wait in it is bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import psutil
+from mcp.client._transport import TransportStreams
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from patchbay.core.errors import ErrorCode, ProbeError
+from patchbay.core.models import StdioTarget
+from patchbay.core.redaction import redact_text
+
+__all__ = ["StderrTail", "StdioLink", "open_stdio", "process_group_alive", "resolve_command"]
+
+_GROUP_TERM_GRACE = 1.0
+_GROUP_POLL = 0.02
+
+
+class StderrTail:
+    """The last ``limit`` bytes a server wrote to stderr (a ring buffer)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._buffer = bytearray()
+        self.total_bytes = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total_bytes += len(data)
+        self._buffer += data
+        overflow = len(self._buffer) - self.limit
+        if overflow > 0:
+            del self._buffer[:overflow]
+
+    def text(self, known_secrets: tuple[str, ...] = ()) -> str:
+        """The tail decoded as UTF-8 (lossy) and redacted."""
+        return redact_text(self._buffer.decode("utf-8", errors="replace"), known_secrets)
+
+    async def pump(self, fd: int) -> None:
+        """Read ``fd`` until EOF; meant to run as a task for the life of the connection."""
+        while True:
+            await anyio.wait_readable(fd)
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            if not data:
+                return
+            self.feed(data)
+
+
+@dataclass
+class StdioLink:
+    """A live stdio connection: the SDK streams plus the child's identity and stderr tail."""
+
+    streams: TransportStreams
+    stderr: StderrTail
+    pgid: int | None = None
+    """The server's process group id (= its pid), or None if the child was gone before we saw it."""
+    command: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def resolve_command(command: str, env_path: str | None = None) -> str:
+    """Resolve ``command`` to an executable path the way ``execvp`` would, without a shell.
+
+    Raises:
+        ProbeError: ``command_not_found`` when no such executable exists on PATH / at the path,
+            ``spawn_failed`` when it exists but is not executable.
+    """
+    if os.sep in command or (os.altsep and os.altsep in command):
+        path = Path(command).expanduser()
+        if not path.exists():
+            raise ProbeError(f"command not found: {command}", code=ErrorCode.COMMAND_NOT_FOUND, details={"command": command})
+        if path.is_dir() or not os.access(path, os.X_OK):
+            raise ProbeError(f"command is not executable: {command}", code=ErrorCode.SPAWN_FAILED, details={"command": command})
+        return str(path)
+    found = shutil.which(command, path=env_path if env_path is not None else os.environ.get("PATH"))
+    if found is None:
+        raise ProbeError(f"command not found on PATH: {command}", code=ErrorCode.COMMAND_NOT_FOUND, details={"command": command})
+    return found
+
+
+def process_group_alive(pgid: int) -> bool:
+    """Whether any process is still in group ``pgid`` (signal 0; only ESRCH proves it gone)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _find_child_by_stderr_pipe(read_fd: int) -> int | None:
+    """The pid of our child whose fd 2 is the write end of our stderr pipe.
+
+    Matching on the pipe's inode identifies our child exactly even when several connectors spawn
+    at once. Linux exposes fds under /proc; elsewhere fall back to the newest child.
+    """
+    inode = os.fstat(read_fd).st_ino
+    children = psutil.Process().children(recursive=False)
+    if sys.platform.startswith("linux"):
+        target = f"pipe:[{inode}]"
+        for child in children:
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{child.pid}/fd/2") == target:
+                    return child.pid
+        return None
+    return max(children, key=lambda p: p.create_time()).pid if children else None  # pragma: no cover
+
+
+async def _kill_group(pgid: int) -> None:
+    """SIGTERM whatever is left in the group, wait briefly, then SIGKILL (bounded)."""
+    if not process_group_alive(pgid):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    with anyio.move_on_after(_GROUP_TERM_GRACE):
+        while process_group_alive(pgid):
+            await anyio.sleep(_GROUP_POLL)
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    with anyio.move_on_after(_GROUP_TERM_GRACE):
+        while process_group_alive(pgid):
+            await anyio.sleep(_GROUP_POLL)
+
+
+@asynccontextmanager
+async def open_stdio(
+    target: StdioTarget,
+    *,
+    workspace: Path,
+    env: dict[str, str] | None = None,
+    stderr_tail_bytes: int = 16 * 1024,
+) -> AsyncIterator[StdioLink]:
+    """Spawn ``target`` and yield a :class:`StdioLink` whose streams an ``mcp.Client`` can use.
+
+    Args:
+        target: the validated command, args and workspace-relative cwd.
+        workspace: the canonical workspace root; the child runs in ``workspace / target.cwd``.
+        env: extra environment variables, merged over the SDK's minimal inherited set (HOME, PATH,
+            ...); Patchbay's own environment is not passed on.
+        stderr_tail_bytes: bytes of stderr kept.
+
+    Raises:
+        ProbeError: ``command_not_found``, ``spawn_failed`` (not executable, exec failed, bad cwd).
+    """
+    cwd = (workspace / target.cwd) if target.cwd else workspace
+    if not cwd.is_dir():
+        raise ProbeError(f"working directory does not exist: {cwd}", code=ErrorCode.SPAWN_FAILED, details={"field": "cwd"})
+    search_path = (env or {}).get("PATH", os.environ.get("PATH", os.defpath))
+    executable = resolve_command(target.command, search_path)
+    params = StdioServerParameters(command=executable, args=list(target.args), env=env or None, cwd=str(cwd))
+
+    tail = StderrTail(stderr_tail_bytes)
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    errlog = os.fdopen(write_fd, "w")
+    group: list[int] = []
+
+    async def kill_leftovers() -> None:
+        with anyio.CancelScope(shield=True):
+            for pgid in group:
+                await _kill_group(pgid)
+
+    try:
+        # Exit runs in reverse: the SDK's shutdown (stderr still pumped), then the group kill,
+        # then the pump is cancelled.
+        async with AsyncExitStack() as stack:
+            pump_group = await stack.enter_async_context(anyio.create_task_group())
+            pump_group.start_soon(tail.pump, read_fd)
+            stack.callback(pump_group.cancel_scope.cancel)
+            stack.push_async_callback(kill_leftovers)
+            try:
+                streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+            except OSError as exc:
+                code = ErrorCode.COMMAND_NOT_FOUND if isinstance(exc, FileNotFoundError) else ErrorCode.SPAWN_FAILED
+                raise ProbeError(f"could not start {target.command}: {exc.strerror or exc}", code=code) from None
+            finally:
+                # Only the child keeps the write end now, so EOF means every holder is gone.
+                errlog.close()
+            pgid = _find_child_by_stderr_pipe(read_fd)
+            if pgid is not None:
+                group.append(pgid)
+            yield StdioLink(streams=streams, stderr=tail, pgid=pgid, command=target.command)
+    finally:
+        os.close(read_fd)

@@ -1,0 +1,1 @@
+"""Core: models, names, policy, errors, redaction, settings. Pure; imports nothing above it."""

@@ -1,0 +1,192 @@
+"""Pydantic models of Patchbay's domain (seed 003 §5, DESIGN.md).
+
+These are the shapes every layer passes around; the store maps them to rows, the CLI and API
+print them. Nothing here holds a secret value.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ApprovalMode",
+    "Connector",
+    "ConnectorSettings",
+    "ConnectorSource",
+    "ConnectorTarget",
+    "GrantDecision",
+    "HttpTarget",
+    "Lifecycle",
+    "ProbeResult",
+    "Project",
+    "ResourceSummary",
+    "RuntimeState",
+    "SocketTarget",
+    "StdioTarget",
+    "ToolCacheEntry",
+    "ToolGrant",
+    "ToolSummary",
+    "TransportKind",
+]
+
+TransportKind = Literal["stdio", "streamable_http", "sse", "socket"]
+ConnectorSource = Literal["builtin", "custom", "imported"]
+ApprovalMode = Literal["ask", "custom", "allow_all"]
+GrantDecision = Literal["allow", "ask", "deny"]
+Lifecycle = Literal["lazy", "eager", "keep_alive"]
+RuntimeState = Literal["unknown", "checking", "ready", "connecting", "connected", "error", "disabled"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StdioTarget(_Model):
+    """A local command started as a child process, never through a shell (seed 003 §7.3)."""
+
+    transport: Literal["stdio"] = "stdio"
+    command: str
+    """The executable: a name looked up on PATH, or a path. Never starts with ``-``."""
+    args: tuple[str, ...] = ()
+    """Arguments passed as a list; no shell word splitting or expansion happens."""
+    cwd: str = ""
+    """Working directory relative to the workspace root; empty means the workspace root."""
+
+
+class HttpTarget(_Model):
+    """A remote server over Streamable HTTP or the legacy HTTP+SSE transport."""
+
+    transport: Literal["streamable_http", "sse"] = "streamable_http"
+    url: str
+    """Absolute http(s) URL without userinfo."""
+
+
+class SocketTarget(_Model):
+    """A server listening on a Unix domain socket (newline-delimited JSON-RPC)."""
+
+    transport: Literal["socket"] = "socket"
+    path: str
+    """Absolute, normalised socket path (``~`` expanded at validation)."""
+
+
+ConnectorTarget = Annotated[StdioTarget | HttpTarget | SocketTarget, Field(discriminator="transport")]
+
+
+class ConnectorSettings(_Model):
+    """Global, user-level settings of one connector (seed 003 §5.2); they carry their own revision."""
+
+    enabled: bool = True
+    include_tools: tuple[str, ...] = ()
+    """Glob patterns; when non-empty, only matching tools are visible."""
+    exclude_tools: tuple[str, ...] = ()
+    """Glob patterns of tools that are never visible."""
+    approval_mode: ApprovalMode = "ask"
+    revision: int = 1
+
+
+class Connector(_Model):
+    """One registered MCP server (seed 003 §5.1)."""
+
+    connector_id: str
+    name: str
+    display_name: str
+    description: str = ""
+    source: ConnectorSource = "custom"
+    target: ConnectorTarget
+    runtime_config: dict[str, Any] = Field(default_factory=dict)
+    """Non-secret runtime options (lifecycle, timeouts); never a secret value."""
+    credential_ref: str | None = None
+    revision: int = 1
+    settings: ConnectorSettings = ConnectorSettings()
+    created_at: int = 0
+    """Unix time in milliseconds."""
+    updated_at: int = 0
+    """Unix time in milliseconds."""
+
+    @property
+    def transport(self) -> TransportKind:
+        return self.target.transport
+
+
+class ToolSummary(_Model):
+    """One tool as the server listed it; ``name`` is the server's original name."""
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
+    """The server's tool annotations in wire (camelCase) form, e.g. ``{"readOnlyHint": true}``."""
+
+    @property
+    def read_only(self) -> bool:
+        return bool((self.annotations or {}).get("readOnlyHint"))
+
+    @property
+    def destructive(self) -> bool:
+        return bool((self.annotations or {}).get("destructiveHint"))
+
+
+class ResourceSummary(_Model):
+    """One resource as the server listed it."""
+
+    uri: str
+    name: str | None = None
+    mime_type: str | None = None
+    description: str | None = None
+
+
+class ToolCacheEntry(_Model):
+    """The cached catalog of one connector (seed 003 §5.4), valid only for its fingerprint."""
+
+    connector_id: str
+    config_revision: int
+    fingerprint: str
+    tools: tuple[ToolSummary, ...] = ()
+    resources: tuple[ResourceSummary, ...] = ()
+    server_info: dict[str, Any] | None = None
+    fetched_at: int = 0
+    """Unix time in milliseconds."""
+    expires_at: int = 0
+    """Unix time in milliseconds."""
+
+
+class ToolGrant(_Model):
+    """A global (``project_id is None``) or project tool grant (seed 003 §5.3)."""
+
+    connector_id: str
+    tool_name: str
+    decision: GrantDecision
+    project_id: str | None = None
+    updated_at: int = 0
+
+
+class Project(_Model):
+    """A workspace directory; the same canonical path always has the same ``project_id``."""
+
+    project_id: str
+    path: str
+    created_at: int = 0
+
+
+class ProbeResult(_Model):
+    """What one real connect probe found (seed 003 §9)."""
+
+    connector: str
+    state: RuntimeState
+    """``ready`` or ``error``."""
+    code: str | None = None
+    """A stable probe code when ``state == "error"``."""
+    message: str | None = None
+    tool_count: int = 0
+    resource_count: int = 0
+    tools: tuple[ToolSummary, ...] = ()
+    resources: tuple[ResourceSummary, ...] = ()
+    server_info: dict[str, Any] | None = None
+    protocol_version: str | None = None
+    stderr_tail: str = ""
+    """The last bytes of the server's stderr (at most ``stderr_tail_bytes``), redacted."""
+    duration_ms: int = 0

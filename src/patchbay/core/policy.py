@@ -1,0 +1,105 @@
+"""The permission decision for one tool, as a pure function (DESIGN.md "Permissions").
+
+Order, for tool T of connector C in project P:
+
+1. C disabled → not visible. T matched by ``exclude_tools``, or not matched by a non-empty
+   ``include_tools`` (glob patterns) → not visible.
+2. Global grant ``deny`` → deny; nothing lifts it (seed 003 §5.3, §20.2).
+3. Else the project grant for (P, C, T) if any, else the global grant if any.
+4. Else ``approval_mode``: ``allow_all`` → allow, except tools annotated ``destructiveHint``,
+   which stay ``ask`` unless explicitly granted (seed 000 §10); ``ask``/``custom`` → ask.
+
+Step 5 (``ask`` with no approver → deny ``approval_unavailable``) happens at call time in the
+runtime, because only the runtime knows whether an approver is attached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any, Literal
+
+from patchbay.core.models import ApprovalMode, GrantDecision
+
+__all__ = ["Decision", "DecisionSource", "Risk", "decide", "is_visible", "risk_of"]
+
+Risk = Literal["read", "destructive", "network"]
+DecisionSource = Literal[
+    "disabled", "excluded", "not_included", "global_deny", "project_grant", "global_grant",
+    "allow_all", "destructive_default", "approval_mode",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The effective decision for one tool.
+
+    Attributes:
+        visible: False when the tool is not projected at all (step 1); ``decision`` is then ``deny``.
+        decision: ``allow``, ``ask`` or ``deny``.
+        source: which rule decided (for ``sourcedFrom`` in events and the ``tools`` listing).
+        risk: ``read``, ``destructive`` or ``network`` (seed 000 §6).
+    """
+
+    visible: bool
+    decision: GrantDecision
+    source: DecisionSource
+    risk: Risk
+
+
+def risk_of(annotations: dict[str, Any] | None) -> Risk:
+    """Risk at decision from tool annotations: readOnlyHint → read, destructiveHint → destructive,
+    otherwise an MCP tool is ``network`` (seed 000 §6)."""
+    annotations = annotations or {}
+    if annotations.get("readOnlyHint"):
+        return "read"
+    if annotations.get("destructiveHint"):
+        return "destructive"
+    return "network"
+
+
+def is_visible(tool: str, include_tools: tuple[str, ...] | list[str], exclude_tools: tuple[str, ...] | list[str]) -> bool:
+    """Step 1's include/exclude rule; patterns are case-sensitive ``fnmatch`` globs."""
+    if any(fnmatchcase(tool, pattern) for pattern in exclude_tools):
+        return False
+    if include_tools and not any(fnmatchcase(tool, pattern) for pattern in include_tools):
+        return False
+    return True
+
+
+def decide(
+    tool: str,
+    *,
+    annotations: dict[str, Any] | None = None,
+    enabled: bool = True,
+    include_tools: tuple[str, ...] | list[str] = (),
+    exclude_tools: tuple[str, ...] | list[str] = (),
+    approval_mode: ApprovalMode = "ask",
+    global_grant: GrantDecision | None = None,
+    project_grant: GrantDecision | None = None,
+) -> Decision:
+    """Decide allow/ask/deny for ``tool`` (the server's original name) in the order above.
+
+    Args:
+        annotations: the tool's wire annotations (``readOnlyHint``, ``destructiveHint``), or None
+            when the tool is unknown to the cache (it then gets no extra authorization).
+        global_grant / project_grant: the explicit grants for this tool, if any.
+    """
+    risk = risk_of(annotations)
+    if not enabled:
+        return Decision(False, "deny", "disabled", risk)
+    if any(fnmatchcase(tool, pattern) for pattern in exclude_tools):
+        return Decision(False, "deny", "excluded", risk)
+    if include_tools and not any(fnmatchcase(tool, pattern) for pattern in include_tools):
+        return Decision(False, "deny", "not_included", risk)
+    if global_grant == "deny":
+        return Decision(True, "deny", "global_deny", risk)
+    if project_grant is not None:
+        return Decision(True, project_grant, "project_grant", risk)
+    if global_grant is not None:
+        return Decision(True, global_grant, "global_grant", risk)
+    if approval_mode == "allow_all":
+        if risk == "destructive":
+            return Decision(True, "ask", "destructive_default", risk)
+        return Decision(True, "allow", "allow_all", risk)
+    return Decision(True, "ask", "approval_mode", risk)

@@ -1,0 +1,67 @@
+"""Patchbay's settings (pydantic-settings, prefix ``PATCHBAY_``).
+
+Every bound of seed 003 §9.2 is a named setting with the seed's default. Sizes are bytes, times
+are seconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings", "default_home"]
+
+
+def default_home() -> Path:
+    """The platform user-data directory for Patchbay (``~/.local/share/patchbay`` on Linux)."""
+    return Path(platformdirs.user_data_dir("patchbay", appauthor=False))
+
+
+class Settings(BaseSettings):
+    """Process-wide settings; construct with keywords to override the environment.
+
+    Usage::
+
+        settings = Settings(home=tmp_path)          # tests
+        settings = Settings()                       # PATCHBAY_HOME, PATCHBAY_DATABASE_URL, ...
+    """
+
+    model_config = SettingsConfigDict(env_prefix="PATCHBAY_", env_nested_delimiter="__", extra="ignore")
+
+    home: Path = Field(default_factory=default_home)
+    """The data home: database, credentials, artifacts, session event logs."""
+    database_url: str | None = None
+    """SQLAlchemy URL; default ``sqlite:///<home>/patchbay.db``."""
+
+    probe_connect_timeout: float = 15.0
+    """Seconds for one whole probe: spawn/connect, initialize and the list requests (seed 003 §9.2)."""
+    probe_max_pages: int = 50
+    """Most tools/list + resources/list pages one probe follows (seed 003 §9.2)."""
+    probe_max_metadata_bytes: int = 2 * 1024 * 1024
+    """Most bytes of tool and resource metadata one probe accepts (seed 003 §9.2)."""
+    stderr_tail_bytes: int = 16 * 1024
+    """Bytes of a stdio server's stderr kept (redacted) for diagnostics (seed 003 §9.2)."""
+    probe_concurrency: int = 4
+    """Probes running at once, process-wide (seed 003 §9.2, §15)."""
+    tool_cache_ttl: float = 24 * 3600.0
+    """Seconds a cached tool catalog stays fresh."""
+
+    request_timeout: float = 60.0
+    """Seconds a tool call may wait for its result before it fails with reason ``timeout``."""
+    connect_timeout: float = 15.0
+    """Seconds the runtime waits for a connection (spawn + initialize)."""
+    result_preview_chars: int = 500
+    """Characters of a tool result kept as ``resultPreview`` in events."""
+    protocol_mode: str = "legacy"
+    """The SDK ``Client`` mode: ``legacy`` (initialize handshake; server→client requests work) or ``auto``."""
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.home / 'patchbay.db'}"
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.home / "sessions"

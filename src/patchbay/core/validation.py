@@ -1,0 +1,143 @@
+"""Connector validation rules (seed 003 §7.3). Pure functions; no I/O except ``~`` expansion.
+
+Every failure raises :class:`~patchbay.core.errors.ConfigError` with code ``invalid_config`` and
+the offending field in ``details["field"]`` and at the start of the message.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from urllib.parse import urlsplit
+
+from patchbay.core.errors import ConfigError
+from patchbay.core.models import HttpTarget, SocketTarget, StdioTarget
+
+__all__ = [
+    "validate_cwd",
+    "validate_http_target",
+    "validate_socket_path",
+    "validate_stdio_target",
+    "validate_url",
+]
+
+_CONTROL = {chr(c) for c in range(0x20)} | {"\x7f"}
+
+
+def _no_control(field: str, value: str) -> None:
+    if any(ch in _CONTROL for ch in value):
+        raise ConfigError(field, "must not contain control characters")
+
+
+def validate_url(url: str, field: str = "url") -> str:
+    """An absolute ``http``/``https`` URL with a host and no userinfo; returned unchanged.
+
+    Raises:
+        ConfigError: ``invalid_config`` naming ``field``.
+    """
+    if not url:
+        raise ConfigError(field, "must not be empty")
+    _no_control(field, url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError on a malformed port
+    except ValueError as exc:
+        raise ConfigError(field, f"is not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(field, f"must be an absolute http(s) URL, got scheme {parts.scheme or 'none'!r}")
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        raise ConfigError(field, "must not embed a user name or password; use a credential reference")
+    if not parts.hostname:
+        raise ConfigError(field, "must name a host")
+    del port
+    return url
+
+
+def validate_cwd(cwd: str | None, workspace: str | None) -> str:
+    """Normalise a stdio ``cwd`` to a path relative to the workspace root ("" = the root).
+
+    Args:
+        cwd: relative to the workspace, or absolute inside it; None/"" means the workspace root.
+        workspace: the canonical workspace root (symlinks already resolved); required when ``cwd``
+            is absolute.
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``cwd``) when it escapes the workspace.
+    """
+    if not cwd:
+        return ""
+    _no_control("cwd", cwd)
+    if os.path.isabs(cwd):
+        if not workspace:
+            raise ConfigError("cwd", "an absolute cwd needs a workspace to be checked against")
+        root = os.path.normpath(workspace)
+        full = os.path.normpath(cwd)
+        if full != root and not full.startswith(root.rstrip(os.sep) + os.sep):
+            raise ConfigError("cwd", f"must be inside the workspace {root}")
+        rel = os.path.relpath(full, root)
+        return "" if rel == "." else rel
+    rel = posixpath.normpath(cwd.replace(os.sep, "/"))
+    if rel == ".":
+        return ""
+    if rel == ".." or rel.startswith("../"):
+        raise ConfigError("cwd", "must be inside the workspace (no '..' escape)")
+    return rel
+
+
+def validate_stdio_target(
+    command: str, args: list[str] | tuple[str, ...] = (), cwd: str | None = None, workspace: str | None = None
+) -> StdioTarget:
+    """Validate a local command: command and args apart, never a shell line (seed 003 §7.3).
+
+    Raises:
+        ConfigError: field ``command`` (empty, starts with ``-``, contains whitespace-separated
+            arguments or control characters), ``args`` (control/NUL characters) or ``cwd``.
+    """
+    if not command or not command.strip():
+        raise ConfigError("command", "must not be empty")
+    _no_control("command", command)
+    if command.startswith("-"):
+        raise ConfigError("command", f"must not start with '-', got {command!r}")
+    if command != command.strip() or any(ch.isspace() for ch in command):
+        raise ConfigError(
+            "command",
+            "must be one executable, not a shell line; pass arguments separately (patchbay connector add NAME -- CMD ARG...)",
+        )
+    for index, arg in enumerate(args):
+        if not isinstance(arg, str):
+            raise ConfigError("args", f"argument {index} must be a string")
+        if "\x00" in arg:
+            raise ConfigError("args", f"argument {index} contains a NUL character")
+    return StdioTarget(command=command, args=tuple(args), cwd=validate_cwd(cwd, workspace))
+
+
+def validate_http_target(url: str, transport: str = "streamable_http") -> HttpTarget:
+    """Validate a remote target (absolute http(s), no userinfo).
+
+    Raises:
+        ConfigError: field ``url`` or ``transport``.
+    """
+    if transport not in ("streamable_http", "sse"):
+        raise ConfigError("transport", f"must be streamable_http or sse, got {transport!r}")
+    return HttpTarget(transport=transport, url=validate_url(url))  # type: ignore[arg-type]
+
+
+def validate_socket_path(path: str) -> SocketTarget:
+    """Validate and normalise a Unix socket path: absolute or ``~``-relative (seed 003 §7.3).
+
+    Raises:
+        ConfigError: field ``socket_path``.
+    """
+    if not path:
+        raise ConfigError("socket_path", "must not be empty")
+    _no_control("socket_path", path)
+    if path.startswith("~"):
+        path = os.path.expanduser(path)
+        if path.startswith("~"):
+            raise ConfigError("socket_path", "could not expand '~'")
+    if not os.path.isabs(path):
+        raise ConfigError("socket_path", f"must be an absolute path or start with '~', got {path!r}")
+    normal = os.path.normpath(path)
+    if len(normal.encode()) > 107:
+        raise ConfigError("socket_path", "is longer than a Unix socket path may be (107 bytes)")
+    return SocketTarget(path=normal)
