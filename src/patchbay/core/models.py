@@ -22,6 +22,8 @@ __all__ = [
     "ProbeResult",
     "Project",
     "ResourceSummary",
+    "RuntimeConfig",
+    "RuntimeServer",
     "RuntimeState",
     "SocketTarget",
     "StdioTarget",
@@ -190,3 +192,33 @@ class ProbeResult(_Model):
     stderr_tail: str = ""
     """The last bytes of the server's stderr (at most ``stderr_tail_bytes``), redacted."""
     duration_ms: int = 0
+
+
+class RuntimeServer(_Model):
+    """One connector as a runtime sees it: what to connect to and how to decide its tools.
+
+    Built by the control plane from canonical state (later written as the workspace's projected
+    snapshot, seed 003 §10.3); holds references only, never a secret value.
+    """
+
+    connector_id: str
+    name: str
+    target: ConnectorTarget
+    settings: ConnectorSettings = ConnectorSettings()
+    global_grants: dict[str, GrantDecision] = Field(default_factory=dict)
+    """Explicit global grants keyed by the server's original tool name."""
+    project_grants: dict[str, GrantDecision] = Field(default_factory=dict)
+    """Explicit grants of this workspace's project, keyed by original tool name."""
+    tools: tuple[ToolSummary, ...] = ()
+    """The cached catalog, if any (annotations feed the risk and destructive rules)."""
+    runtime_config: dict[str, Any] = Field(default_factory=dict)
+
+
+class RuntimeConfig(_Model):
+    """Everything one workspace runtime may use (seed 003 §10.1): nothing else is ever loaded."""
+
+    version: Literal[1] = 1
+    project_id: str
+    workspace: str
+    """The canonical workspace root."""
+    servers: tuple[RuntimeServer, ...] = ()
