@@ -1,0 +1,326 @@
+"""The connector service: the only writer of canonical state (DESIGN.md "Layers").
+
+It validates input (seed 003 §7.3), resolves workspaces to stable projects, keeps tool grants,
+runs probes and caches their catalogs under the config fingerprint (seed 003 §5.4, §9), computes
+the effective decision of every tool (DESIGN.md "Permissions"), and builds the
+:class:`~patchbay.core.models.RuntimeConfig` a workspace runtime loads.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from patchbay.control.probe import Prober
+from patchbay.core.fingerprint import config_fingerprint
+
+from patchbay.adapters.store import Repository
+from patchbay.core.errors import ConfigError, NotFoundError
+from patchbay.core.models import (
+    Connector,
+    ConnectorSettings,
+    ConnectorTarget,
+    GrantDecision,
+    ProbeResult,
+    Project,
+    RuntimeConfig,
+    RuntimeServer,
+    StdioTarget,
+    ToolCacheEntry,
+    ToolGrant,
+    ToolSummary,
+)
+from patchbay.core.names import canonical_tool_name, validate_connector_name
+from patchbay.core.policy import decide
+from patchbay.core.settings import Settings
+from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target
+
+__all__ = ["ConnectorService", "ToolView", "ToolsView"]
+
+_DECISIONS = ("allow", "ask", "deny")
+
+
+@dataclass(frozen=True)
+class ToolView:
+    """One tool with its effective decision in a scope (global, or a project)."""
+
+    name: str
+    canonical_name: str
+    description: str | None
+    visible: bool
+    decision: GrantDecision
+    source: str
+    risk: str
+    global_grant: GrantDecision | None = None
+    project_grant: GrantDecision | None = None
+
+
+@dataclass(frozen=True)
+class ToolsView:
+    """The tools of one connector as the cache knows them, plus grants that match nothing."""
+
+    connector: Connector
+    project: Project | None
+    tools: list[ToolView]
+    cache: str
+    """``fresh``, ``stale`` (fingerprint or revision changed: probe again) or ``missing``."""
+    unmatched_grants: list[ToolGrant] = field(default_factory=list)
+    """Grants naming a tool the cache does not know; kept, reported, and matching nothing."""
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ConnectorService:
+    """Operations on connectors, grants, probes and runtime configs.
+
+    Args:
+        repository: the canonical store.
+        settings: limits and the data home.
+        prober: runs probes; one per service so its per-connector locks and global semaphore are shared.
+    """
+
+    def __init__(self, repository: Repository, settings: Settings, prober: Prober | None = None):
+        self.repository = repository
+        self.settings = settings
+        self.prober = prober or Prober(settings)
+
+    # -- connectors -------------------------------------------------------------------------
+
+    def add(
+        self,
+        name: str,
+        target: ConnectorTarget,
+        *,
+        description: str = "",
+        display_name: str | None = None,
+        enabled: bool = True,
+        exist_ok: bool = False,
+    ) -> tuple[Connector, bool]:
+        """Register a connector. Returns ``(connector, created)``.
+
+        With ``exist_ok``, an existing connector of that name with the same target is returned
+        unchanged (``created`` False); one with a different target is still an error.
+
+        Raises:
+            ConfigError: ``invalid_config`` for a bad name or a name already taken.
+        """
+        validate_connector_name(name)
+        if exist_ok:
+            try:
+                existing = self.repository.get_connector_by_name(name)
+            except NotFoundError:
+                pass
+            else:
+                if existing.target == target:
+                    return existing, False
+                raise ConfigError("name", f"a connector named {name!r} already exists with a different target")
+        connector = self.repository.create_connector(
+            name,
+            display_name or name,
+            target,
+            description=description,
+            settings=ConnectorSettings(enabled=enabled),
+        )
+        return connector, True
+
+    @staticmethod
+    def stdio_target(command: str, args: list[str], *, cwd: str | None, workspace: Path) -> StdioTarget:
+        """Validate a local command for ``add`` (seed 003 §7.3); ``cwd`` is checked against ``workspace``."""
+        return validate_stdio_target(command, args, cwd=cwd, workspace=str(workspace.resolve()))
+
+    @staticmethod
+    def remote_target(url: str, transport: str = "streamable_http") -> ConnectorTarget:
+        return validate_http_target(url, transport)
+
+    @staticmethod
+    def socket_target(path: str) -> ConnectorTarget:
+        return validate_socket_path(path)
+
+    def get(self, name: str) -> Connector:
+        """Raises: NotFoundError (``not_found``)."""
+        return self.repository.get_connector_by_name(name)
+
+    def list(self) -> list[Connector]:
+        return self.repository.list_connectors()
+
+    def set_enabled(self, name: str, enabled: bool) -> Connector:
+        connector = self.get(name)
+        return self.repository.update_settings(connector.connector_id, connector.settings.revision, enabled=enabled)
+
+    def remove(self, name: str) -> Connector:
+        """Delete a connector; its grants and cache go with it (FK cascade, seed 003 §15).
+
+        Raises:
+            NotFoundError, BuiltinConnectorError (``builtin_connector``).
+        """
+        connector = self.get(name)
+        self.repository.delete_connector(connector.connector_id)
+        return connector
+
+    # -- projects and grants ----------------------------------------------------------------
+
+    def project(self, workspace: Path) -> Project:
+        """The stable project of a workspace directory (symlinks resolved).
+
+        Raises:
+            ConfigError: ``invalid_config`` (field ``project``) when the directory does not exist.
+        """
+        if not workspace.is_dir():
+            raise ConfigError("project", f"{workspace} is not a directory")
+        return self.repository.ensure_project(str(workspace))
+
+    def grant(self, name: str, tool: str, decision: str, *, project: Path | None = None) -> ToolGrant:
+        """Set a global grant, or a project grant when ``project`` is given (idempotent upsert).
+
+        Raises:
+            ConfigError: ``invalid_config`` (field ``decision``) unless allow|ask|deny.
+        """
+        if decision not in _DECISIONS:
+            raise ConfigError("decision", f"must be one of allow, ask, deny; got {decision!r}")
+        if not tool:
+            raise ConfigError("tool", "must not be empty")
+        connector = self.get(name)
+        if project is None:
+            self.repository.set_global_grant(connector.connector_id, tool, decision)
+            return ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=decision)  # type: ignore[arg-type]
+        prj = self.project(project)
+        self.repository.set_project_grant(prj.project_id, connector.connector_id, tool, decision)
+        return ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=decision, project_id=prj.project_id)  # type: ignore[arg-type]
+
+    def clear_grant(self, name: str, tool: str, *, project: Path | None = None) -> None:
+        """Remove a grant so the tool inherits again (seed 003 §20.2)."""
+        connector = self.get(name)
+        if project is None:
+            self.repository.clear_global_grant(connector.connector_id, tool)
+        else:
+            self.repository.clear_project_grant(self.project(project).project_id, connector.connector_id, tool)
+
+    # -- cache and probe --------------------------------------------------------------------
+
+    def fingerprint(self, connector: Connector) -> str:
+        return config_fingerprint(connector.target, auth_type="none")
+
+    def cached_catalog(self, connector: Connector) -> tuple[ToolCacheEntry | None, str]:
+        """The cache entry if it still matches the connector's fingerprint and revision.
+
+        Returns ``(entry, state)`` with state ``fresh``, ``stale`` or ``missing``; a stale entry is
+        returned as None: a changed fingerprint invalidates the catalog (seed 003 §5.4).
+        """
+        entry = self.repository.get_tool_cache(connector.connector_id)
+        if entry is None:
+            return None, "missing"
+        if entry.fingerprint != self.fingerprint(connector) or entry.config_revision != connector.revision:
+            return None, "stale"
+        return entry, "fresh"
+
+    async def probe(self, name: str, *, workspace: Path) -> ProbeResult:
+        """Run a real connect probe (seed 003 §9) and cache the catalog when it is ready.
+
+        Args:
+            workspace: the canonical workspace root (see :meth:`project`); stdio servers run there.
+        """
+        connector = self.get(name)
+        result = await self.prober.probe(connector, workspace=workspace)
+        if result.state == "ready":
+            now = _now_ms()
+            self.repository.replace_tool_cache(
+                ToolCacheEntry(
+                    connector_id=connector.connector_id,
+                    config_revision=connector.revision,
+                    fingerprint=self.fingerprint(connector),
+                    tools=result.tools,
+                    resources=result.resources,
+                    server_info=result.server_info,
+                    fetched_at=now,
+                    expires_at=now + int(self.settings.tool_cache_ttl * 1000),
+                )
+            )
+        return result
+
+    # -- effective decisions ----------------------------------------------------------------
+
+    def tools(self, name: str, *, project: Path | None = None) -> ToolsView:
+        """Every cached tool of ``name`` with its effective decision (global, or in ``project``)."""
+        connector = self.get(name)
+        prj = self.project(project) if project is not None else None
+        entry, state = self.cached_catalog(connector)
+        global_grants = {g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)}
+        project_grants = (
+            {g.tool_name: g.decision for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)}
+            if prj
+            else {}
+        )
+        tools = list(entry.tools) if entry else []
+        known = {t.name for t in tools}
+        views = [self._view(connector, tool, global_grants, project_grants) for tool in tools]
+        unmatched = [
+            ToolGrant(connector_id=connector.connector_id, tool_name=t, decision=d)
+            for t, d in sorted(global_grants.items())
+            if t not in known
+        ] + [
+            ToolGrant(connector_id=connector.connector_id, tool_name=t, decision=d, project_id=prj.project_id if prj else None)
+            for t, d in sorted(project_grants.items())
+            if t not in known
+        ]
+        return ToolsView(connector=connector, project=prj, tools=views, cache=state, unmatched_grants=unmatched)
+
+    @staticmethod
+    def _view(
+        connector: Connector,
+        tool: ToolSummary,
+        global_grants: dict[str, GrantDecision],
+        project_grants: dict[str, GrantDecision],
+    ) -> ToolView:
+        s = connector.settings
+        d = decide(
+            tool.name,
+            annotations=tool.annotations,
+            enabled=s.enabled,
+            include_tools=s.include_tools,
+            exclude_tools=s.exclude_tools,
+            approval_mode=s.approval_mode,
+            global_grant=global_grants.get(tool.name),
+            project_grant=project_grants.get(tool.name),
+        )
+        return ToolView(
+            name=tool.name,
+            canonical_name=canonical_tool_name(connector.name, tool.name),
+            description=tool.description,
+            visible=d.visible,
+            decision=d.decision,
+            source=d.source,
+            risk=d.risk,
+            global_grant=global_grants.get(tool.name),
+            project_grant=project_grants.get(tool.name),
+        )
+
+    def runtime_config(self, workspace: Path) -> RuntimeConfig:
+        """What a runtime for ``workspace`` may load: enabled connectors only, with their grants.
+
+        This is the content the projected snapshot will carry (seed 003 §10.3); no secrets.
+        """
+        prj = self.project(workspace)
+        servers = []
+        for connector in self.list():
+            if not connector.settings.enabled:
+                continue
+            entry, _ = self.cached_catalog(connector)
+            servers.append(
+                RuntimeServer(
+                    connector_id=connector.connector_id,
+                    name=connector.name,
+                    target=connector.target,
+                    settings=connector.settings,
+                    global_grants={g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)},
+                    project_grants={
+                        g.tool_name: g.decision
+                        for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)
+                    },
+                    tools=entry.tools if entry else (),
+                    runtime_config=connector.runtime_config,
+                )
+            )
+        return RuntimeConfig(project_id=prj.project_id, workspace=prj.path, servers=tuple(servers))

@@ -1,0 +1,209 @@
+"""``patchbay probe | tools | grant | call | events``: the governed path from a terminal."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import typer
+from rich.markup import escape
+from rich.prompt import Prompt
+from rich.table import Table
+
+from patchbay.core.errors import ConfigError, ToolCallError, ValidationError
+from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, err_console, handle_errors, out_console, state
+
+PROJECT_OPTION = typer.Option(None, "--project", help="Workspace directory (default: global scope / current dir).")
+
+
+@handle_errors
+def probe(name: str, project: Path = typer.Option(Path("."), "--project", help="Workspace the server runs in."), as_json: bool = JSON_OPTION) -> None:
+    """Connect for real (initialize, tools/list, resources/list), cache the catalog. Exit 0 only when ready."""
+    service = state.service()
+    workspace = service.project(project).path
+    with err_console.status(f"probing {name}…", spinner="dots") if not as_json and err_console.is_terminal else _null():
+        result = anyio.run(lambda: service.probe(name, workspace=Path(workspace)))
+    if as_json:
+        emit_json(result.model_dump(mode="json", exclude={"tools", "resources"}) | {"tools": [t.name for t in result.tools]})
+    else:
+        out_console.print(f"{result.connector}: {result.state} ({result.duration_ms} ms)")
+        if result.state == "ready":
+            info = result.server_info or {}
+            out_console.print(f"  server: {info.get('name', '?')} {info.get('version', '')}  protocol {result.protocol_version}")
+            out_console.print(f"  tools: {result.tool_count}  resources: {result.resource_count}")
+        else:
+            out_console.print(f"  error[{result.code}]: {escape(result.message or '')}")
+        if result.stderr_tail:
+            out_console.print("  stderr (tail):")
+            for line in result.stderr_tail.rstrip().splitlines()[-20:]:
+                out_console.print(f"    {escape(line)}")
+    if result.state != "ready":
+        raise typer.Exit(1)
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+@handle_errors
+def tools(name: str, project: Path | None = PROJECT_OPTION, as_json: bool = JSON_OPTION) -> None:
+    """List a connector's cached tools with their effective decision (probe first)."""
+    view = state.service().tools(name, project=project)
+    if as_json:
+        emit_json(
+            {
+                "connector": view.connector.name,
+                "project": view.project.model_dump() if view.project else None,
+                "cache": view.cache,
+                "tools": [t.__dict__ for t in view.tools],
+                "unmatched_grants": [g.model_dump() for g in view.unmatched_grants],
+            }
+        )
+        return
+    if view.cache != "fresh":
+        hint = "no cached tools" if view.cache == "missing" else "cached tools are stale (config changed)"
+        err_console.print(f"{view.connector.name}: {hint}; run: patchbay probe {view.connector.name}")
+    table = Table("tool", "decision", "source", "risk", "global", "project")
+    for t in view.tools:
+        decision = t.decision if t.visible else "hidden"
+        table.add_row(t.canonical_name, decision, t.source, t.risk, t.global_grant or "-", t.project_grant or "-")
+    if view.tools:
+        out_console.print(table)
+    for g in view.unmatched_grants:
+        scope = "project" if g.project_id else "global"
+        out_console.print(f"grant matches no known tool: {g.tool_name} = {g.decision} ({scope})")
+
+
+@handle_errors
+def grant(
+    name: str,
+    tool: str,
+    decision: str | None = typer.Argument(None, help="allow, ask or deny"),
+    clear: bool = typer.Option(False, "--clear", help="Remove the grant so the tool inherits again."),
+    project: Path | None = PROJECT_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Set or clear a tool grant, globally or for one project."""
+    service = state.service()
+    scope = f"project {project}" if project else "global"
+    if clear:
+        if decision is not None:
+            raise ConfigError("decision", "give either a decision or --clear, not both")
+        service.clear_grant(name, tool, project=project)
+        result: dict[str, Any] = {"connector": name, "tool": tool, "cleared": True, "scope": scope}
+    else:
+        if decision is None:
+            raise ConfigError("decision", "missing: give allow, ask or deny (or --clear)")
+        g = service.grant(name, tool, decision, project=project)
+        result = {"connector": name, "tool": tool, "decision": g.decision, "scope": scope, "project_id": g.project_id}
+    known = {t.name for t in service.tools(name, project=project).tools}
+    result["matches_known_tool"] = tool in known
+    if as_json:
+        emit_json(result)
+        return
+    what = "cleared" if clear else result["decision"]
+    out_console.print(f"{name}.{tool}: {what} ({scope})")
+    if not result["matches_known_tool"]:
+        err_console.print(f"note: {tool!r} is not in {name}'s cached tools; the grant is kept but matches nothing yet")
+
+
+def _terminal_approver():
+    async def approve(request: Any) -> str:
+        def ask() -> str:
+            err_console.print(
+                f"[bold]{escape(request.tool)}[/bold] wants to run (risk: {request.risk}) with arguments "
+                f"{escape(json.dumps(request.arguments, ensure_ascii=False))}"
+            )
+            choice = Prompt.ask("Allow? [o]nce, for this [s]ession, [d]eny", choices=["o", "s", "d"], default="d", console=err_console)
+            return {"o": "allow_once", "s": "allow_session", "d": "deny"}[choice]
+
+        return await anyio.to_thread.run_sync(ask)
+
+    return approve
+
+
+async def _yes(request: Any) -> str:
+    return "allow_once"
+
+
+@handle_errors
+def call(
+    tool: str = typer.Argument(..., help="Canonical tool name: mcp.<connector>.<tool>"),
+    arguments: str | None = typer.Argument(None, help="Tool arguments as a JSON object."),
+    project: Path = typer.Option(Path("."), "--project", help="Workspace directory (default: current)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Approve once when the decision is ask."),
+    session: str | None = typer.Option(None, "--session", help="Append to this session's event log."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Call a tool through the governed path; asks on the terminal when the decision is ask."""
+    from patchbay.runtime import Runtime
+
+    try:
+        args = json.loads(arguments) if arguments else {}
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"arguments: not valid JSON ({exc.msg} at position {exc.pos})", details={"field": "arguments"}) from None
+    if not isinstance(args, dict):
+        raise ValidationError("arguments: must be a JSON object", details={"field": "arguments"})
+    service = state.service()
+    config = service.runtime_config(project)
+    approver = _yes if yes else (_terminal_approver() if sys.stdin.isatty() and sys.stderr.isatty() else None)
+
+    async def run() -> Any:
+        async with Runtime(config, settings=service.settings, approver=approver, session_id=session) as runtime:
+            try:
+                return runtime.session_id, await runtime.call(tool, args), None
+            except ToolCallError as exc:
+                return runtime.session_id, None, exc
+
+    session_id, result, failure = anyio.run(run)
+    if failure is not None:
+        if as_json:
+            emit_json({"session_id": session_id, "error": failure.to_dict()})
+        else:
+            err_console.print(f"[red]error[{failure.reason}][/red]: {escape(failure.message)}")
+            err_console.print(f"session {session_id}: patchbay events {session_id}")
+        raise typer.Exit(1)
+    if as_json:
+        emit_json(
+            {
+                "session_id": session_id,
+                "tool_call_id": result.tool_call_id,
+                "content": result.content,
+                "structured_content": result.structured_content,
+            }
+        )
+        return
+    for block in result.content:
+        if block.get("type") == "text":
+            out_console.print(escape(block.get("text", "")))
+        else:
+            out_console.print(f"[{block.get('type')} content, {len(json.dumps(block))} bytes]")
+    err_console.print(f"session {session_id}: patchbay events {session_id}")
+
+
+@handle_errors
+def events(session_id: str, as_json: bool = JSON_OPTION) -> None:
+    """Print a session's event log in order."""
+    from patchbay.runtime.events import read_events, session_log_path
+
+    from patchbay.core.errors import NotFoundError
+
+    path = session_log_path(state.settings.sessions_dir, session_id)
+    if not path.exists():
+        raise NotFoundError(f"no session {session_id!r} in {state.settings.sessions_dir}")
+    items = read_events(path)
+    if as_json:
+        emit_json({"session_id": session_id, "events": items})
+        return
+    for event in items:
+        payload = json.dumps(event.get("payload", {}), ensure_ascii=False, separators=(",", ":"))
+        if len(payload) > 160:
+            payload = payload[:157] + "..."
+        out_console.print(f"{event['seq']:>4}  {event['ts']}  {event['type']:<28} {escape(payload)}")

@@ -1,0 +1,63 @@
+"""DESIGN.md "Permissions": the decision order, step by step."""
+
+from __future__ import annotations
+
+from patchbay.core.policy import decide, risk_of
+
+DESTRUCTIVE = {"destructiveHint": True}
+READ_ONLY = {"readOnlyHint": True}
+
+
+def test_a_disabled_connector_exposes_nothing() -> None:
+    decision = decide("t", enabled=False, global_grant="allow", approval_mode="allow_all")
+    assert (decision.visible, decision.decision, decision.source) == (False, "deny", "disabled")
+
+
+def test_exclude_globs_hide_a_tool_even_when_it_is_granted() -> None:
+    decision = decide("delete_repo", exclude_tools=("delete_*",), global_grant="allow")
+    assert (decision.visible, decision.source) == (False, "excluded")
+
+
+def test_a_non_empty_include_list_hides_everything_it_does_not_match() -> None:
+    assert decide("git_status", include_tools=("git_*",)).visible
+    hidden = decide("rm", include_tools=("git_*",), project_grant="allow")
+    assert (hidden.visible, hidden.source) == (False, "not_included")
+
+
+def test_a_global_deny_is_never_lifted_by_a_project_allow() -> None:
+    decision = decide("t", global_grant="deny", project_grant="allow", approval_mode="allow_all")
+    assert (decision.decision, decision.source) == ("deny", "global_deny")
+
+
+def test_a_project_grant_wins_over_a_global_allow_or_ask() -> None:
+    assert decide("t", global_grant="allow", project_grant="ask").decision == "ask"
+    assert decide("t", global_grant="ask", project_grant="allow").decision == "allow"
+    assert decide("t", global_grant="ask", project_grant="deny").decision == "deny"
+    assert decide("t", global_grant="ask", project_grant="deny").source == "project_grant"
+
+
+def test_a_global_grant_applies_when_the_project_has_none() -> None:
+    decision = decide("t", global_grant="allow")
+    assert (decision.decision, decision.source) == ("allow", "global_grant")
+
+
+def test_allow_all_allows_but_destructive_tools_still_ask() -> None:
+    assert decide("t", approval_mode="allow_all").decision == "allow"
+    destructive = decide("t", approval_mode="allow_all", annotations=DESTRUCTIVE)
+    assert (destructive.decision, destructive.source) == ("ask", "destructive_default")
+
+
+def test_an_explicit_grant_lets_a_destructive_tool_run_under_allow_all() -> None:
+    assert decide("t", approval_mode="allow_all", annotations=DESTRUCTIVE, global_grant="allow").decision == "allow"
+
+
+def test_ask_and_custom_modes_ask_without_grants() -> None:
+    assert decide("t", approval_mode="ask").decision == "ask"
+    assert decide("t", approval_mode="custom").decision == "ask"
+
+
+def test_risk_comes_from_annotations_and_defaults_to_network() -> None:
+    assert risk_of(READ_ONLY) == "read"
+    assert risk_of(DESTRUCTIVE) == "destructive"
+    assert risk_of(None) == "network"
+    assert decide("t", annotations=READ_ONLY).risk == "read"

@@ -1,0 +1,116 @@
+"""Seed 003 §7.3: every connector validation rule rejects bad input with invalid_config + the field."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from patchbay.core.errors import ConfigError, ErrorCode
+from patchbay.core.names import validate_connector_name
+from patchbay.core.validation import (
+    validate_cwd,
+    validate_http_target,
+    validate_socket_path,
+    validate_stdio_target,
+    validate_url,
+)
+
+
+def assert_invalid(exc: pytest.ExceptionInfo[ConfigError], field: str) -> None:
+    assert exc.value.code == ErrorCode.INVALID_CONFIG
+    assert exc.value.details["field"] == field
+    assert str(exc.value.message).startswith(f"{field}:")
+
+
+@pytest.mark.parametrize(
+    "name", ["", "A", "Time", "-time", "time-", "ti_me", "ti.me", "ti/me", "ti me", "t\x00", "a" * 65, "ümlaut"]
+)
+def test_connector_names_outside_the_pattern_are_refused(name: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        validate_connector_name(name)
+    assert_invalid(exc, "name")
+
+
+@pytest.mark.parametrize("name", ["a", "0", "time", "mcp-server-2", "a" * 64])
+def test_connector_names_inside_the_pattern_are_accepted(name: str) -> None:
+    assert validate_connector_name(name) == name
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("", "empty"),
+        ("example.com/mcp", "scheme"),
+        ("ftp://example.com/mcp", "scheme"),
+        ("file:///etc/passwd", "scheme"),
+        ("https://user:pw@example.com/mcp", "password"),
+        ("https://token@example.com/mcp", "user"),
+        ("https:///mcp", "host"),
+        ("http://example.com:99999/mcp", "valid"),
+        ("http://exa\nmple.com/", "control"),
+    ],
+)
+def test_remote_urls_must_be_absolute_http_without_userinfo(url: str, why: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        validate_url(url)
+    assert_invalid(exc, "url")
+    assert why in exc.value.message
+
+
+def test_a_good_remote_target_keeps_its_url_and_transport() -> None:
+    target = validate_http_target("https://example.com/mcp?x=1", "sse")
+    assert (target.transport, target.url) == ("sse", "https://example.com/mcp?x=1")
+
+
+def test_an_unknown_remote_transport_is_refused() -> None:
+    with pytest.raises(ConfigError) as exc:
+        validate_http_target("https://example.com/mcp", "websocket")
+    assert_invalid(exc, "transport")
+
+
+@pytest.mark.parametrize("command", ["", "   ", "-rf", "--help", "npx -y server", "python\tserver.py", "cmd\x00"])
+def test_stdio_commands_must_be_one_executable_not_a_shell_line(command: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        validate_stdio_target(command, [])
+    assert_invalid(exc, "command")
+
+
+def test_stdio_args_are_kept_apart_verbatim_shell_metacharacters_included() -> None:
+    target = validate_stdio_target("echo", ["$(rm -rf ~)", "a b", ";", "|", "*"])
+    assert target.command == "echo"
+    assert target.args == ("$(rm -rf ~)", "a b", ";", "|", "*")
+
+
+def test_stdio_args_with_nul_are_refused() -> None:
+    with pytest.raises(ConfigError) as exc:
+        validate_stdio_target("echo", ["ok", "bad\x00"])
+    assert_invalid(exc, "args")
+
+
+@pytest.mark.parametrize("cwd", ["..", "../x", "a/../../b", "/etc", "/tmp/other"])
+def test_stdio_cwd_must_stay_inside_the_workspace(cwd: str, tmp_path) -> None:
+    workspace = str(tmp_path / "ws")
+    with pytest.raises(ConfigError) as exc:
+        validate_stdio_target("echo", [], cwd=cwd, workspace=workspace)
+    assert_invalid(exc, "cwd")
+
+
+def test_stdio_cwd_is_stored_relative_to_the_workspace(tmp_path) -> None:
+    workspace = str(tmp_path)
+    assert validate_cwd("", workspace) == ""
+    assert validate_cwd("./sub/../sub/dir", workspace) == "sub/dir"
+    assert validate_cwd(str(tmp_path / "tools"), workspace) == "tools"
+    assert validate_cwd(str(tmp_path), workspace) == ""
+
+
+@pytest.mark.parametrize("path", ["", "relative.sock", "./x.sock", "/tmp/a\nb.sock", "/" + "s" * 120])
+def test_socket_paths_must_be_absolute_or_home_relative(path: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        validate_socket_path(path)
+    assert_invalid(exc, "socket_path")
+
+
+def test_socket_paths_are_normalised_and_tilde_expanded() -> None:
+    assert validate_socket_path("/run//user/../mcp/./s.sock").path == "/run/mcp/s.sock"
+    assert validate_socket_path("~/mcp.sock").path == os.path.join(os.path.expanduser("~"), "mcp.sock")

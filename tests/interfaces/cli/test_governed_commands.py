@@ -1,0 +1,167 @@
+"""probe / tools / grant / call / events from the CLI, on real third-party MCP servers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from patchbay.interfaces.cli import app
+from peer_servers import everything_http, everything_stdio_command, make_git_repo
+
+CHAIN = [
+    "model.tool_call_requested",
+    "permission.requested",
+    "permission.resolved",
+    "mcp.call.started",
+    "tool.started",
+    "mcp.call.completed",
+    "tool.completed",
+]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def run(tmp_path: Path, workspace: Path):
+    runner = CliRunner()
+    home = tmp_path / "home"
+
+    def invoke(*args: str):
+        return runner.invoke(app, ["--home", str(home), *args], catch_exceptions=False)
+
+    return invoke
+
+
+def events_of(run, stderr: str) -> list[dict]:
+    session_id = stderr.split("patchbay events ")[-1].split()[0]
+    result = run("events", session_id, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["events"]
+
+
+def test_time_server_add_probe_tools_call_and_events(run, workspace: Path) -> None:
+    assert run("connector", "add", "time", "--", "mcp-server-time").exit_code == 0
+    probe = run("probe", "time", "--project", str(workspace))
+    assert probe.exit_code == 0, probe.output
+    assert "time: ready" in probe.stdout and "tools: 2" in probe.stdout
+
+    tools = json.loads(run("tools", "time", "--json").stdout)
+    by_name = {t["name"]: t for t in tools["tools"]}
+    assert set(by_name) == {"get_current_time", "convert_time"}
+    assert by_name["get_current_time"]["decision"] == "ask" and tools["cache"] == "fresh"
+
+    call = run("call", "mcp.time.get_current_time", '{"timezone": "Asia/Tokyo"}', "--yes", "--project", str(workspace))
+    assert call.exit_code == 0, call.output
+    assert json.loads(call.stdout)["timezone"] == "Asia/Tokyo"
+    events = events_of(run, call.stderr)
+    assert [e["type"] for e in events] == CHAIN
+    assert [e["seq"] for e in events] == list(range(1, len(CHAIN) + 1))
+    assert events[1]["payload"]["riskAtDecision"] in {"read", "network"}
+    assert "Asia/Tokyo" in events[-1]["payload"]["resultPreview"]
+    assert events[-1]["payload"]["resultSize"] > 0
+
+
+def test_headless_ask_is_denied_without_reaching_the_server_and_a_grant_lets_it_run(run, workspace: Path) -> None:
+    run("connector", "add", "time", "--", "mcp-server-time")
+    run("probe", "time", "--project", str(workspace))
+    denied = run("call", "mcp.time.get_current_time", '{"timezone": "UTC"}', "--project", str(workspace))
+    assert denied.exit_code == 1
+    assert "error[approval_unavailable]" in denied.stderr
+    events = events_of(run, denied.stderr)
+    assert [e["type"] for e in events][-1] == "tool.failed"
+    assert not any(e["type"].startswith("mcp.call") for e in events)
+
+    assert run("grant", "time", "get_current_time", "allow").exit_code == 0
+    allowed = run("call", "mcp.time.get_current_time", '{"timezone": "UTC"}', "--project", str(workspace))
+    assert allowed.exit_code == 0, allowed.output
+
+
+def test_a_project_allow_cannot_lift_a_global_deny(run, workspace: Path) -> None:
+    run("connector", "add", "time", "--", "mcp-server-time")
+    run("probe", "time", "--project", str(workspace))
+    run("grant", "time", "get_current_time", "deny")
+    run("grant", "time", "get_current_time", "allow", "--project", str(workspace))
+    view = json.loads(run("tools", "time", "--project", str(workspace), "--json").stdout)
+    tool = next(t for t in view["tools"] if t["name"] == "get_current_time")
+    assert (tool["decision"], tool["source"]) == ("deny", "global_deny")
+    denied = run("call", "mcp.time.get_current_time", '{"timezone": "UTC"}', "--yes", "--project", str(workspace))
+    assert denied.exit_code == 1 and "error[permission_denied]" in denied.stderr
+
+    assert run("grant", "time", "get_current_time", "--clear").exit_code == 0
+    view = json.loads(run("tools", "time", "--project", str(workspace), "--json").stdout)
+    tool = next(t for t in view["tools"] if t["name"] == "get_current_time")
+    assert (tool["decision"], tool["source"]) == ("allow", "project_grant")
+
+
+def test_a_grant_for_an_unknown_tool_is_kept_and_reported_as_matching_nothing(run, workspace: Path) -> None:
+    run("connector", "add", "time", "--", "mcp-server-time")
+    run("probe", "time", "--project", str(workspace))
+    result = run("grant", "time", "no_such_tool", "deny", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["matches_known_tool"] is False
+    view = json.loads(run("tools", "time", "--json").stdout)
+    assert [g["tool_name"] for g in view["unmatched_grants"]] == ["no_such_tool"]
+
+
+def test_probe_of_a_missing_command_fails_with_its_code(run, workspace: Path) -> None:
+    run("connector", "add", "ghost", "--", "definitely-not-a-command-xyz")
+    result = run("probe", "ghost", "--project", str(workspace), "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["code"] == "command_not_found"
+
+
+def test_git_server_status_of_a_repo_the_test_made_shows_the_file(run, tmp_path: Path, workspace: Path) -> None:
+    repo = make_git_repo(tmp_path / "repo", "made-by-the-test.txt")
+    run("connector", "add", "git", "--", "mcp-server-git", "--repository", str(repo))
+    assert run("probe", "git", "--project", str(workspace)).exit_code == 0
+    run("grant", "git", "git_status", "allow")
+    call = run("call", "mcp.git.git_status", json.dumps({"repo_path": str(repo)}), "--project", str(workspace))
+    assert call.exit_code == 0, call.output
+    assert "made-by-the-test.txt" in call.stdout
+
+
+@pytest.mark.peers
+def test_everything_echo_over_stdio(run, workspace: Path) -> None:
+    run("connector", "add", "everything", "--", *everything_stdio_command())
+    probe = run("probe", "everything", "--project", str(workspace), "--json")
+    assert probe.exit_code == 0, probe.output
+    assert "echo" in json.loads(probe.stdout)["tools"]
+    call = run("call", "mcp.everything.echo", '{"message": "hello patchbay"}', "--yes", "--project", str(workspace))
+    assert call.exit_code == 0, call.output
+    assert "hello patchbay" in call.stdout
+
+
+@pytest.mark.peers
+def test_everything_echo_over_streamable_http(run, workspace: Path) -> None:
+    with everything_http("streamableHttp") as url:
+        run("connector", "add", "everything-http", "--url", url)
+        probe = run("probe", "everything-http", "--project", str(workspace))
+        assert probe.exit_code == 0, probe.output
+        run("grant", "everything-http", "echo", "allow")
+        call = run("call", "mcp.everything-http.echo", '{"message": "over http"}', "--project", str(workspace))
+        assert call.exit_code == 0, call.output
+        assert "over http" in call.stdout
+
+
+def test_bad_arguments_and_unknown_sessions_fail_with_codes(run, workspace: Path) -> None:
+    bad_json = run("call", "mcp.time.get_current_time", "{not json", "--project", str(workspace))
+    assert bad_json.exit_code == 1 and bad_json.stderr.startswith("error[validation_error]: arguments")
+    not_object = run("call", "mcp.time.get_current_time", "[1]", "--project", str(workspace))
+    assert not_object.exit_code == 1 and "error[validation_error]" in not_object.stderr
+    missing = run("events", "ses_doesnotexist")
+    assert missing.exit_code == 1 and "error[not_found]" in missing.stderr
+    traversal = run("events", "../../etc/passwd")
+    assert traversal.exit_code == 1 and "error[validation_error]" in traversal.stderr
+
+
+def test_calling_a_connector_that_does_not_exist_fails_cleanly(run, workspace: Path) -> None:
+    result = run("call", "mcp.nope.tool", "--project", str(workspace), "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["error"]["details"]["reason"] == "unknown_tool"

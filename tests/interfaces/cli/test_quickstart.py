@@ -1,0 +1,50 @@
+"""The README's quick start, run for real: its `patchbay` steps in a shell, as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+
+VENV_BIN = Path(sys.executable).parent
+
+
+def quickstart_patchbay_steps() -> list[str]:
+    """The `patchbay ...` steps of the README's first quick-start command (install steps dropped)."""
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", readme.split("## Quick start", 1)[1], re.S)
+    first = blocks[0].strip()
+    steps = [step.strip() for step in first.split("&&")]
+    return [s for s in steps if s.startswith("patchbay ")]
+
+
+def test_readme_quick_start_prints_the_time_and_logs_the_whole_chain(tmp_path: Path) -> None:
+    steps = quickstart_patchbay_steps()
+    assert [s.split()[1] for s in steps] == ["connector", "probe", "call"]
+    env = {**os.environ, "PATCHBAY_HOME": str(tmp_path / "home"), "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+    # The README refers to "$PWD/.venv/bin/..."; here the venv is whichever runs the tests.
+    script = " && ".join(steps).replace('"$PWD/.venv/bin/', f'"{VENV_BIN}/')
+    for _ in range(2):  # the quick start must stay true when run again
+        done = subprocess.run(["bash", "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        answer = json.loads(done.stdout[done.stdout.index("{") :])
+        assert answer["timezone"] == "Europe/Paris"
+    session_id = re.search(r"patchbay events (\S+)", done.stderr).group(1)
+    events = subprocess.run(
+        ["patchbay", "events", session_id, "--json"], env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    types = [e["type"] for e in json.loads(events.stdout)["events"]]
+    assert types == [
+        "model.tool_call_requested",
+        "permission.requested",
+        "permission.resolved",
+        "mcp.call.started",
+        "tool.started",
+        "mcp.call.completed",
+        "tool.completed",
+    ]

@@ -1,0 +1,79 @@
+"""Start and stop the npm peer server-everything on 127.0.0.1 for a test (never all interfaces)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from conftest import EVERYTHING_ENTRY, FIXTURES, require_peers
+
+LOOPBACK_PRELOAD = FIXTURES / "loopback-only.cjs"
+
+
+def node() -> str:
+    found = shutil.which("node")
+    if found is None:
+        raise RuntimeError("node is not on PATH")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, deadline_s: float = 20.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server-everything exited early with {process.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return
+        time.sleep(0.05)  # polling a port that has no readiness event; bounded by the deadline
+    raise RuntimeError(f"server-everything did not listen on 127.0.0.1:{port} within {deadline_s}s")
+
+
+@contextlib.contextmanager
+def everything_http(kind: str = "streamableHttp") -> Iterator[str]:
+    """Run server-everything's ``streamableHttp`` or ``sse`` transport on a free loopback port.
+
+    Yields the endpoint URL (``/mcp`` or ``/sse``); the process group is killed on exit.
+    """
+    require_peers()
+    port = free_port()
+    env = {**os.environ, "PORT": str(port)}
+    process = subprocess.Popen(
+        [node(), "-r", str(LOOPBACK_PRELOAD), str(EVERYTHING_ENTRY), kind],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        _wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/{'sse' if kind == 'sse' else 'mcp'}"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, 9)
+        process.wait(timeout=10)
+
+
+def everything_stdio_command() -> list[str]:
+    """The argv that runs server-everything over stdio."""
+    require_peers()
+    return [node(), str(EVERYTHING_ENTRY), "stdio"]
+
+
+def make_git_repo(path: Path, filename: str = "hello-from-test.txt") -> Path:
+    """A git repository with one untracked file, for mcp-server-git."""
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    (path / filename).write_text("hello\n")
+    return path
