@@ -1,1 +1,16 @@
-"""adapters store layer."""
+"""The canonical store: SQLAlchemy Core over SQLite (default, WAL) or PostgreSQL, Alembic migrations.
+
+Usage::
+
+    from patchbay.adapters.store import open_store
+
+    repo = open_store(settings)          # engine + migrations to head
+    repo.create_connector("time", "Time", StdioTarget(command="mcp-server-time"))
+
+Only the control plane writes here (DESIGN.md "Layers"); the schema is seed 003 §6.
+"""
+
+from patchbay.adapters.store.db import create_engine_for, open_store, upgrade_to_head
+from patchbay.adapters.store.repository import Repository
+
+__all__ = ["Repository", "create_engine_for", "open_store", "upgrade_to_head"]

@@ -1,0 +1,202 @@
+"""The canonical schema as SQLAlchemy Core tables (seed 003 §6).
+
+This module describes the schema for queries and for comparing against the migrated database;
+it never creates anything. Schema changes happen only through the Alembic migrations in
+``migrations/versions`` (DESIGN.md "Where things live").
+
+One metadata serves SQLite (the default) and PostgreSQL:
+
+- SQLite tables are ``STRICT``, so column types are limited to ``TEXT`` and ``INTEGER``
+  (booleans are ``INTEGER`` with ``CHECK (enabled IN (0, 1))``).
+- Unix-millisecond timestamps are ``BIGINT`` on PostgreSQL (a 32-bit ``INTEGER`` would overflow)
+  and ``INTEGER`` (64-bit) on SQLite.
+- ``*_json`` columns are ``TEXT`` with a validity CHECK: ``json_valid(col)`` on SQLite,
+  ``(col::jsonb IS NOT NULL)`` on PostgreSQL. PostgreSQL rejects malformed JSON while
+  evaluating the cast, so there the error is ``invalid_text_representation`` (a
+  ``DataError``) rather than a check violation; either way the row is refused.
+- Connector names are unique case-insensitively: ``COLLATE NOCASE`` plus ``UNIQUE`` on SQLite,
+  a unique index on ``lower(name)`` on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+
+__all__ = [
+    "APPROVAL_MODES",
+    "CONNECTOR_SOURCES",
+    "GRANT_DECISIONS",
+    "TRANSPORTS",
+    "mcp_connectors",
+    "mcp_global_tool_grants",
+    "mcp_project_tool_grants",
+    "mcp_tool_cache",
+    "metadata",
+    "projects",
+]
+
+CONNECTOR_SOURCES = ("builtin", "custom", "imported")
+TRANSPORTS = ("stdio", "streamable_http", "sse", "socket")
+APPROVAL_MODES = ("ask", "custom", "allow_all")
+GRANT_DECISIONS = ("allow", "ask", "deny")
+
+TRANSPORT_EXCLUSIVITY = (
+    "(transport = 'stdio' AND command IS NOT NULL AND endpoint_url IS NULL AND socket_path IS NULL) OR "
+    "(transport IN ('streamable_http', 'sse') AND endpoint_url IS NOT NULL AND command IS NULL "
+    "AND socket_path IS NULL) OR "
+    "(transport = 'socket' AND socket_path IS NOT NULL AND endpoint_url IS NULL AND command IS NULL)"
+)
+
+metadata = MetaData()
+
+#: Unix time in milliseconds: BIGINT on PostgreSQL, INTEGER (64-bit, STRICT-compatible) on SQLite.
+Millis = BigInteger().with_variant(Integer(), "sqlite")
+#: Connector names compare case-insensitively on SQLite through the column collation.
+NameText = Text().with_variant(Text(collation="NOCASE"), "sqlite")
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+def json_checks(table: str, column: str, *, nullable: bool = False) -> list[CheckConstraint]:
+    """Dialect-specific "this TEXT column holds valid JSON" CHECKs; exactly one is emitted per dialect."""
+    sqlite_sql = f"json_valid({column})"
+    pg_sql = f"({column}::jsonb IS NOT NULL)"
+    if nullable:
+        sqlite_sql = f"{column} IS NULL OR {sqlite_sql}"
+        pg_sql = f"{column} IS NULL OR {pg_sql}"
+    name = f"ck_{table}_{column}_valid"
+    return [
+        CheckConstraint(sqlite_sql, name=name).ddl_if(dialect="sqlite"),
+        CheckConstraint(pg_sql, name=name).ddl_if(dialect="postgresql"),
+    ]
+
+
+mcp_connectors = Table(
+    "mcp_connectors",
+    metadata,
+    Column("connector_id", Text, primary_key=True),
+    Column("name", NameText, nullable=False),
+    Column("display_name", Text, nullable=False),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("source", Text, nullable=False),
+    Column("transport", Text, nullable=False),
+    Column("endpoint_url", Text),
+    Column("command", Text),
+    Column("args_json", Text, nullable=False, server_default="[]"),
+    Column("socket_path", Text),
+    Column("runtime_config_json", Text, nullable=False, server_default="{}"),
+    Column("credential_ref", Text),
+    Column("enabled", Integer, nullable=False, server_default=text("0")),
+    Column("include_tools_json", Text, nullable=False, server_default="[]"),
+    Column("exclude_tools_json", Text, nullable=False, server_default="[]"),
+    Column("approval_mode", Text, nullable=False, server_default="ask"),
+    Column("settings_revision", Integer, nullable=False, server_default=text("1")),
+    Column("revision", Integer, nullable=False, server_default=text("1")),
+    Column("created_at", Millis, nullable=False),
+    Column("updated_at", Millis, nullable=False),
+    CheckConstraint(_in("source", CONNECTOR_SOURCES), name="ck_mcp_connectors_source"),
+    CheckConstraint(_in("transport", TRANSPORTS), name="ck_mcp_connectors_transport"),
+    CheckConstraint("enabled IN (0, 1)", name="ck_mcp_connectors_enabled"),
+    CheckConstraint(_in("approval_mode", APPROVAL_MODES), name="ck_mcp_connectors_approval_mode"),
+    CheckConstraint(TRANSPORT_EXCLUSIVITY, name="ck_mcp_connectors_transport_target"),
+    *json_checks("mcp_connectors", "args_json"),
+    *json_checks("mcp_connectors", "runtime_config_json"),
+    *json_checks("mcp_connectors", "include_tools_json"),
+    *json_checks("mcp_connectors", "exclude_tools_json"),
+    UniqueConstraint("name", name="uq_mcp_connectors_name").ddl_if(dialect="sqlite"),
+    sqlite_strict=True,
+)
+
+Index(
+    "uq_mcp_connectors_name_lower",
+    func.lower(mcp_connectors.c.name),
+    unique=True,
+).ddl_if(dialect="postgresql")
+
+mcp_global_tool_grants = Table(
+    "mcp_global_tool_grants",
+    metadata,
+    Column(
+        "connector_id",
+        Text,
+        ForeignKey("mcp_connectors.connector_id", ondelete="CASCADE", name="fk_mcp_global_tool_grants_connector"),
+        nullable=False,
+    ),
+    Column("tool_name", Text, nullable=False),
+    Column("decision", Text, nullable=False),
+    Column("updated_at", Millis, nullable=False),
+    PrimaryKeyConstraint("connector_id", "tool_name", name="pk_mcp_global_tool_grants"),
+    CheckConstraint(_in("decision", GRANT_DECISIONS), name="ck_mcp_global_tool_grants_decision"),
+    sqlite_strict=True,
+)
+
+projects = Table(
+    "projects",
+    metadata,
+    Column("project_id", Text, primary_key=True),
+    Column("path", Text, nullable=False),
+    Column("created_at", Millis, nullable=False),
+    UniqueConstraint("path", name="uq_projects_path"),
+    sqlite_strict=True,
+)
+
+mcp_project_tool_grants = Table(
+    "mcp_project_tool_grants",
+    metadata,
+    Column(
+        "project_id",
+        Text,
+        ForeignKey("projects.project_id", ondelete="CASCADE", name="fk_mcp_project_tool_grants_project"),
+        nullable=False,
+    ),
+    Column(
+        "connector_id",
+        Text,
+        ForeignKey("mcp_connectors.connector_id", ondelete="CASCADE", name="fk_mcp_project_tool_grants_connector"),
+        nullable=False,
+    ),
+    Column("tool_name", Text, nullable=False),
+    Column("decision", Text, nullable=False),
+    Column("updated_at", Millis, nullable=False),
+    PrimaryKeyConstraint("project_id", "connector_id", "tool_name", name="pk_mcp_project_tool_grants"),
+    CheckConstraint(_in("decision", GRANT_DECISIONS), name="ck_mcp_project_tool_grants_decision"),
+    sqlite_strict=True,
+)
+
+mcp_tool_cache = Table(
+    "mcp_tool_cache",
+    metadata,
+    Column(
+        "connector_id",
+        Text,
+        ForeignKey("mcp_connectors.connector_id", ondelete="CASCADE", name="fk_mcp_tool_cache_connector"),
+        primary_key=True,
+    ),
+    Column("config_revision", Integer, nullable=False),
+    Column("fingerprint", Text, nullable=False),
+    Column("tools_json", Text, nullable=False),
+    Column("resources_json", Text, nullable=False, server_default="[]"),
+    Column("server_info_json", Text),
+    Column("fetched_at", Millis, nullable=False),
+    Column("expires_at", Millis, nullable=False),
+    *json_checks("mcp_tool_cache", "tools_json"),
+    *json_checks("mcp_tool_cache", "resources_json"),
+    *json_checks("mcp_tool_cache", "server_info_json", nullable=True),
+    sqlite_strict=True,
+)

@@ -1,0 +1,169 @@
+"""Alembic migrations of the canonical store: schema creation, idempotence, agreement with tables.py."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.migration import MigrationContext
+from sqlalchemy import Engine, MetaData, inspect
+
+from patchbay.adapters.store import Repository, create_engine_for, open_store, upgrade_to_head
+from patchbay.adapters.store.db import SCRIPT_LOCATION
+from patchbay.adapters.store.tables import metadata
+from patchbay.core.errors import CanonicalStateUnavailable, ErrorCode
+from patchbay.core.models import StdioTarget
+from patchbay.core.settings import Settings
+
+TABLES = {"mcp_connectors", "mcp_global_tool_grants", "projects", "mcp_project_tool_grants", "mcp_tool_cache"}
+
+
+def _assert_consistent(engine: Engine) -> None:
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA integrity_check").scalars().all() == ["ok"]
+        assert conn.exec_driver_sql("PRAGMA foreign_key_check").all() == []
+
+
+def _version(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def _sqlite_schema(engine: Engine) -> list[tuple[str, str]]:
+    with engine.connect() as conn:
+        return [tuple(r) for r in conn.exec_driver_sql("SELECT name, sql FROM sqlite_master ORDER BY name").all()]
+
+
+def _metadata_for(dialect: str) -> MetaData:
+    """``tables.metadata`` without the objects that exist only on the other dialect (``ddl_if``)."""
+
+    def elsewhere(obj: object) -> bool:
+        ddl_if = getattr(obj, "_ddl_if", None)
+        return ddl_if is not None and ddl_if.dialect != dialect
+
+    copy = MetaData()
+    for original in metadata.sorted_tables:
+        skip = {obj.name for obj in (*original.indexes, *original.constraints) if elsewhere(obj)}
+        table = original.to_metadata(copy)
+        for index in [ix for ix in table.indexes if ix.name in skip]:
+            table.indexes.discard(index)
+        for constraint in [c for c in table.constraints if c.name in skip]:
+            table.constraints.discard(constraint)
+    return copy
+
+
+def _schema_diff(engine: Engine) -> list[object]:
+    """What autogenerate would change to make the migrated database match ``tables.metadata``."""
+
+    def include_object(obj, name, type_, reflected, compare_to):
+        return name != "alembic_version"
+
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"include_object": include_object, "compare_type": True})
+        return compare_metadata(context, _metadata_for(engine.dialect.name))
+
+
+def test_upgrade_on_an_empty_database_creates_strict_tables(sqlite_url: str) -> None:
+    engine = create_engine_for(sqlite_url)
+    assert _version(engine) is None
+
+    upgrade_to_head(engine)
+
+    assert set(inspect(engine).get_table_names()) == TABLES | {"alembic_version"}
+    assert _version(engine) == "0001"
+    with engine.connect() as conn:
+        strict = dict(conn.exec_driver_sql("SELECT name, strict FROM pragma_table_list WHERE schema = 'main'").all())
+    assert all(strict[name] == 1 for name in TABLES)
+    _assert_consistent(engine)
+    engine.dispose()
+
+
+def test_upgrading_twice_is_a_no_op(sqlite_url: str) -> None:
+    engine = create_engine_for(sqlite_url)
+    upgrade_to_head(engine)
+    repo = Repository(engine)
+    connector = repo.create_connector("time", "Time", StdioTarget(command="mcp-server-time"))
+    before = _sqlite_schema(engine)
+
+    upgrade_to_head(engine)
+
+    assert _sqlite_schema(engine) == before
+    assert _version(engine) == "0001"
+    assert repo.list_connectors() == [connector]
+    engine.dispose()
+
+
+def test_migrated_sqlite_schema_matches_the_table_metadata(sqlite_url: str) -> None:
+    engine = create_engine_for(sqlite_url)
+    upgrade_to_head(engine)
+    assert _schema_diff(engine) == []
+    engine.dispose()
+
+
+def test_migrated_postgres_schema_matches_the_table_metadata(postgres_url: str) -> None:
+    engine = create_engine_for(postgres_url)
+    upgrade_to_head(engine)
+    upgrade_to_head(engine)  # second run: no-op
+
+    assert set(inspect(engine).get_table_names()) == TABLES | {"alembic_version"}
+    assert _version(engine) == "0001"
+    assert _schema_diff(engine) == []
+    unique = {ix["name"]: ix for ix in inspect(engine).get_indexes("mcp_connectors")}
+    assert unique["uq_mcp_connectors_name_lower"]["unique"]
+    engine.dispose()
+
+
+def test_downgrade_to_base_and_back(sqlite_url: str) -> None:
+    engine = create_engine_for(sqlite_url)
+    upgrade_to_head(engine)
+    config = Config()
+    config.set_main_option("script_location", SCRIPT_LOCATION)
+
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "base")
+    assert set(inspect(engine).get_table_names()) == {"alembic_version"}
+
+    upgrade_to_head(engine)
+    assert set(inspect(engine).get_table_names()) == TABLES | {"alembic_version"}
+    engine.dispose()
+
+
+def test_concurrent_first_opens_all_succeed(sqlite_url: str) -> None:
+    barrier = threading.Barrier(4)
+
+    def open_and_upgrade(_: int) -> str | None:
+        engine = create_engine_for(sqlite_url)
+        try:
+            barrier.wait()
+            upgrade_to_head(engine)
+            return _version(engine)
+        finally:
+            engine.dispose()
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(open_and_upgrade, range(4))) == ["0001"] * 4
+
+
+def test_open_store_migrates_the_settings_database(tmp_path: Path) -> None:
+    repo = open_store(Settings(home=tmp_path / "home"))
+    try:
+        assert (tmp_path / "home" / "patchbay.db").is_file()
+        assert _version(repo.engine) == "0001"
+        assert repo.list_connectors() == []
+    finally:
+        repo.close()
+
+
+def test_open_store_reports_an_unusable_database(tmp_path: Path) -> None:
+    (tmp_path / "is-a-directory.db").mkdir()
+
+    with pytest.raises(CanonicalStateUnavailable) as info:
+        open_store(Settings(home=tmp_path, database_url=f"sqlite:///{tmp_path / 'is-a-directory.db'}"))
+
+    assert info.value.code == ErrorCode.CANONICAL_STATE_UNAVAILABLE
