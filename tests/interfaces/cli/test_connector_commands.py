@@ -71,7 +71,7 @@ def test_bad_input_is_one_line_with_the_code_and_field_and_nothing_is_stored(run
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error[invalid_config]: " + field)
     assert "Traceback" not in result.output
-    as_json = run("connector", "add", *args, "--json")
+    as_json = run("connector", "add", "--json", *args)
     assert json.loads(as_json.stdout)["error"]["details"]["field"] == field
     assert json.loads(run("connector", "list", "--json").stdout)["connectors"] == []
 

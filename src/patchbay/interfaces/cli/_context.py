@@ -17,11 +17,12 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from patchbay.core.errors import PatchbayError
 from patchbay.core.settings import Settings
 
-__all__ = ["CliState", "JSON_OPTION", "emit_json", "err_console", "handle_errors", "out_console", "state"]
+__all__ = ["CliState", "JSON_OPTION", "emit_json", "err_console", "error_line", "handle_errors", "out_console", "state"]
 
 out_console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -92,4 +93,9 @@ def _report(error: dict[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json({"error": error})
     else:
-        err_console.print(f"[red]error[{error['code']}][/red]: {error['message']}", markup=True, highlight=False)
+        error_line(str(error["code"]), str(error["message"]))
+
+
+def error_line(code: str, message: str) -> None:
+    """Print ``error[<code>]: <message>`` on stderr, the message verbatim (no markup)."""
+    err_console.print(Text.assemble(("error", "red"), f"[{code}]: {message}"), highlight=False)

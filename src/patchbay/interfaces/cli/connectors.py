@@ -34,7 +34,7 @@ def describe_target(connector: Connector) -> str:
     return "?"  # pragma: no cover
 
 
-@app.command("add", context_settings={"allow_interspersed_args": False})
+@app.command("add")
 @handle_errors
 def add(
     name: str = typer.Argument(..., help="Connector name: lower-case letters, digits, hyphens."),

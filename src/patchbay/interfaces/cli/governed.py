@@ -14,7 +14,7 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from patchbay.core.errors import ConfigError, ToolCallError, ValidationError
-from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, err_console, handle_errors, out_console, state
+from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, err_console, error_line, handle_errors, out_console, state
 
 PROJECT_OPTION = typer.Option(None, "--project", help="Workspace directory (default: global scope / current dir).")
 
@@ -167,7 +167,7 @@ def call(
         if as_json:
             emit_json({"session_id": session_id, "error": failure.to_dict()})
         else:
-            err_console.print(f"[red]error[{failure.reason}][/red]: {escape(failure.message)}")
+            error_line(str(failure.reason), failure.message)
             err_console.print(f"session {session_id}: patchbay events {session_id}")
         raise typer.Exit(1)
     if as_json:
