@@ -1,4 +1,4 @@
-"""Shared fixtures: the anyio backend, an isolated data home, and the project's peer paths."""
+"""Shared fixtures: the anyio backend and an isolated data home with the venv on PATH."""
 
 from __future__ import annotations
 
@@ -8,10 +8,6 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-NODE_MODULES = REPO / "node_modules"
-EVERYTHING_ENTRY = NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 VENV_BIN = Path(sys.executable).parent
 
 
@@ -28,13 +24,3 @@ def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     path = os.environ.get("PATH", "")
     if str(VENV_BIN) not in path.split(os.pathsep):
         monkeypatch.setenv("PATH", f"{VENV_BIN}{os.pathsep}{path}")
-
-
-def require_peers() -> None:
-    """Fail (in CI) or skip (elsewhere) when the npm peers are not installed."""
-    if EVERYTHING_ENTRY.exists():
-        return
-    message = f"npm peers missing ({EVERYTHING_ENTRY}); run `npm ci` in {REPO}"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)

@@ -11,9 +11,23 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from conftest import EVERYTHING_ENTRY, FIXTURES, require_peers
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+EVERYTHING_ENTRY = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
 LOOPBACK_PRELOAD = FIXTURES / "loopback-only.cjs"
+
+
+def require_peers() -> None:
+    """Fail (in CI) or skip (elsewhere) when the npm peers are not installed."""
+    if EVERYTHING_ENTRY.exists():
+        return
+    message = f"npm peers missing ({EVERYTHING_ENTRY}); run `npm ci` in {REPO}"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 def node() -> str:

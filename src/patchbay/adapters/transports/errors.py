@@ -37,7 +37,7 @@ def _code_of(exc: BaseException, http_status: int | None) -> ErrorCode:
         return ErrorCode.TIMEOUT
     if isinstance(exc, ssl.SSLError) or (isinstance(exc, httpx2.ConnectError) and "ssl" in str(exc).lower()):
         return ErrorCode.TLS_ERROR
-    if isinstance(exc, httpx2.ConnectError | ConnectionRefusedError):
+    if isinstance(exc, httpx2.NetworkError | ConnectionRefusedError):  # connect, read, write, close
         return ErrorCode.SERVER_CLOSED
     if isinstance(exc, MCPError):
         if http_status in (401,):
@@ -49,7 +49,9 @@ def _code_of(exc: BaseException, http_status: int | None) -> ErrorCode:
         if exc.error.code == types.REQUEST_TIMEOUT:
             return ErrorCode.TIMEOUT
         return ErrorCode.PROTOCOL_ERROR
-    if isinstance(exc, pydantic.ValidationError | ValueError | httpx2.DecodingError | httpx2.RemoteProtocolError):
+    if isinstance(exc, httpx2.SSEError | httpx2.ProtocolError | httpx2.DecodingError):
+        return ErrorCode.PROTOCOL_ERROR  # e.g. an HTML page where an event stream was expected
+    if isinstance(exc, pydantic.ValidationError | ValueError):
         return ErrorCode.PROTOCOL_ERROR
     if isinstance(exc, httpx2.HTTPStatusError):
         status = exc.response.status_code

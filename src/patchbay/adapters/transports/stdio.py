@@ -22,7 +22,7 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,7 @@ from patchbay.core.redaction import redact_text
 __all__ = ["StderrTail", "StdioLink", "open_stdio", "process_group_alive", "resolve_command"]
 
 _GROUP_TERM_GRACE = 1.0
+_GROUP_REAP_GRACE = 3.0
 _GROUP_POLL = 0.02
 
 
@@ -58,8 +59,17 @@ class StderrTail:
             del self._buffer[:overflow]
 
     def text(self, known_secrets: tuple[str, ...] = ()) -> str:
-        """The tail decoded as UTF-8 (lossy) and redacted."""
-        return redact_text(self._buffer.decode("utf-8", errors="replace"), known_secrets)
+        """The tail decoded as UTF-8 (lossy) and redacted.
+
+        When older bytes were dropped, the buffer starts in the middle of a line, possibly in the
+        middle of a secret whose recognisable prefix (``token=``, ``sk-``) is gone; that partial
+        first line is dropped so redaction never sees an unrecognisable fragment.
+        """
+        data = bytes(self._buffer)
+        if self.total_bytes > len(data):
+            newline = data.find(b"\n")
+            data = data[newline + 1 :] if newline >= 0 else b""
+        return redact_text(data.decode("utf-8", errors="replace"), known_secrets)
 
     async def pump(self, fd: int) -> None:
         """Read ``fd`` until EOF; meant to run as a task for the life of the connection."""
@@ -69,6 +79,20 @@ class StderrTail:
                 data = os.read(fd, 65536)
             except BlockingIOError:
                 continue
+            if not data:
+                return
+            self.feed(data)
+
+    def drain(self, fd: int) -> None:
+        """Read what ``fd`` already holds without waiting (the last words of a dying server).
+
+        Bounded (64 reads of 64 KiB), so a writer that escaped the group cannot keep it spinning.
+        """
+        for _ in range(64):
+            try:
+                data = os.read(fd, 65536)
+            except (BlockingIOError, OSError):
+                return
             if not data:
                 return
             self.feed(data)
@@ -135,21 +159,67 @@ def _find_child_by_stderr_pipe(read_fd: int) -> int | None:
     return max(children, key=lambda p: p.create_time()).pid if children else None  # pragma: no cover
 
 
+def _group_members(pgid: int) -> list[psutil.Process]:
+    """The processes whose process group is ``pgid`` (zombies included)."""
+    members = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            if os.getpgid(proc.pid) == pgid:
+                members.append(proc)
+    return members
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a not-yet-dead (non-zombie) process is in group ``pgid``."""
+    if not process_group_alive(pgid):
+        return False
+    for proc in _group_members(pgid):
+        with contextlib.suppress(psutil.Error):
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                return True
+    return False
+
+
+def _reap_adopted_zombies(pgid: int) -> None:
+    """Reap dead members of the group that were re-parented to us (we are PID 1 or a subreaper)."""
+    me = os.getpid()
+    for proc in _group_members(pgid):
+        with contextlib.suppress(psutil.Error, ChildProcessError, OSError):
+            if proc.ppid() == me and proc.status() == psutil.STATUS_ZOMBIE:
+                os.waitpid(proc.pid, os.WNOHANG)
+
+
+async def _wait_until(predicate_false: Callable[[], bool], seconds: float) -> bool:
+    """Poll until ``predicate_false()`` is False, at most ``seconds``; True if it became False."""
+    with anyio.move_on_after(seconds):
+        while predicate_false():
+            await anyio.sleep(_GROUP_POLL)
+        return True
+    return False
+
+
 async def _kill_group(pgid: int) -> None:
-    """SIGTERM whatever is left in the group, wait briefly, then SIGKILL (bounded)."""
+    """SIGTERM whatever is left in the group, wait briefly, then SIGKILL; then wait for reaping.
+
+    Every wait is bounded. Killed grandchildren are orphans, so their parent is init (or the
+    nearest subreaper), and until it reaps them they still count for ``kill(-pgid, 0)``; some
+    container inits reap only every second or so, hence the separate, bounded reap wait.
+    """
     if not process_group_alive(pgid):
         return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    with anyio.move_on_after(_GROUP_TERM_GRACE):
-        while process_group_alive(pgid):
-            await anyio.sleep(_GROUP_POLL)
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-    with anyio.move_on_after(_GROUP_TERM_GRACE):
-        while process_group_alive(pgid):
-            await anyio.sleep(_GROUP_POLL)
+    if _group_running(pgid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+        if not await _wait_until(lambda: _group_running(pgid), _GROUP_TERM_GRACE):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+            await _wait_until(lambda: _group_running(pgid), _GROUP_TERM_GRACE)
+
+    def unreaped() -> bool:
+        _reap_adopted_zombies(pgid)
+        return process_group_alive(pgid)
+
+    await _wait_until(unreaped, _GROUP_REAP_GRACE)
 
 
 @asynccontextmanager
@@ -192,11 +262,12 @@ async def open_stdio(
 
     try:
         # Exit runs in reverse: the SDK's shutdown (stderr still pumped), then the group kill,
-        # then the pump is cancelled.
+        # then what is left in the pipe is read and the pump is cancelled.
         async with AsyncExitStack() as stack:
             pump_group = await stack.enter_async_context(anyio.create_task_group())
             pump_group.start_soon(tail.pump, read_fd)
             stack.callback(pump_group.cancel_scope.cancel)
+            stack.callback(tail.drain, read_fd)
             stack.push_async_callback(kill_leftovers)
             try:
                 streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))

@@ -1,0 +1,368 @@
+"""The bounded real connect probe (seed 003 §9).
+
+A connect probe opens a temporary connection to one connector through the official SDK, runs the
+MCP handshake, lists the tools (and the resources, when the server advertises them) and closes
+the connection again. It never calls a tool. Everything is bounded (seed 003 §9.2):
+
+* the whole probe -- spawn or connect, ``initialize``, every list page -- must finish within
+  ``Settings.probe_connect_timeout`` seconds (15 s), else the result is ``timeout``;
+* at most ``Settings.probe_max_pages`` list pages (50), tools and resources together;
+* at most ``Settings.probe_max_metadata_bytes`` (2 MiB) of tool and resource metadata, measured
+  as the wire JSON of every listed tool and resource;
+* the last ``Settings.stderr_tail_bytes`` (16 KiB) of a stdio server's stderr are kept, redacted;
+* at most one probe per connector at a time, and ``Settings.probe_concurrency`` (4) at once;
+* the server process (and its process group) is gone when :meth:`Prober.probe` returns, whether
+  it succeeded, failed, timed out or the caller was cancelled (the transports shield teardown).
+
+A server failure never raises: it becomes a :class:`~patchbay.core.models.ProbeResult` with
+``state="error"`` and one stable code of seed 003 §9.3, chosen by
+:func:`patchbay.adapters.transports.classify`. Front ends switch on that code, never on the text.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import mcp_types as types
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from patchbay.adapters.transports import HttpLink, StdioLink, classify, open_client
+from patchbay.core.errors import ConfigError, ErrorCode
+from patchbay.core.models import (
+    Connector,
+    ConnectorTarget,
+    HttpTarget,
+    ProbeResult,
+    ResourceSummary,
+    SocketTarget,
+    StdioTarget,
+    ToolSummary,
+)
+from patchbay.core.redaction import redact_text
+from patchbay.core.settings import Settings
+from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target
+
+__all__ = ["Prober"]
+
+_PROTOCOL_MODES = ("legacy", "auto", "2026-07-28")
+
+
+class _ListFailed(Exception):
+    """A list request failed or a bound was exceeded; becomes ``tool_list_failed``."""
+
+
+@dataclass
+class _Catalog:
+    """What the list requests of one probe gathered."""
+
+    tools: list[ToolSummary] = field(default_factory=list)
+    resources: list[ResourceSummary] = field(default_factory=list)
+    server_info: dict[str, Any] | None = None
+    protocol_version: str | None = None
+    pages: int = 0
+    metadata_bytes: int = 0
+
+
+@dataclass
+class _LockEntry:
+    lock: anyio.Lock
+    users: int = 0
+
+
+def _client_info() -> types.Implementation:
+    try:
+        version = importlib.metadata.version("patchbay")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        version = "0"
+    return types.Implementation(name="patchbay-probe", version=version)
+
+
+def _checked_target(target: ConnectorTarget, workspace: Path) -> ConnectorTarget:
+    """Re-apply the seed 003 §7.3 rules; a stored target may predate them.
+
+    Raises:
+        ConfigError: ``invalid_config``.
+    """
+    if isinstance(target, StdioTarget):
+        return validate_stdio_target(target.command, target.args, target.cwd, str(workspace))
+    if isinstance(target, HttpTarget):
+        return validate_http_target(target.url, target.transport)
+    if isinstance(target, SocketTarget):
+        return validate_socket_path(target.path)
+    raise ConfigError("transport", f"unknown target {type(target).__name__}")  # pragma: no cover
+
+
+def _tool_summary(tool: types.Tool) -> ToolSummary:
+    return ToolSummary(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=dict(tool.input_schema or {}),
+        output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
+        annotations=tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None,
+    )
+
+
+def _resource_summary(resource: types.Resource) -> ResourceSummary:
+    return ResourceSummary(
+        uri=str(resource.uri), name=resource.name, mime_type=resource.mime_type, description=resource.description
+    )
+
+
+def _wire_size(model: types.Tool | types.Resource) -> int:
+    return len(model.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8"))
+
+
+class Prober:
+    """Runs bounded connect probes (seed 003 §9) and reports each as a ``ProbeResult``.
+
+    One instance is meant to live as long as the control plane: its per-connector locks and its
+    global limit only coordinate probes that go through the same instance. Both are created
+    lazily, inside the running event loop.
+
+    Usage::
+
+        prober = Prober(Settings())
+        result = await prober.probe(connector, workspace=Path("/work/project"))
+        if result.state == "error":
+            print(result.code, result.message)      # e.g. "command_not_found", "timeout"
+        else:
+            print(result.tool_count, [tool.name for tool in result.tools])
+
+    Args:
+        settings: the probe bounds (``probe_connect_timeout``, ``probe_max_pages``,
+            ``probe_max_metadata_bytes``, ``stderr_tail_bytes``, ``probe_concurrency``) and the
+            SDK handshake ``protocol_mode``.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._locks: dict[str, _LockEntry] = {}
+        self._limiter: anyio.Semaphore | None = None
+
+    @asynccontextmanager
+    async def _exclusive(self, connector_id: str) -> AsyncIterator[None]:
+        """Hold the connector's lock; the entry is dropped once nobody holds or awaits it."""
+        entry = self._locks.get(connector_id)
+        if entry is None:
+            entry = self._locks[connector_id] = _LockEntry(anyio.Lock())
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if entry.users == 0 and self._locks.get(connector_id) is entry:
+                del self._locks[connector_id]
+
+    def _slots(self) -> anyio.Semaphore:
+        if self._limiter is None:
+            self._limiter = anyio.Semaphore(max(1, self.settings.probe_concurrency))
+        return self._limiter
+
+    async def probe(
+        self,
+        connector: Connector,
+        *,
+        workspace: Path,
+        env: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> ProbeResult:
+        """Connect to ``connector`` once, list what it offers, disconnect (seed 003 §9.1 "connect").
+
+        Waits first for any running probe of the same ``connector_id``, then for one of the
+        ``probe_concurrency`` global slots; the timeout starts only once both are held.
+
+        Args:
+            connector: the connector to probe; its target is validated again (seed 003 §7.3).
+            workspace: the canonical workspace root; a stdio server runs in ``workspace / cwd``.
+            env: resolved extra environment variables for a stdio server (credential values
+                arrive here and are never stored); they are also redacted from the stderr tail and
+                the message.
+            headers: resolved extra HTTP headers for a remote server (same treatment).
+
+        Returns:
+            ``state="ready"`` with ``tools``, ``resources``, their counts, ``server_info``
+            (``{"name", "version"}``), ``protocol_version``; or ``state="error"`` with ``code``:
+            ``invalid_config`` (target or settings break a rule), ``command_not_found``,
+            ``spawn_failed``, ``timeout`` (the whole probe exceeded ``probe_connect_timeout``),
+            ``tls_error``, ``protocol_error`` (not an MCP server, e.g. an HTML page),
+            ``auth_required`` (HTTP 401/403), ``tool_list_failed`` (a list request failed, or more
+            than ``probe_max_pages`` pages or ``probe_max_metadata_bytes`` bytes),
+            ``server_closed`` (refused, or the server exited) or ``unknown``. Either way
+            ``stderr_tail`` holds the redacted end of a stdio server's stderr and ``duration_ms``
+            the probe's wall time in milliseconds.
+
+        Raises:
+            Only the caller's own cancellation; the connection is torn down before it propagates.
+        """
+        async with self._exclusive(connector.connector_id), self._slots():
+            return await self._probe_now(connector, workspace=workspace, env=env, headers=headers)
+
+    async def _probe_now(
+        self,
+        connector: Connector,
+        *,
+        workspace: Path,
+        env: dict[str, str] | None,
+        headers: dict[str, str] | None,
+    ) -> ProbeResult:
+        settings = self.settings
+        started = anyio.current_time()
+        known_secrets = tuple(value for value in [*(env or {}).values(), *(headers or {}).values()] if value)
+
+        def result(catalog: _Catalog | None, failure: tuple[ErrorCode, str] | None, links: list[Any]) -> ProbeResult:
+            link = links[0] if links else None
+            tail = link.stderr.text(known_secrets) if isinstance(link, StdioLink) else ""
+            duration_ms = int((anyio.current_time() - started) * 1000)
+            if failure is not None or catalog is None:
+                code, message = failure or (ErrorCode.UNKNOWN, "the probe ended without a result")
+                return ProbeResult(
+                    connector=connector.name,
+                    state="error",
+                    code=str(code),
+                    message=redact_text(message, known_secrets),
+                    stderr_tail=tail,
+                    duration_ms=duration_ms,
+                )
+            return ProbeResult(
+                connector=connector.name,
+                state="ready",
+                tool_count=len(catalog.tools),
+                resource_count=len(catalog.resources),
+                tools=tuple(catalog.tools),
+                resources=tuple(catalog.resources),
+                server_info=catalog.server_info,
+                protocol_version=catalog.protocol_version,
+                stderr_tail=tail,
+                duration_ms=duration_ms,
+            )
+
+        try:
+            target = _checked_target(connector.target, workspace)
+            if settings.protocol_mode not in _PROTOCOL_MODES:
+                raise ConfigError("protocol_mode", f"must be one of {', '.join(_PROTOCOL_MODES)}")
+        except ConfigError as exc:
+            return result(None, (ErrorCode.INVALID_CONFIG, exc.message), [])
+
+        links: list[Any] = []
+        catalog: _Catalog | None = None
+        failure: tuple[ErrorCode, str] | None = None
+        finished = False  # the list requests ran to an end (a catalog or a list failure)
+
+        def http_status() -> int | None:
+            return links[0].last_status if links and isinstance(links[0], HttpLink) else None
+
+        deadline = anyio.CancelScope(deadline=started + settings.probe_connect_timeout)
+        try:
+            with deadline:
+                try:
+                    async with open_client(
+                        target,
+                        workspace=workspace,
+                        env=env,
+                        headers=headers,
+                        stderr_tail_bytes=settings.stderr_tail_bytes,
+                        mode=settings.protocol_mode,
+                        link_holder=links,
+                        client_info=_client_info(),
+                    ) as connection:
+                        try:
+                            catalog = await self._collect(connection.client)
+                        except _ListFailed as exc:
+                            failure = (ErrorCode.TOOL_LIST_FAILED, str(exc))
+                        finished = True
+                except Exception as exc:
+                    if not finished:
+                        failure = classify(exc, http_status=http_status())
+        except BaseExceptionGroup as group:
+            # Cancellation tangled with real errors from the SDK's task groups. If it is the
+            # caller's cancellation, the checkpoint re-raises it; if it is our deadline, the
+            # timeout rule below applies.
+            _, errors = group.split(anyio.get_cancelled_exc_class())
+            if not finished and errors is not None:
+                failure = classify(errors, http_status=http_status())
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        # What the lists found stands even if closing the connection failed or ran past the
+        # deadline; a deadline that struck before they were done is a timeout, whatever it broke.
+        if not finished and deadline.cancel_called:
+            failure = (
+                ErrorCode.TIMEOUT,
+                f"no complete answer within {settings.probe_connect_timeout:g} s "
+                "(spawn/connect, initialize and the list requests)",
+            )
+        return result(catalog if failure is None else None, failure, links)
+
+    async def _collect(self, client: Client) -> _Catalog:
+        """List tools and (when advertised) resources within the page and byte bounds.
+
+        Raises:
+            _ListFailed: a list request failed, or a bound was exceeded.
+        """
+        capabilities = client.server_capabilities
+        info = client.server_info
+        catalog = _Catalog(
+            server_info={"name": info.name, "version": info.version} if info is not None else None,
+            protocol_version=client.protocol_version,
+        )
+        if capabilities.tools is not None:
+            for tool in await self._list_all(catalog, "tools/list", client.list_tools):
+                catalog.tools.append(_tool_summary(tool))
+        if capabilities.resources is not None:
+            for resource in await self._list_all(catalog, "resources/list", client.list_resources):
+                catalog.resources.append(_resource_summary(resource))
+        return catalog
+
+    async def _list_all(
+        self,
+        catalog: _Catalog,
+        method: str,
+        fetch: Callable[..., Awaitable[types.ListToolsResult | types.ListResourcesResult]],
+    ) -> list[Any]:
+        """Every item of a paginated list, following ``next_cursor`` within the shared bounds.
+
+        A first page answered with -32601 (Method not found) counts as an empty list.
+
+        Raises:
+            _ListFailed: a request failed, the page budget ran out with a cursor still pending,
+                or the accumulated metadata passed ``probe_max_metadata_bytes``.
+        """
+        settings = self.settings
+        items: list[Any] = []
+        cursor: str | None = None
+        while True:
+            if catalog.pages >= settings.probe_max_pages:
+                raise _ListFailed(
+                    f"{method}: the server needs more than {settings.probe_max_pages} list pages "
+                    "(tools and resources together), the cap of one probe"
+                )
+            try:
+                page = await fetch(cursor=cursor, cache_mode="bypass")
+            except MCPError as exc:
+                if exc.error.code == types.METHOD_NOT_FOUND and cursor is None:
+                    return items
+                raise _ListFailed(f"{method} failed: {exc.error.message} (JSON-RPC {exc.error.code})") from None
+            except Exception as exc:
+                _, message = classify(exc)
+                raise _ListFailed(f"{method} failed: {message}") from None
+            catalog.pages += 1
+            listed = page.tools if isinstance(page, types.ListToolsResult) else page.resources
+            for item in listed:
+                catalog.metadata_bytes += _wire_size(item)
+                if catalog.metadata_bytes > settings.probe_max_metadata_bytes:
+                    raise _ListFailed(
+                        f"{method}: the listed metadata exceeds the cap of {settings.probe_max_metadata_bytes} bytes "
+                        f"({settings.probe_max_metadata_bytes / (1024 * 1024):g} MiB) of one probe"
+                    )
+                items.append(item)
+            cursor = page.next_cursor
+            if not cursor:
+                return items

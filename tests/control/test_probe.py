@@ -1,0 +1,503 @@
+"""The bounded real connect probe (seed 003 §9) against real peers and fixture servers."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import psutil
+import pytest
+
+import patchbay.control.probe as probe_module
+from patchbay.adapters.transports import StdioLink
+from patchbay.control.probe import Prober
+from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeResult, StdioTarget
+from patchbay.core.redaction import REDACTED
+from patchbay.core.settings import Settings
+
+pytestmark = pytest.mark.anyio
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+EVERYTHING_ENTRY = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+LOOPBACK_PRELOAD = FIXTURES / "loopback-only.cjs"
+FAKE_SECRET = "sk-live-abcdef0123456789abcdef"
+EVERYTHING_BASE_TOOLS = {"echo", "get-sum", "get-env", "get-tiny-image", "trigger-long-running-operation"}
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def fixture_server(name: str, *args: str) -> StdioTarget:
+    return StdioTarget(command=sys.executable, args=(str(FIXTURES / name), *args))
+
+
+def connector(target: ConnectorTarget, name: str = "probe-me") -> Connector:
+    return Connector(connector_id=f"id-{name}", name=name, display_name=name, target=target)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(home=tmp_path / "home")
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
+    members = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid:
+                members.append(proc)
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            pass
+    return members
+
+
+def assert_group_gone(pgid: int) -> None:
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+    assert group_members(pgid) == []
+
+
+def spy_on_links(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], anyio.Event]:
+    """Make the prober's transport report each link it opens; the event fires on the first."""
+    seen: list[Any] = []
+    appeared = anyio.Event()
+    real_open_client = probe_module.open_client
+
+    @asynccontextmanager
+    async def open_client(target: ConnectorTarget, **kwargs: Any) -> AsyncIterator[Any]:
+        holder = kwargs["link_holder"]
+
+        class Tee(list):  # type: ignore[type-arg]
+            def append(self, link: Any) -> None:
+                holder.append(link)
+                seen.append(link)
+                appeared.set()
+
+        kwargs["link_holder"] = Tee()
+        async with real_open_client(target, **kwargs) as connection:
+            yield connection
+
+    monkeypatch.setattr(probe_module, "open_client", open_client)
+    return seen, appeared
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def everything_entry() -> Path:
+    """The npm peer; missing it fails in CI (env CI set) and skips elsewhere."""
+    if not EVERYTHING_ENTRY.exists():
+        message = f"npm peers missing ({EVERYTHING_ENTRY}); run `npm ci` in {REPO}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return EVERYTHING_ENTRY
+
+
+@asynccontextmanager
+async def everything_over_http(entry: Path, mode: str) -> AsyncIterator[int]:
+    """Run server-everything (``streamableHttp`` or ``sse``) on 127.0.0.1; yield its port."""
+    port = free_port()
+    process = await anyio.open_process(
+        ["node", "-r", str(LOOPBACK_PRELOAD), str(entry), mode],
+        env={**os.environ, "PORT": str(port)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        with anyio.fail_after(15):  # readiness: poll the TCP port, bounded
+            while True:
+                if process.returncode is not None:
+                    pytest.fail(f"server-everything {mode} exited with {process.returncode}")
+                try:
+                    stream = await anyio.connect_tcp("127.0.0.1", port)
+                except OSError:
+                    await anyio.sleep(0.05)
+                    continue
+                await stream.aclose()
+                break
+        yield port
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                with anyio.move_on_after(5):
+                    await process.wait()
+            if process.returncode is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                await process.wait()
+            await process.aclose()
+
+
+@asynccontextmanager
+async def html_page_server() -> AsyncIterator[int]:
+    """A plain HTTP server on 127.0.0.1 answering every request with a 200 ``text/html`` page."""
+    body = b"<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>"
+    response = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n"
+        + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        + body
+    )
+
+    async def answer(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            received = b""
+            try:
+                while b"\r\n\r\n" not in received:
+                    received += await stream.receive()
+                await stream.send(response)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                pass
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, answer)
+        try:
+            yield int(listener.extra(anyio.abc.SocketAttribute.local_port))
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def assert_ready(result: ProbeResult) -> None:
+    assert result.state == "ready", (result.code, result.message, result.stderr_tail)
+    assert result.code is None
+    assert result.tool_count == len(result.tools)
+    assert result.resource_count == len(result.resources)
+    assert result.duration_ms > 0
+
+
+# --- real peers ----------------------------------------------------------------------------------
+
+
+async def test_mcp_server_time_is_ready_with_its_tools(settings: Settings, tmp_path: Path) -> None:
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(StdioTarget(command="mcp-server-time")), workspace=tmp_path)
+    assert_ready(result)
+    assert {tool.name for tool in result.tools} == {"get_current_time", "convert_time"}
+    current = next(tool for tool in result.tools if tool.name == "get_current_time")
+    assert current.input_schema["required"] == ["timezone"]
+    assert current.output_schema is not None
+    assert current.annotations == {
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+    assert current.read_only
+    assert result.server_info is not None and result.server_info["name"] == "mcp-time"
+    assert set(result.server_info) == {"name", "version"}
+    assert result.protocol_version
+
+
+async def test_mcp_server_git_is_ready_for_a_repository_the_test_made(settings: Settings, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    await anyio.run_process(["git", "init", "-q", str(repo)])
+    target = StdioTarget(command="mcp-server-git", args=("--repository", str(repo)))
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+    assert_ready(result)
+    assert {"git_status", "git_log", "git_diff", "git_commit"} <= {tool.name for tool in result.tools}
+    assert result.server_info is not None and result.server_info["name"] == "mcp-git"
+
+
+@pytest.mark.peers
+async def test_server_everything_over_stdio_is_ready_with_tools_and_resources(
+    settings: Settings, tmp_path: Path, everything_entry: Path
+) -> None:
+    target = StdioTarget(command="node", args=(str(everything_entry), "stdio"))
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+    assert_ready(result)
+    assert EVERYTHING_BASE_TOOLS <= {tool.name for tool in result.tools}
+    assert result.resource_count == 7
+    assert all(resource.uri.startswith("demo://resource/static/") for resource in result.resources)
+    assert result.server_info == {"name": "mcp-servers/everything", "version": "2.0.0"}
+    assert "Starting default (STDIO) server" in result.stderr_tail
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize(
+    ("mode", "transport", "path"), [("streamableHttp", "streamable_http", "/mcp"), ("sse", "sse", "/sse")]
+)
+async def test_server_everything_over_http_is_ready_with_tools_and_resources(
+    settings: Settings, tmp_path: Path, everything_entry: Path, mode: str, transport: str, path: str
+) -> None:
+    async with everything_over_http(everything_entry, mode) as port:
+        target = HttpTarget(url=f"http://127.0.0.1:{port}{path}", transport=transport)  # type: ignore[arg-type]
+        with anyio.fail_after(30):
+            result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+    assert_ready(result)
+    assert EVERYTHING_BASE_TOOLS <= {tool.name for tool in result.tools}
+    assert result.resource_count == 7
+    assert result.stderr_tail == ""
+
+
+# --- lists and bounds ----------------------------------------------------------------------------
+
+
+async def test_every_page_of_a_paged_tool_list_is_followed(settings: Settings, tmp_path: Path) -> None:
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(fixture_server("paging_server.py")), workspace=tmp_path)
+    assert_ready(result)
+    assert result.tool_count == 44
+    assert [tool.name for tool in result.tools] == [f"t{i}" for i in range(44)]
+
+
+async def test_more_pages_than_the_cap_is_tool_list_failed(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", probe_max_pages=2)
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(fixture_server("paging_server.py")), workspace=tmp_path)
+    assert result.state == "error"
+    assert result.code == "tool_list_failed"
+    assert result.message is not None and "2 list pages" in result.message
+
+
+async def test_a_resources_only_server_is_ready_with_no_tools_and_its_resources(
+    settings: Settings, tmp_path: Path
+) -> None:
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(fixture_server("resources_only_server.py")), workspace=tmp_path)
+    assert_ready(result)
+    assert result.tool_count == 0
+    assert {(r.uri, r.name, r.mime_type) for r in result.resources} == {
+        ("memo://readme", "readme", "text/markdown"),
+        ("memo://licence", "licence", "text/plain"),
+    }
+
+
+async def test_tool_metadata_over_two_mib_is_tool_list_failed(settings: Settings, tmp_path: Path) -> None:
+    assert settings.probe_max_metadata_bytes == 2 * 1024 * 1024
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(fixture_server("big_metadata_server.py")), workspace=tmp_path)
+    assert result.state == "error"
+    assert result.code == "tool_list_failed"
+    assert result.message is not None and "2097152 bytes" in result.message and "2 MiB" in result.message
+    assert result.tools == ()
+
+
+# --- failures ------------------------------------------------------------------------------------
+
+
+async def test_a_missing_command_is_command_not_found(settings: Settings, tmp_path: Path) -> None:
+    result = await Prober(settings).probe(connector(StdioTarget(command="patchbay-no-such-server")), workspace=tmp_path)
+    assert result.state == "error"
+    assert result.code == "command_not_found"
+    assert result.message is not None and "patchbay-no-such-server" in result.message
+
+
+async def test_a_shell_line_as_command_is_invalid_config(settings: Settings, tmp_path: Path) -> None:
+    result = await Prober(settings).probe(connector(StdioTarget(command="npx -y some-server")), workspace=tmp_path)
+    assert (result.state, result.code) == ("error", "invalid_config")
+
+
+async def test_a_url_with_userinfo_is_invalid_config(settings: Settings, tmp_path: Path) -> None:
+    target = HttpTarget(url="http://bob:hunter2@127.0.0.1:9/mcp")
+    result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+    assert (result.state, result.code) == ("error", "invalid_config")
+    assert "hunter2" not in (result.message or "")
+
+
+async def test_a_server_that_never_answers_is_timeout_and_leaves_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    links, _ = spy_on_links(monkeypatch)
+    settings = Settings(home=tmp_path / "home", probe_connect_timeout=1.5)
+    with anyio.fail_after(20):
+        result = await Prober(settings).probe(connector(fixture_server("hang_server.py")), workspace=tmp_path)
+    assert result.state == "error"
+    assert result.code == "timeout"
+    assert result.duration_ms >= 1500
+    assert "hang-server" in result.stderr_tail  # the tail survives a failed handshake
+    assert isinstance(links[0], StdioLink) and links[0].pgid is not None
+    assert_group_gone(links[0].pgid)
+
+
+async def test_a_timed_out_server_that_ignores_sigterm_and_has_a_grandchild_leaves_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    links, _ = spy_on_links(monkeypatch)
+    settings = Settings(home=tmp_path / "home", probe_connect_timeout=1.5)
+    target = fixture_server("hang_server.py", "--ignore-term", "--spawn-child")
+    with anyio.fail_after(20):
+        result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+    assert (result.state, result.code) == ("error", "timeout")
+    assert_group_gone(links[0].pgid)
+
+
+async def test_cancelling_a_probe_from_outside_tears_the_server_down(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    links, appeared = spy_on_links(monkeypatch)
+    target = fixture_server("hang_server.py", "--ignore-term", "--spawn-child")
+    results: list[ProbeResult] = []
+    probe_scope = anyio.CancelScope()
+
+    async def probe() -> None:
+        with probe_scope:
+            results.append(await Prober(settings).probe(connector(target), workspace=tmp_path))
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(probe)
+            await appeared.wait()  # the server process exists now
+            pgid = links[0].pgid
+            assert pgid is not None and group_members(pgid)
+            probe_scope.cancel()
+    assert results == []
+    assert probe_scope.cancelled_caught
+    assert_group_gone(pgid)
+
+
+async def test_an_html_page_instead_of_an_mcp_endpoint_is_protocol_error(settings: Settings, tmp_path: Path) -> None:
+    async with html_page_server() as port:
+        for transport in ("streamable_http", "sse"):
+            target = HttpTarget(url=f"http://127.0.0.1:{port}/mcp", transport=transport)  # type: ignore[arg-type]
+            with anyio.fail_after(20):
+                result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+            assert (result.state, result.code) == ("error", "protocol_error"), (transport, result.message)
+            assert result.message is not None and "text/html" in result.message
+
+
+async def test_a_closed_port_is_server_closed(settings: Settings, tmp_path: Path) -> None:
+    port = free_port()
+    for transport in ("streamable_http", "sse"):
+        target = HttpTarget(url=f"http://127.0.0.1:{port}/mcp", transport=transport)  # type: ignore[arg-type]
+        with anyio.fail_after(20):
+            result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+        assert (result.state, result.code) == ("error", "server_closed"), (transport, result.message)
+
+
+# --- stderr tail ---------------------------------------------------------------------------------
+
+
+async def test_the_stderr_tail_is_kept_and_redacted(settings: Settings, tmp_path: Path) -> None:
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(fixture_server("stderr_flood_server.py")), workspace=tmp_path)
+    assert_ready(result)
+    assert f"stderr-flood starting, api_key={REDACTED}" in result.stderr_tail
+    assert FAKE_SECRET not in result.stderr_tail
+
+
+async def test_resolved_env_values_are_redacted_from_the_stderr_tail(settings: Settings, tmp_path: Path) -> None:
+    server = shlex.join([sys.executable, str(FIXTURES / "paging_server.py")])
+    target = StdioTarget(command="sh", args=("-c", f'echo "connecting as $PB_CANARY" >&2; exec {server}'))
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(
+            connector(target), workspace=tmp_path, env={"PB_CANARY": "canary-value-0042"}
+        )
+    assert_ready(result)
+    assert f"connecting as {REDACTED}" in result.stderr_tail
+    assert "canary-value-0042" not in result.stderr_tail
+
+
+# --- concurrency ---------------------------------------------------------------------------------
+
+
+def gate_open_client(monkeypatch: pytest.MonkeyPatch, key: Callable[[ConnectorTarget], str]) -> dict[str, Any]:
+    """Hold every probe at the transport until ``state["release"]`` is set; record who is inside."""
+    real_open_client = probe_module.open_client
+    state: dict[str, Any] = {
+        "inside": {},
+        "peak": 0,
+        "peak_per_key": {},
+        "entered": [],
+        "release": anyio.Event(),
+        "arrivals": {},
+    }
+
+    @asynccontextmanager
+    async def open_client(target: ConnectorTarget, **kwargs: Any) -> AsyncIterator[Any]:
+        name = key(target)
+        inside: dict[str, int] = state["inside"]
+        inside[name] = inside.get(name, 0) + 1
+        state["entered"].append(name)
+        state["peak"] = max(state["peak"], sum(inside.values()))
+        state["peak_per_key"][name] = max(state["peak_per_key"].get(name, 0), inside[name])
+        arrival = state["arrivals"].get(len(state["entered"]))
+        if arrival is not None:
+            arrival.set()
+        try:
+            await state["release"].wait()
+            async with real_open_client(target, **kwargs) as connection:
+                yield connection
+        finally:
+            inside[name] -= 1
+
+    monkeypatch.setattr(probe_module, "open_client", open_client)
+    return state
+
+
+async def test_at_most_four_probes_run_at_once(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert settings.probe_concurrency == 4
+    state = gate_open_client(monkeypatch, key=lambda target: target.args[-1])  # type: ignore[union-attr]
+    four_inside = state["arrivals"][4] = anyio.Event()
+    prober = Prober(settings)
+    results: list[ProbeResult] = []
+
+    async def probe(index: int) -> None:
+        target = fixture_server("resources_only_server.py", f"--copy-{index}")
+        results.append(await prober.probe(connector(target, name=f"c{index}"), workspace=tmp_path))
+
+    with anyio.fail_after(40):
+        async with anyio.create_task_group() as tg:
+            for index in range(5):
+                tg.start_soon(probe, index)
+            await four_inside.wait()
+            await anyio.wait_all_tasks_blocked()  # the fifth is parked at the limit, not at the gate
+            assert sum(state["inside"].values()) == 4
+            state["release"].set()
+    assert state["peak"] == 4
+    assert len(state["entered"]) == 5
+    assert [result.state for result in results] == ["ready"] * 5
+
+
+async def test_probes_of_one_connector_run_one_at_a_time_while_others_proceed(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = gate_open_client(monkeypatch, key=lambda target: Path(target.args[0]).stem)  # type: ignore[union-attr]
+    first_inside = state["arrivals"][1] = anyio.Event()
+    second_inside = state["arrivals"][2] = anyio.Event()
+    prober = Prober(settings)
+    alpha = connector(fixture_server("paging_server.py"), name="alpha")
+    beta = connector(fixture_server("resources_only_server.py"), name="beta")
+    results: list[ProbeResult] = []
+
+    async def probe(which: Connector) -> None:
+        results.append(await prober.probe(which, workspace=tmp_path))
+
+    with anyio.fail_after(40):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(probe, alpha)
+            await first_inside.wait()
+            tg.start_soon(probe, alpha)
+            tg.start_soon(probe, beta)
+            await second_inside.wait()
+            await anyio.wait_all_tasks_blocked()  # the second alpha waits for the first, beta does not
+            assert state["inside"] == {"paging_server": 1, "resources_only_server": 1}
+            state["release"].set()
+    assert state["entered"] == ["paging_server", "resources_only_server", "paging_server"]
+    assert state["peak_per_key"]["paging_server"] == 1
+    assert sorted((result.connector, result.state) for result in results) == [
+        ("alpha", "ready"),
+        ("alpha", "ready"),
+        ("beta", "ready"),
+    ]
