@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import anyio
 import mcp_types as types
+from anyio.abc import ByteStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
@@ -21,7 +22,7 @@ from mcp.shared.message import SessionMessage
 from patchbay.core.errors import ErrorCode, ProbeError
 from patchbay.core.models import SocketTarget
 
-__all__ = ["SocketLink", "open_socket"]
+__all__ = ["SocketLink", "ndjson_streams", "open_socket"]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
@@ -46,6 +47,18 @@ async def open_socket(target: SocketTarget) -> AsyncIterator[SocketLink]:
     except OSError as exc:
         raise ProbeError(f"cannot connect to {target.path}: {exc.strerror or exc}", code=ErrorCode.SERVER_CLOSED) from None
 
+    async with sock, ndjson_streams(sock) as streams:
+        yield SocketLink(streams=streams, path=target.path)
+
+
+@asynccontextmanager
+async def ndjson_streams(sock: ByteStream) -> AsyncIterator[TransportStreams]:
+    """Frame a byte stream as newline-delimited JSON-RPC and yield SDK session streams.
+
+    Works for either end (client or server): messages read become ``SessionMessage`` (parse
+    errors are delivered as exception values, like the SDK's stdio transport); messages written
+    are serialised by alias, one per line.
+    """
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     buffered = BufferedByteReceiveStream(sock)
@@ -86,7 +99,7 @@ async def open_socket(target: SocketTarget) -> AsyncIterator[SocketLink]:
         tg.start_soon(reader)
         tg.start_soon(writer)
         try:
-            yield SocketLink(streams=(read_stream, write_stream), path=target.path)
+            yield read_stream, write_stream
         finally:
             with anyio.CancelScope(shield=True):
                 await sock.aclose()
