@@ -12,11 +12,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchbay.control.probe import Prober
-from patchbay.core.fingerprint import config_fingerprint
-
 from patchbay.adapters.store import Repository
+from patchbay.control.probe import Prober
 from patchbay.core.errors import ConfigError, NotFoundError
+from patchbay.core.fingerprint import config_fingerprint
 from patchbay.core.models import (
     Connector,
     ConnectorSettings,

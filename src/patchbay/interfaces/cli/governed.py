@@ -14,7 +14,15 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from patchbay.core.errors import ConfigError, ToolCallError, ValidationError
-from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, err_console, error_line, handle_errors, out_console, state
+from patchbay.interfaces.cli._context import (
+    JSON_OPTION,
+    emit_json,
+    err_console,
+    error_line,
+    handle_errors,
+    out_console,
+    state,
+)
 
 PROJECT_OPTION = typer.Option(None, "--project", help="Workspace directory (default: global scope / current dir).")
 
@@ -191,9 +199,8 @@ def call(
 @handle_errors
 def events(session_id: str, as_json: bool = JSON_OPTION) -> None:
     """Print a session's event log in order."""
-    from patchbay.runtime.events import read_events, session_log_path
-
     from patchbay.core.errors import NotFoundError
+    from patchbay.runtime.events import read_events, session_log_path
 
     path = session_log_path(state.settings.sessions_dir, session_id)
     if not path.exists():

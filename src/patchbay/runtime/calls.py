@@ -1,0 +1,182 @@
+"""One tool call: its result type and its event chain (seed 000 §6).
+
+:class:`CallEvents` appends the chain of one call to the session log. It redacts and JSON-encodes
+the call's variable parts once (tool name, arguments, connector name; names are memoised across
+calls) and renders each payload from them plus values the runtime generates itself (the
+``tc_<seq>`` id, numbers, fixed literals such as ``"tools/call"`` or ``"allow"``), which redaction
+leaves unchanged (a test pins that every payload written is a fixed point of ``redact_value``).
+This keeps the seven events of a call cheap; the events before a request go out in one write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+
+from patchbay.core.errors import FailureReason, ToolCallError
+from patchbay.runtime.events import EventLog, encode_json
+from patchbay.runtime.permissions import Resolution
+
+__all__ = ["CallEvents", "ToolCallResult", "local_result", "to_result", "tool_error"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallResult:
+    """The result of one successful (or, attached to a ``tool_error``, failed) tool call.
+
+    Attributes:
+        tool_call_id: the ``toolCallId`` of its events (``tc_<seq of model.tool_call_requested>``).
+        name: the canonical tool name.
+        content: the content blocks as JSON dicts (wire/camelCase form).
+        structured_content: the structured result, if the tool returned one.
+        text: every text block joined with ``"\\n"``.
+        size_bytes: UTF-8 size of the JSON of content + structured content.
+        is_error: True only for the result attached to a ``tool_error`` ``ToolCallError``.
+    """
+
+    tool_call_id: str
+    name: str
+    content: list[dict[str, Any]]
+    structured_content: dict[str, Any] | None
+    text: str
+    size_bytes: int
+    is_error: bool = False
+
+
+def _dump(block: Any) -> dict[str, Any]:
+    # The common case (plain text, no annotations/_meta) without a pydantic round trip; same output.
+    if type(block) is types.TextContent and block.annotations is None and block.meta is None:
+        return {"type": "text", "text": block.text}
+    return block.model_dump(by_alias=True, exclude_none=True)
+
+
+def to_result(call_id: str, name: str, blocks: list[Any], structured: Any, is_error: bool) -> ToolCallResult:
+    """Build a :class:`ToolCallResult` from MCP content blocks and structured content."""
+    content = [_dump(block) for block in blocks]
+    text = "\n".join([block.text for block in blocks if isinstance(block, types.TextContent)])
+    if structured is not None and type(structured) is not dict and isinstance(structured, Mapping):
+        structured = dict(structured)
+    size = len(encode_json({"content": content, "structuredContent": structured}).encode())
+    return ToolCallResult(call_id, name, content, structured, text, size, is_error)
+
+
+def local_result(call_id: str, name: str, value: Any) -> ToolCallResult:
+    """A local tool's return value as a result: a ``CallToolResult`` as is, a str as one text
+    block, a dict as structured content plus its JSON as text, None as no content, anything else
+    as its JSON text."""
+    if isinstance(value, types.CallToolResult):
+        return to_result(call_id, name, value.content, value.structured_content, bool(value.is_error))
+    if isinstance(value, dict):
+        return to_result(call_id, name, [types.TextContent(type="text", text=encode_json(value))], value, False)
+    text = value if isinstance(value, str) else ("" if value is None else encode_json(value))
+    return to_result(call_id, name, [types.TextContent(type="text", text=text)] if text else [], None, False)
+
+
+def tool_error(name: str, outcome: ToolCallResult) -> ToolCallError:
+    """``ToolCallError(tool_error)`` with the failed result attached as ``.result``."""
+    preview = outcome.text[:200] or "no details"
+    error = ToolCallError(FailureReason.TOOL_ERROR, f"{name} returned an error: {preview}", details={"tool": name})
+    error.result = outcome  # type: ignore[attr-defined]
+    return error
+
+
+class CallEvents:
+    """Appends the events of one call; ``defer`` marks events that another follows at once.
+
+    Args:
+        log: the session log.
+        name: the tool name as requested (the canonical name replaces it once resolved).
+        args: the call's arguments (redacted here, once).
+
+    Appending ``model.tool_call_requested`` (deferred) assigns :attr:`id`.
+    """
+
+    __slots__ = ("_jargs", "_jserver", "_jtool", "args", "id", "log", "tool")
+
+    def __init__(self, log: EventLog, name: str, args: dict[str, Any]):
+        self.log = log
+        self.args = args
+        self.tool = name
+        self._jtool = log.redact_json(name)
+        self._jargs = encode_json(log.redact(args))
+        self._jserver = '""'
+        seq = log.append_json(
+            "model.tool_call_requested", '{"tool":' + self._jtool + ',"args":' + self._jargs + "}", defer=True
+        )
+        self.id = f"tc_{seq}"
+
+    def _head(self, key: str, value: str) -> str:
+        return '{"' + key + '":' + value + ',"toolCallId":"' + self.id + '"'
+
+    def resolved(self, name: str, server: str | None) -> None:
+        """The name resolved to canonical ``name`` (of connector ``server``, None for local)."""
+        self.tool = name
+        self._jtool = self.log.redact_json(name)
+        if server is not None:
+            self._jserver = self.log.redact_json(server)
+
+    def ambiguous(self, candidates: list[str]) -> None:
+        body = encode_json(self.log.redact(list(candidates)))
+        self.log.append_json(
+            "tool.ambiguous_call", self._head("tool", self._jtool) + ',"candidates":' + body + "}", defer=True
+        )
+
+    def permission_requested(self, risk: str, source: str) -> None:
+        self.log.append_json(
+            "permission.requested",
+            self._head("tool", self._jtool)
+            + ',"args":'
+            + self._jargs
+            + f',"riskAtDecision":"{risk}","sourcedFrom":"{source}"}}',
+            defer=True,
+        )
+
+    def permission_resolved(self, resolution: Resolution) -> None:
+        """Log the resolution; a denial raises ``ToolCallError`` with its reason (the call ends)."""
+        tail = f',"decision":"{resolution.decision}","actor":"{resolution.actor}","sourcedFrom":"{resolution.sourced_from}"'
+        if resolution.reason is not None:
+            tail += f',"reason":"{resolution.reason}"'
+        self.log.append_json("permission.resolved", self._head("tool", self._jtool) + tail + "}", defer=True)
+        if not resolution.allowed:
+            raise ToolCallError(
+                resolution.reason or FailureReason.PERMISSION_DENIED,
+                f"{self.tool} was denied ({resolution.sourced_from})",
+                details={"tool": self.tool},
+            )
+
+    def mcp_started(self, tool: str) -> None:
+        wire = '{"name":' + self.log.redact_json(tool) + ',"arguments":' + self._jargs + "}"
+        self.log.append_json(
+            "mcp.call.started",
+            self._head("server", self._jserver) + ',"method":"tools/call","args":' + wire + "}",
+            defer=True,
+        )
+
+    def tool_started(self) -> None:
+        """Not deferred: everything since the request event is written before the call runs."""
+        self.log.append_json("tool.started", self._head("tool", self._jtool) + "}")
+
+    def mcp_completed(self, duration_ms: float) -> None:
+        self.log.append_json(
+            "mcp.call.completed", self._head("server", self._jserver) + f',"durationMs":{duration_ms!r}}}', defer=True
+        )
+
+    def mcp_failed(self, duration_ms: float, reason: str, error: str) -> None:
+        error_json = encode_json(self.log.redact(error))
+        tail = f',"durationMs":{duration_ms!r},"reason":"{reason}","error":' + error_json + "}"
+        self.log.append_json("mcp.call.failed", self._head("server", self._jserver) + tail, defer=True)
+
+    def tool_completed(self, outcome: ToolCallResult, preview_chars: int) -> None:
+        """``resultPreview``: the first ``preview_chars`` of the text (else of the structured JSON)."""
+        preview = outcome.text[:preview_chars]
+        if not preview and outcome.structured_content is not None:
+            preview = encode_json(outcome.structured_content)[:preview_chars]
+        preview_json = encode_json(self.log.redact(preview))
+        tail = ',"resultPreview":' + preview_json + f',"resultSize":{int(outcome.size_bytes)}}}'
+        self.log.append_json("tool.completed", self._head("tool", self._jtool) + tail)
+
+    def tool_failed(self, reason: str) -> None:
+        self.log.append_json("tool.failed", self._head("tool", self._jtool) + f',"reason":"{reason}"}}')

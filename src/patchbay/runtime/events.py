@@ -1,0 +1,417 @@
+"""The session event log: append-only JSONL, one file per session (seed 000 §6, DESIGN.md "Events").
+
+Each line is one event::
+
+    {"seq": 7, "type": "tool.completed", "ts": "2026-09-04T10:00:00.123Z", "sessionId": "ses_…",
+     "payload": {"tool": "mcp.time.get_current_time", "toolCallId": "tc_…", ...}}
+
+* ``seq`` is strictly increasing per session from 1. Reopening an existing file (a second process
+  run of the same session) continues after the last seq written; an unterminated last line (a
+  crash mid-write; never a complete event) is cut off, so the file stays valid JSONL.
+* Payloads are redacted (:func:`patchbay.core.redaction.redact_value` semantics) before they are
+  written.
+* Appends are cheap, because every governed tool call writes seven of them: the file is opened
+  once (``O_APPEND``), an event is one unbuffered ``write`` of one line under a lock (thread- and
+  task-safe within a process), there is no ``fsync``, and the redaction of short repeated strings
+  (tool names, ids, decisions) is memoised. A caller may ``defer`` an event that is immediately
+  followed by another; the burst then goes out in one ``write`` (the runtime writes the five
+  events before a ``tools/call`` in one go, always before the request is sent).
+* One writer per session file: an advisory ``flock`` held while the log is open refuses a second
+  concurrent writer (in this or another process), which would break the seq order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from patchbay.core.errors import PatchbayError, ValidationError
+from patchbay.core.redaction import REDACTED, is_secret_key, redact_text
+
+try:  # pragma: no cover - POSIX everywhere the SDK's stdio transport runs
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["EVENT_TYPES", "EventLog", "Redacted", "encode_json", "new_session_id", "read_events", "session_log_path"]
+
+EVENT_TYPES: frozenset[str] = frozenset(
+    {
+        "user.message",
+        "model.tool_call_requested",
+        "tool.ambiguous_call",
+        "permission.requested",
+        "permission.resolved",
+        "mcp.call.started",
+        "mcp.call.completed",
+        "mcp.call.failed",
+        "tool.started",
+        "tool.completed",
+        "tool.failed",
+        "mcp.server.connected",
+        "mcp.server.crashed",
+        "mcp.server.restarting",
+        "mcp.server.permanently_failed",
+        "mcp.server.shutdown",
+        "mcp.resource.requested",
+        "mcp.resource.fetched",
+        "mcp.prompt.invoked",
+        "mcp.prompt.expanded",
+        "context.built",
+        "turn.completed",
+    }
+)
+"""Every event type a session log may hold (DESIGN.md "Events")."""
+
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
+# The C encoder made once (JSONEncoder.encode builds a new one per call): about twice as fast.
+# No circular check: payloads are JSON-like values that redaction has already walked.
+_C_ENCODE = (
+    json.encoder.c_make_encoder(None, str, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    if json.encoder.c_make_encoder is not None
+    else None
+)
+
+
+def encode_json(value: Any) -> str:
+    """Compact JSON (no spaces, UTF-8 kept, non-JSON leaves as ``str``), as written to the log."""
+    return "".join(_C_ENCODE(value, 0)) if _C_ENCODE is not None else _ENCODER.encode(value)
+
+
+_CACHE_MAX_ENTRIES = 4096
+_CACHE_MAX_CHARS = 256
+_EMPTY = (None, "", {}, [])
+
+
+def new_session_id() -> str:
+    """A fresh session id: ``ses_`` + 16 hex digits (valid for :func:`session_log_path`)."""
+    return f"ses_{secrets.token_hex(8)}"
+
+
+def session_log_path(sessions_dir: Path, session_id: str) -> Path:
+    """``<sessions_dir>/<session_id>.jsonl``.
+
+    Raises:
+        ValidationError: code ``validation_error`` unless ``session_id`` matches
+            ``^[A-Za-z0-9_-]{1,64}$`` (it becomes a file name, so no separators or dots).
+    """
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+        raise ValidationError(
+            f"invalid session id {session_id!r}: 1-64 characters of [A-Za-z0-9_-]",
+            details={"field": "session_id"},
+        )
+    return Path(sessions_dir) / f"{session_id}.jsonl"
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """Every event in a session log, in file order; ``[]`` when the file does not exist.
+
+    A torn last line (a crash mid-write) is skipped.
+
+    Raises:
+        PatchbayError: ``validation_error`` when a line other than the last is not valid JSON.
+    """
+    try:
+        lines = Path(path).read_bytes().split(b"\n")
+    except FileNotFoundError:
+        return []
+    events: list[dict[str, Any]] = []
+    last = len(lines) - 1
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            if index == last:
+                break
+            raise PatchbayError(f"{path}: line {index + 1} is not valid JSON", code="validation_error") from None
+    return events
+
+
+def _scan_last_seq(path: Path) -> tuple[int, int | None]:
+    """``(last seq, torn)`` of an existing log, reading from the end.
+
+    ``torn`` is the length of the file without an unterminated last line (a crash mid-write), or
+    None when the file ends with a newline.
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return 0, None
+    if size == 0:
+        return 0, None
+    torn: int | None = None
+    with path.open("rb") as handle:
+        handle.seek(size - 1)
+        if handle.read(1) != b"\n":
+            # Where the unterminated last line starts: after the last newline, or at 0.
+            position = size
+            while position > 0 and torn is None:
+                step = min(65536, position)
+                position -= step
+                handle.seek(position)
+                index = handle.read(step).rfind(b"\n")
+                if index >= 0:
+                    torn = position + index + 1
+            torn = torn or 0
+        end = size if torn is None else torn
+        position, carry = end, b""
+        while position > 0:
+            step = min(65536, position)
+            position -= step
+            handle.seek(position)
+            lines = (handle.read(step) + carry).split(b"\n")
+            # Unless we reached the start, the first piece may be the tail of an earlier line.
+            carry = lines.pop(0) if position > 0 else b""
+            for line in reversed(lines):
+                if not line.strip():
+                    continue
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    return int(json.loads(line)["seq"]), torn
+    return 0, torn
+
+
+class Redacted(dict):  # type: ignore[type-arg]
+    """A payload (or part of one) whose values are already redacted; ``append`` does not re-scan it.
+
+    Either what :meth:`EventLog.redact` returned, or a dict the runtime builds from such parts plus
+    values it generated itself (ids, numbers, fixed literals), which redaction leaves unchanged (a
+    test pins that every payload the runtime writes is a fixed point of ``redact_value``). This is
+    how one call's arguments are redacted once for the three events that carry them.
+    """
+
+    __slots__ = ()
+
+
+class EventLog:
+    """Append-only JSONL event log of one session.
+
+    Usage::
+
+        with EventLog(session_log_path(settings.sessions_dir, sid), sid) as log:
+            log.append("tool.started", {"tool": "mcp.time.get_current_time", "toolCallId": "tc_1"})
+
+    Args:
+        path: the log file (created with mode 0600; parent directories are created). Opened for
+            appending at construction.
+        session_id: written into every event as ``sessionId``.
+        known_secrets: exact secret values to redact in addition to the pattern rules.
+
+    Raises:
+        PatchbayError: ``validation_error`` when another open ``EventLog`` (any process) is
+            writing the same file.
+    """
+
+    def __init__(self, path: Path, session_id: str, *, known_secrets: tuple[str, ...] = ()):
+        self.path = Path(path)
+        self.session_id = session_id
+        self._known_secrets = known_secrets
+        self._lock = threading.Lock()
+        self._text_cache: dict[str, str] = {}
+        self._json_cache: dict[str, str] = {}
+        self._key_cache: dict[str, bool] = {}
+        self._ts_second = -1
+        self._ts_prefix = ""
+        self._ts_ms = -1
+        self._ts = ""
+        self._session_json = json.dumps(session_id)
+        self._pending: list[str] = []
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            self._claim(self._fd)
+            self._seq, torn = _scan_last_seq(self.path)
+            if torn is not None:
+                # The fragment was never a complete event: drop it so the file stays valid JSONL.
+                os.ftruncate(self._fd, torn)
+        except BaseException:
+            os.close(self._fd)
+            self._fd = None
+            raise
+
+    def _claim(self, fd: int) -> None:
+        if fcntl is None:  # pragma: no cover
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PatchbayError(
+                f"session {self.session_id} is already being written by another runtime",
+                code="validation_error",
+                details={"sessionId": self.session_id},
+            ) from None
+        except OSError:  # pragma: no cover - filesystems without flock: best effort
+            pass
+
+    @staticmethod
+    def _write(fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+
+    @property
+    def seq(self) -> int:
+        """The seq of the last event written (0 for an empty log)."""
+        return self._seq
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def append(self, type: str, payload: dict[str, Any] | None = None, *, defer: bool = False) -> int:
+        """Redact ``payload`` and append one event; return its seq.
+
+        Args:
+            type: one of :data:`EVENT_TYPES`.
+            payload: a JSON-like dict (non-JSON leaves are written with ``str``); parts that are
+                :class:`Redacted` are not walked again.
+            defer: keep the line in memory until the next non-deferred append, :meth:`flush` or
+                :meth:`close`, which write every pending line in one ``write``. For an event that
+                is followed by another before anything else happens (the runtime flushes before
+                every await that can suspend, and before a request is sent). File order is
+                always seq order.
+
+        Raises:
+            ValueError: unknown event type, or the log is closed.
+        """
+        return self.append_json(type, encode_json(self._redact(payload) if payload else {}), defer=defer)
+
+    def append_json(self, type: str, payload_json: str, *, defer: bool = False) -> int:
+        """Append one event whose payload is already redacted and rendered as a JSON object text.
+
+        For the runtime's hot path, which renders the payloads of one call from parts redacted
+        and encoded once (:meth:`redact`, :meth:`redact_json`) plus values it generated itself
+        (ids, numbers, fixed literals). ``defer`` as in :meth:`append`.
+
+        Raises:
+            ValueError: unknown event type, or the log is closed.
+        """
+        if type not in EVENT_TYPES:
+            raise ValueError(f"unknown event type {type!r}")
+        with self._lock:
+            fd = self._fd
+            if fd is None:
+                raise ValueError(f"event log {self.path} is closed")
+            seq = self._seq = self._seq + 1
+            ms = int(time.time() * 1000)
+            ts = self._ts if ms == self._ts_ms else self._timestamp(ms)
+            line = f'{{"seq":{seq},"type":"{type}","ts":"{ts}","sessionId":{self._session_json},"payload":{payload_json}}}\n'
+            pending = self._pending
+            if defer:
+                pending.append(line)
+            elif pending:
+                pending.append(line)
+                self._write(fd, "".join(pending).encode())
+                pending.clear()
+            else:
+                self._write(fd, line.encode())
+        return seq
+
+    def flush(self) -> None:
+        """Write every deferred line now (one ``write``); a no-op when nothing is pending."""
+        if not self._pending:
+            return
+        with self._lock:
+            if self._pending and self._fd is not None:
+                self._write(self._fd, "".join(self._pending).encode())
+                self._pending.clear()
+
+    def redact(self, value: Any) -> Any:
+        """Redact a JSON-like value exactly as ``append`` would (memoised for short strings).
+
+        A dict comes back as :class:`Redacted`, so it can be embedded in several payloads and is
+        not walked again.
+        """
+        redacted = self._redact(value)
+        return Redacted(redacted) if isinstance(redacted, dict) and not isinstance(redacted, Redacted) else redacted
+
+    def redact_json(self, text: str) -> str:
+        """``encode_json(redact(text))`` for a string, memoised (tool and connector names repeat)."""
+        cached = self._json_cache.get(text)
+        if cached is None:
+            cached = encode_json(self._text(text))
+            if len(text) <= _CACHE_MAX_CHARS:
+                if len(self._json_cache) >= _CACHE_MAX_ENTRIES:
+                    self._json_cache.clear()
+                self._json_cache[text] = cached
+        return cached
+
+    def close(self) -> None:
+        """Write pending lines and close the file (releasing the writer lock); idempotent."""
+        self.flush()
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _timestamp(self, ms: int) -> str:
+        """ISO-8601 UTC with milliseconds for ``ms`` (Unix ms); cached until the ms changes."""
+        second, milli = divmod(ms, 1000)
+        if second != self._ts_second:
+            self._ts_second = second
+            self._ts_prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        self._ts_ms = ms
+        self._ts = f"{self._ts_prefix}.{milli:03d}Z"
+        return self._ts
+
+    def _redact(self, value: Any) -> Any:
+        """``redact_value(value, known_secrets)``, with memoised results for short strings and keys.
+
+        Mirrors :func:`patchbay.core.redaction.redact_value` exactly (a test pins the equivalence);
+        the per-string pattern scan is what costs, and most event strings repeat.
+        """
+        kind = type(value)
+        if kind is str:
+            return self._text(value)
+        if kind is Redacted:
+            return value
+        if isinstance(value, dict):
+            out = {}
+            for key, item in value.items():
+                if isinstance(key, str) and self._is_secret_key(key) and item not in _EMPTY:
+                    out[key] = REDACTED
+                elif type(item) is str:
+                    out[key] = self._text(item)
+                elif isinstance(item, dict | list | tuple | str):
+                    out[key] = self._redact(item)
+                else:
+                    out[key] = item
+            return out
+        if isinstance(value, str):
+            return self._text(value)
+        if isinstance(value, list | tuple):
+            return [self._redact(item) for item in value]
+        return value
+
+    def _text(self, value: str) -> str:
+        cached = self._text_cache.get(value)
+        if cached is None:
+            cached = redact_text(value, self._known_secrets)
+            if len(value) <= _CACHE_MAX_CHARS:
+                if len(self._text_cache) >= _CACHE_MAX_ENTRIES:
+                    self._text_cache.clear()
+                self._text_cache[value] = cached
+        return cached
+
+    def _is_secret_key(self, key: str) -> bool:
+        secret = self._key_cache.get(key)
+        if secret is None:
+            secret = is_secret_key(key)
+            if len(self._key_cache) < _CACHE_MAX_ENTRIES:
+                self._key_cache[key] = secret
+        return secret

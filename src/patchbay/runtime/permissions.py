@@ -1,0 +1,221 @@
+"""PermissionEngine: every MCP tool call passes here before it may reach a server (seed 000 §2, §6, §10).
+
+The decision itself is :func:`patchbay.core.policy.decide` (DESIGN.md "Permissions", steps 1–4):
+disabled/excluded/not included → invisible; global ``deny`` → deny (nothing lifts it); else the
+project grant, else the global grant; else ``approval_mode`` (``allow_all`` → allow, except
+``destructiveHint`` tools, which stay ``ask``). This module adds step 5 and the session memory:
+
+* ``ask`` with no approver attached (headless) → deny, reason ``approval_unavailable``;
+* ``ask`` with an approver → its :data:`ApprovalAnswer`: ``allow_once``, ``allow_session``
+  (remembered for the rest of this session, for that connector's tool) or ``deny``. An approver
+  that raises or answers anything else counts as a denial (fail closed).
+
+Risk and the destructive rule use the tool's annotations from the live catalog when the server
+is connected, else from the cached catalog in the :class:`RuntimeServer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from patchbay.core.errors import FailureReason
+from patchbay.core.models import RuntimeServer, ToolSummary
+from patchbay.core.policy import Decision, DecisionSource, Risk, decide
+from patchbay.core.redaction import redact_value
+
+__all__ = [
+    "Actor",
+    "ApprovalAnswer",
+    "ApprovalRequest",
+    "Approver",
+    "PermissionEngine",
+    "Resolution",
+]
+
+ApprovalAnswer = Literal["allow_once", "allow_session", "deny"]
+"""What an approver answers: allow this call, allow this tool for the rest of the session, or deny."""
+
+Actor = Literal["policy", "user", "runtime"]
+"""Who resolved a permission: the policy (grants/mode), the user (an approver answer, or a
+remembered "allow for this session"), or the runtime itself (no approver, approver failure)."""
+
+_ANSWERS: frozenset[str] = frozenset({"allow_once", "allow_session", "deny"})
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What an approver is shown for one ``ask`` decision.
+
+    Attributes:
+        name: the canonical tool name, ``mcp.<connector>.<tool>``.
+        connector: the connector name.
+        tool: the server's original tool name.
+        arguments: the call's arguments, redacted (secret-named keys and secret-looking values
+            replaced by ``[REDACTED]``).
+        risk: ``read``, ``destructive`` or ``network`` (seed 000 §6).
+        source: the policy rule that produced ``ask`` (``approval_mode``, ``destructive_default``,
+            ``project_grant``, ``global_grant``).
+        session_id: the runtime session asking.
+    """
+
+    name: str
+    connector: str
+    tool: str
+    arguments: dict[str, Any]
+    risk: Risk
+    source: DecisionSource
+    session_id: str
+
+
+Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer]]
+"""``async def approver(request: ApprovalRequest) -> ApprovalAnswer`` (e.g. a UI prompt)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """The final answer for one call.
+
+    Attributes:
+        decision: ``allow`` or ``deny``.
+        actor: see :data:`Actor`.
+        sourced_from: the rule or answer behind it: a policy source (``global_deny``,
+            ``project_grant``, ``allow_all``, ...), ``session_allow`` (remembered),
+            ``user_allow_once``, ``user_allow_session``, ``user_deny``, ``approval_unavailable``,
+            ``approver_error`` or ``invalid_answer``.
+        reason: the failure reason when denied (``permission_denied`` or ``approval_unavailable``).
+    """
+
+    decision: Literal["allow", "deny"]
+    actor: Actor
+    sourced_from: str
+    reason: FailureReason | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision == "allow"
+
+
+class PermissionEngine:
+    """Policy decisions plus approvals and per-session "allow for this session" memory.
+
+    Usage::
+
+        engine = PermissionEngine(session_id="ses_1", approver=my_approver)
+        decision = engine.evaluate(server, "get_issue", live_tool)
+        resolution = await engine.resolve(server.name, "get_issue", decision,
+                                          name="mcp.jira.get_issue", arguments={"key": "PROJ-1"})
+
+    Args:
+        session_id: the session this engine's memory belongs to.
+        approver: called for ``ask`` decisions; None means headless (``ask`` → deny).
+    """
+
+    def __init__(self, *, session_id: str, approver: Approver | None = None):
+        self.session_id = session_id
+        self.approver = approver
+        self._session_allowed: set[tuple[str, str]] = set()
+
+    def evaluate(self, server: RuntimeServer, tool: str, live: ToolSummary | None = None) -> Decision:
+        """The policy decision (steps 1–4) for ``tool`` (original name) of ``server``.
+
+        Args:
+            live: the tool as the connected server lists it; when None the cached catalog in
+                ``server.tools`` supplies the annotations (no entry: no annotations).
+        """
+        if live is not None:
+            annotations = live.annotations
+        else:
+            annotations = next((cached.annotations for cached in server.tools if cached.name == tool), None)
+        settings = server.settings
+        return decide(
+            tool,
+            annotations=annotations,
+            enabled=settings.enabled,
+            include_tools=settings.include_tools,
+            exclude_tools=settings.exclude_tools,
+            approval_mode=settings.approval_mode,
+            global_grant=server.global_grants.get(tool),
+            project_grant=server.project_grants.get(tool),
+        )
+
+    def session_allowed(self, connector: str, tool: str) -> bool:
+        """Whether the user answered ``allow_session`` for this tool earlier in this session."""
+        return (connector, tool) in self._session_allowed
+
+    def requested_source(self, connector: str, tool: str, decision: Decision) -> str:
+        """``sourcedFrom`` for ``permission.requested``: the policy source, or ``session_allow``."""
+        if decision.decision == "ask" and self.session_allowed(connector, tool):
+            return "session_allow"
+        return decision.source
+
+    def resolve_now(self, connector: str, tool: str, decision: Decision) -> Resolution | None:
+        """The resolution when no approver has to be asked; None when :meth:`ask` must run."""
+        if not decision.visible or decision.decision == "deny":
+            return Resolution("deny", "policy", decision.source, FailureReason.PERMISSION_DENIED)
+        if decision.decision == "allow":
+            return Resolution("allow", "policy", decision.source)
+        if self.session_allowed(connector, tool):
+            return Resolution("allow", "user", "session_allow")
+        if self.approver is None:
+            return Resolution("deny", "runtime", "approval_unavailable", FailureReason.APPROVAL_UNAVAILABLE)
+        return None
+
+    async def resolve(
+        self,
+        connector: str,
+        tool: str,
+        decision: Decision,
+        *,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+    ) -> Resolution:
+        """Turn a policy decision into allow/deny, asking the approver for ``ask`` (step 5).
+
+        Args:
+            connector / tool: the connector name and the server's original tool name.
+            decision: from :meth:`evaluate`.
+            name: the canonical name shown to the approver.
+            arguments: the call's arguments (redacted before the approver sees them).
+
+        Never raises for an approver failure: it becomes a denial. Cancellation propagates.
+        """
+        resolution = self.resolve_now(connector, tool, decision)
+        if resolution is not None:
+            return resolution
+        return await self.ask(connector, tool, decision, name=name, arguments=arguments)
+
+    async def ask(
+        self,
+        connector: str,
+        tool: str,
+        decision: Decision,
+        *,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+    ) -> Resolution:
+        """Ask the attached approver (headless: deny ``approval_unavailable``)."""
+        if self.approver is None:
+            return Resolution("deny", "runtime", "approval_unavailable", FailureReason.APPROVAL_UNAVAILABLE)
+        request = ApprovalRequest(
+            name=name,
+            connector=connector,
+            tool=tool,
+            arguments=redact_value(dict(arguments or {})),
+            risk=decision.risk,
+            source=decision.source,
+            session_id=self.session_id,
+        )
+        try:
+            answer = await self.approver(request)
+        except Exception:
+            return Resolution("deny", "runtime", "approver_error", FailureReason.APPROVAL_UNAVAILABLE)
+        if not isinstance(answer, str) or answer not in _ANSWERS:
+            return Resolution("deny", "runtime", "invalid_answer", FailureReason.PERMISSION_DENIED)
+        if answer == "deny":
+            return Resolution("deny", "user", "user_deny", FailureReason.PERMISSION_DENIED)
+        if answer == "allow_session":
+            self._session_allowed.add((connector, tool))
+            return Resolution("allow", "user", "user_allow_session")
+        return Resolution("allow", "user", "user_allow_once")

@@ -1,0 +1,402 @@
+"""Runtime: the governed client. Every tool call goes ToolRouter → PermissionEngine → executor →
+MCP connection, and leaves one auditable event chain in the session log (seed 000 §2, §5, §6).
+
+The chain of one allowed MCP call; ``toolCallId`` is ``tc_<seq of the request event>``, and every
+later event of the call carries it::
+
+    model.tool_call_requested {tool, args}
+    [mcp.server.connected {server, toolCount, protocolVersion}]        first use of the connector
+    permission.requested      {tool, args, riskAtDecision, sourcedFrom}
+    permission.resolved       {decision, actor, sourcedFrom}
+    mcp.call.started          {server, toolCallId, method: "tools/call", args: {name, arguments}}
+    tool.started              {tool, toolCallId}
+    mcp.call.completed        {server, toolCallId, durationMs}
+    tool.completed            {tool, toolCallId, resultPreview, resultSize}
+
+Failures end in ``tool.failed {tool, toolCallId, reason}`` and a raised ``ToolCallError`` with that
+reason: ``unknown_tool``, ``ambiguous_call`` (after ``tool.ambiguous_call``),
+``mcp_server_unavailable``, ``permission_denied`` / ``approval_unavailable`` (after
+``permission.resolved {decision: "deny"}``; the server never sees the call), ``timeout`` and
+``tool_error`` (both after ``mcp.call.failed``; an ``isError`` result is attached to the exception
+as ``.result``). A cancelled call logs reason ``cancelled`` and the cancellation propagates.
+
+The events before a request are written in one ``write`` just before it is sent (see
+:class:`patchbay.runtime.calls.CallEvents`); nothing is sent before it is logged.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import inspect
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from patchbay.core.errors import ConfigError, FailureReason, PatchbayError, ToolCallError, ValidationError
+from patchbay.core.models import GrantDecision, RuntimeConfig, RuntimeServer
+from patchbay.core.names import MCP_PREFIX, parse_canonical_tool_name, validate_connector_name
+from patchbay.core.policy import Decision, is_visible
+from patchbay.core.settings import Settings
+from patchbay.runtime.calls import CallEvents, ToolCallResult, local_result, to_result, tool_error
+from patchbay.runtime.connection import ServerConnection
+from patchbay.runtime.events import EventLog, new_session_id, session_log_path
+from patchbay.runtime.permissions import Approver, PermissionEngine, Resolution
+from patchbay.runtime.router import Route, ToolRouter
+
+__all__ = ["LocalTool", "Runtime", "RuntimeTool", "ToolCallResult"]
+
+LocalTool = Callable[..., Any]
+"""A local tool: ``fn(**arguments)``, sync (run in a worker thread) or async. It may return a str
+(one text block), a dict (structured content, plus its JSON as text), None, or a ``CallToolResult``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeTool:
+    """One visible tool as :meth:`Runtime.list_tools` shows it.
+
+    Attributes:
+        name: canonical name (``mcp.<connector>.<tool>``, or a local tool's bare name).
+        wire_name: the name for model APIs that forbid dots (``mcp__<connector>__<tool>``).
+        connector: the connector name; None for a local tool.
+        tool: the server's original tool name (or the local name).
+        description: the server's description, if any.
+        decision: the policy decision, ``allow``/``ask``/``deny`` (``deny`` tools are listed but
+            every call is refused).
+        risk: ``read``, ``destructive``, ``network``, or ``local`` for local tools.
+    """
+
+    name: str
+    wire_name: str
+    connector: str | None
+    tool: str
+    description: str | None
+    decision: GrantDecision
+    risk: str
+
+
+class _State(enum.Enum):
+    UNOPENED = 1
+    OPENED = 2
+    CLOSED = 3
+
+
+class Runtime:
+    """A governed MCP client runtime for one workspace session.
+
+    Usage::
+
+        async with Runtime(config, settings=Settings(), approver=ask_user) as runtime:
+            result = await runtime.call("mcp.time.get_current_time", {"timezone": "Asia/Tokyo"})
+            print(result.text)
+
+    Args:
+        config: the projected runtime config; disabled connectors are never reachable.
+        settings: timeouts (``connect_timeout``, ``request_timeout``), ``result_preview_chars``,
+            ``protocol_mode``, and ``sessions_dir`` for the event log.
+        approver: asked for ``ask`` decisions; None is headless (``ask`` → ``approval_unavailable``).
+        session_id: continue a session (its log is appended to); default: a new ``ses_…`` id.
+        local_tools: bare name → callable (see :data:`LocalTool`).
+
+    Raises:
+        ValidationError: ``validation_error`` for a bad ``session_id`` or local tool name.
+        ConfigError: ``invalid_config`` for a bad or duplicate connector name.
+
+    Connections start lazily, one owner task each, in a task group the runtime opens on entry; so
+    enter and exit the runtime in the same task. Exit closes every connection (no child process
+    is left). A runtime can be entered once.
+    """
+
+    def __init__(
+        self,
+        config: RuntimeConfig,
+        *,
+        settings: Settings,
+        approver: Approver | None = None,
+        session_id: str | None = None,
+        local_tools: Mapping[str, LocalTool] | None = None,
+    ):
+        self.config = config
+        self.settings = settings
+        self._session_id = session_id if session_id is not None else new_session_id()
+        self._log_path = session_log_path(settings.sessions_dir, self._session_id)
+        self._permissions = PermissionEngine(session_id=self._session_id, approver=approver)
+        self._router = ToolRouter()
+        self._local: dict[str, LocalTool] = {}
+        for name, fn in (local_tools or {}).items():
+            try:
+                self._router.add_local(name)
+            except PatchbayError as exc:
+                raise ValidationError(exc.message, details=exc.details) from None
+            self._local[name] = fn
+        self._servers: dict[str, RuntimeServer] = {}
+        seen: set[str] = set()
+        for server in config.servers:
+            validate_connector_name(server.name)
+            if server.name.lower() in seen:
+                raise ConfigError("servers", f"connector name {server.name!r} appears twice")
+            seen.add(server.name.lower())
+            if server.settings.enabled:
+                self._servers[server.name] = server
+                # Cached catalogs make bare-name ambiguity checks and wire names work before connecting.
+                self._router.set_connector_tools(server.name, self._visible(server, [t.name for t in server.tools]))
+        self._state = _State.UNOPENED
+        self._stack: AsyncExitStack | None = None
+        self._tg: TaskGroup | None = None
+        self._log: EventLog | None = None
+        self._connections: dict[str, ServerConnection] = {}
+        self._live: set[str] = set()
+        self._decisions: dict[tuple[str, str], Decision] = {}
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
+    def event_log_path(self) -> Path:
+        """``<settings.sessions_dir>/<session_id>.jsonl``."""
+        return self._log_path
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Runtime:
+        if self._state is not _State.UNOPENED:
+            raise RuntimeError("a Runtime can be entered only once")
+        self._state = _State.CLOSED  # until everything below worked
+        async with AsyncExitStack() as stack:
+            self._log = EventLog(self._log_path, self._session_id)
+            stack.callback(self._log.close)
+            self._tg = await stack.enter_async_context(anyio.create_task_group())
+            workspace = Path(self.config.workspace)
+            self._connections = {
+                name: ServerConnection(server, workspace=workspace, settings=self.settings, emit=self._log.append)
+                for name, server in self._servers.items()
+            }
+            self._stack = stack.pop_all()
+        self._state = _State.OPENED
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._state = _State.CLOSED
+        for connection in self._connections.values():
+            connection.request_stop()
+        if self._stack is not None:
+            stack, self._stack = self._stack, None
+            # Graceful: owner tasks close their clients (the servers exit) before the log closes.
+            await stack.__aexit__(None, None, None)
+
+    def _opened(self) -> EventLog:
+        if self._state is not _State.OPENED or self._log is None:
+            raise RuntimeError("the Runtime is not open; use `async with Runtime(...) as runtime:`")
+        return self._log
+
+    # -- listing ----------------------------------------------------------------------------
+
+    async def list_tools(self) -> list[RuntimeTool]:
+        """Every visible tool: local tools, then each enabled connector's live catalog.
+
+        Connects every enabled connector (concurrently) first; a connector that cannot connect
+        contributes no tools.
+        """
+        self._opened()
+
+        async def connect(name: str) -> None:
+            try:
+                await self._connect(name)
+            except ToolCallError:
+                pass
+
+        async with anyio.create_task_group() as group:
+            for name in self._servers:
+                group.start_soon(connect, name)
+        tools = [
+            RuntimeTool(name, self._router.wire_name(name), None, name, None, "allow", "local") for name in self._local
+        ]
+        for name, server in self._servers.items():
+            connection = self._connections[name]
+            if connection.state != "connected":
+                continue
+            for route in self._router.connector_routes(name):
+                live = connection.tools[route.tool]
+                decision = self._permissions.evaluate(server, route.tool, live)
+                tools.append(
+                    RuntimeTool(
+                        route.name,
+                        self._router.wire_name(route.name),
+                        name,
+                        route.tool,
+                        live.description,
+                        decision.decision,
+                        decision.risk,
+                    )
+                )
+        return tools
+
+    # -- calling ----------------------------------------------------------------------------
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolCallResult:
+        """Call a tool by canonical name (``mcp.<connector>.<tool>``), wire name, or local bare name.
+
+        Args:
+            name: resolved strictly (seed 000 §5): MCP tools need their full name.
+            arguments: the tool's arguments (a JSON object).
+
+        Returns:
+            The :class:`ToolCallResult`.
+
+        Raises:
+            ToolCallError: with ``reason`` one of ``unknown_tool``, ``ambiguous_call``,
+                ``mcp_server_unavailable``, ``permission_denied``, ``approval_unavailable``,
+                ``timeout``, ``tool_error`` (see the module docstring); ``details["toolCallId"]``
+                names the call's events. A cancelled call logs ``tool.failed {reason:
+                "cancelled"}`` and re-raises the cancellation.
+            ValidationError: ``name`` is not a string or ``arguments`` not a mapping.
+            RuntimeError: the runtime is not open.
+        """
+        log = self._opened()
+        if not isinstance(name, str):
+            raise ValidationError("the tool name must be a string", details={"field": "name"})
+        if arguments is not None and type(arguments) is not dict and not isinstance(arguments, Mapping):
+            raise ValidationError("arguments must be a JSON object", details={"field": "arguments"})
+        # Events before a request are deferred and written in one go: the log is flushed before
+        # every await that can suspend (connecting, asking the approver) and before the request.
+        events = CallEvents(log, name, dict(arguments or {}))
+        try:
+            connector = self._connector_of(name)
+            if connector is not None and not self._is_live(connector):
+                log.flush()
+                await self._connect(connector)
+            route = self._router.resolve(name)
+            events.resolved(route.name, route.connector)
+            if route.kind == "local":
+                return await self._call_local(events, route)
+            return await self._call_mcp(events, route)
+        except ToolCallError as exc:
+            if exc.reason is FailureReason.AMBIGUOUS_CALL:
+                events.ambiguous(exc.details.get("candidates", []))
+            events.tool_failed(str(exc.reason))
+            exc.details.setdefault("toolCallId", events.id)
+            raise
+        except anyio.get_cancelled_exc_class():
+            events.tool_failed(str(FailureReason.CANCELLED))
+            raise
+        finally:
+            log.flush()
+
+    def _connector_of(self, name: str) -> str | None:
+        """The connector an MCP-looking name (canonical or known wire name) refers to, if any.
+
+        Raises:
+            ToolCallError: ``unknown_tool`` for a canonical name of no enabled connector.
+        """
+        connector: str | None = None
+        if name.startswith(MCP_PREFIX):
+            try:
+                connector, _tool = parse_canonical_tool_name(name)
+            except PatchbayError:
+                raise ToolCallError(
+                    FailureReason.UNKNOWN_TOOL, f"unknown tool {name!r}", details={"tool": name}
+                ) from None
+            if connector not in self._servers:
+                raise ToolCallError(
+                    FailureReason.UNKNOWN_TOOL, f"unknown tool {name!r}: no such connector", details={"tool": name}
+                )
+        elif name.startswith("mcp__"):
+            try:
+                connector = parse_canonical_tool_name(self._router.from_wire(name))[0]
+            except KeyError:
+                connector = None
+        return connector
+
+    def _is_live(self, name: str) -> bool:
+        return name in self._live and self._connections[name].state == "connected"
+
+    async def _connect(self, name: str) -> ServerConnection:
+        connection = self._connections[name]
+        if self._is_live(name):
+            return connection
+        assert self._tg is not None
+        await connection.ensure_connected(self._tg)
+        if name not in self._live:
+            self._router.set_connector_tools(name, self._visible(self._servers[name], list(connection.tools)))
+            self._decisions = {key: value for key, value in self._decisions.items() if key[0] != name}
+            self._live.add(name)
+        return connection
+
+    @staticmethod
+    def _visible(server: RuntimeServer, tools: list[str]) -> list[str]:
+        settings = server.settings
+        return [tool for tool in tools if is_visible(tool, settings.include_tools, settings.exclude_tools)]
+
+    def _decision(self, connector: str, tool: str, connection: ServerConnection) -> Decision:
+        # Inputs are fixed once the live catalog is in (frozen RuntimeServer, live annotations).
+        key = (connector, tool)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._decisions[key] = self._permissions.evaluate(
+                self._servers[connector], tool, connection.tools.get(tool)
+            )
+        return decision
+
+    async def _call_mcp(self, events: CallEvents, route: Route) -> ToolCallResult:
+        connector, tool = route.connector, route.tool
+        assert connector is not None
+        connection = self._connections[connector]
+        decision = self._decision(connector, tool, connection)
+        events.permission_requested(decision.risk, self._permissions.requested_source(connector, tool, decision))
+        resolution = self._permissions.resolve_now(connector, tool, decision)
+        if resolution is None:
+            events.log.flush()
+            resolution = await self._permissions.ask(connector, tool, decision, name=route.name, arguments=events.args)
+        events.permission_resolved(resolution)
+        events.mcp_started(tool)
+        events.tool_started()
+        started = time.perf_counter()
+        try:
+            result = await connection.call_tool(tool, events.args, read_timeout_seconds=self.settings.request_timeout)
+        except ToolCallError as exc:
+            events.mcp_failed(_ms_since(started), str(exc.reason), exc.message[: self.settings.result_preview_chars])
+            raise
+        except anyio.get_cancelled_exc_class():
+            events.mcp_failed(_ms_since(started), str(FailureReason.CANCELLED), "the call was cancelled")
+            raise
+        duration_ms = _ms_since(started)
+        outcome = to_result(events.id, route.name, result.content, result.structured_content, bool(result.is_error))
+        if outcome.is_error:
+            message = outcome.text[: self.settings.result_preview_chars] or "the tool reported an error"
+            events.mcp_failed(duration_ms, str(FailureReason.TOOL_ERROR), message)
+            raise tool_error(route.name, outcome)
+        events.mcp_completed(duration_ms)
+        events.tool_completed(outcome, self.settings.result_preview_chars)
+        return outcome
+
+    async def _call_local(self, events: CallEvents, route: Route) -> ToolCallResult:
+        name, args = route.name, events.args
+        events.permission_requested("local", "local_tool")
+        events.permission_resolved(Resolution("allow", "policy", "local_tool"))
+        events.tool_started()
+        fn = self._local[name]
+        try:
+            if inspect.iscoroutinefunction(fn):
+                value = await fn(**args)
+            else:
+                value = await anyio.to_thread.run_sync(functools.partial(fn, **args))
+        except Exception as exc:
+            raise ToolCallError(
+                FailureReason.TOOL_ERROR, f"local tool {name!r} raised {type(exc).__name__}: {exc}"
+            ) from exc
+        outcome = local_result(events.id, name, value)
+        if outcome.is_error:
+            raise tool_error(name, outcome)
+        events.tool_completed(outcome, self.settings.result_preview_chars)
+        return outcome
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)

@@ -1,0 +1,63 @@
+"""Client faults real servers produce, each from a small fixture server (issue 2, point 8)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings
+from patchbay.core.models import ConnectorSettings, StdioTarget
+
+pytestmark = pytest.mark.anyio
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def server(name: str, script: str, *args: str) -> RuntimeServer:
+    return RuntimeServer(
+        connector_id=f"con_{name}",
+        name=name,
+        target=StdioTarget(command=sys.executable, args=(str(FIXTURES / script), *args)),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+    )
+
+
+def runtime_for(tmp_path: Path, *servers: RuntimeServer) -> Runtime:
+    config = RuntimeConfig(project_id="prj_test", workspace=str(tmp_path), servers=servers)
+    return Runtime(config, settings=Settings(home=tmp_path / "home"))
+
+
+async def test_banner_and_progress_lines_on_stdout_do_not_break_listing_or_calls(tmp_path: Path) -> None:
+    with anyio.fail_after(20):
+        async with runtime_for(tmp_path, server("banner", "banner_server.py")) as runtime:
+            assert [t.name for t in await runtime.list_tools()] == ["mcp.banner.echo"]
+            result = await runtime.call("mcp.banner.echo", {"text": "still works"})
+            assert result.text == "still works"
+            assert (await runtime.call("mcp.banner.echo", {"text": "twice"})).text == "twice"
+
+
+async def test_a_256_kib_stderr_flood_during_a_call_does_not_block_it(tmp_path: Path) -> None:
+    with anyio.fail_after(20):
+        async with runtime_for(tmp_path, server("flood", "stderr_flood_server.py")) as runtime:
+            result = await runtime.call("mcp.flood.flood", {})
+            assert result.text == "ok"
+
+
+async def test_all_44_tools_of_a_20_20_4_paged_list_are_listed_and_the_last_is_callable(tmp_path: Path) -> None:
+    with anyio.fail_after(20):
+        async with runtime_for(tmp_path, server("paged", "paging_server.py")) as runtime:
+            names = [t.name for t in await runtime.list_tools()]
+            assert len(names) == 44 and names[-1] == "mcp.paged.t43"
+            assert (await runtime.call("mcp.paged.t43", {})).text == "t43"
+
+
+async def test_a_resources_only_server_is_connected_with_no_tools(tmp_path: Path) -> None:
+    with anyio.fail_after(20):
+        async with runtime_for(tmp_path, server("docs", "resources_only_server.py"), server("banner", "banner_server.py")) as runtime:
+            names = [t.name for t in await runtime.list_tools()]
+            assert names == ["mcp.banner.echo"]
+            events = (tmp_path / "home" / "sessions" / f"{runtime.session_id}.jsonl").read_text()
+            assert '"server":"docs","toolCount":0' in events.replace(" ", "")

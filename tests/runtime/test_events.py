@@ -1,0 +1,173 @@
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from patchbay.core.errors import PatchbayError
+from patchbay.core.redaction import REDACTED, redact_value
+from patchbay.runtime.events import EVENT_TYPES, EventLog, new_session_id, read_events, session_log_path
+
+pytestmark = pytest.mark.anyio
+
+DESIGN_EVENT_TYPES = {
+    "user.message",
+    "model.tool_call_requested",
+    "tool.ambiguous_call",
+    "permission.requested",
+    "permission.resolved",
+    "mcp.call.started",
+    "mcp.call.completed",
+    "mcp.call.failed",
+    "tool.started",
+    "tool.completed",
+    "tool.failed",
+    "mcp.server.connected",
+    "mcp.server.crashed",
+    "mcp.server.restarting",
+    "mcp.server.permanently_failed",
+    "mcp.server.shutdown",
+    "mcp.resource.requested",
+    "mcp.resource.fetched",
+    "mcp.prompt.invoked",
+    "mcp.prompt.expanded",
+    "context.built",
+    "turn.completed",
+}
+
+
+def _log(tmp_path: Path, session_id: str = "ses_test") -> EventLog:
+    return EventLog(session_log_path(tmp_path / "sessions", session_id), session_id)
+
+
+def test_event_types_are_exactly_the_design_names() -> None:
+    assert EVENT_TYPES == DESIGN_EVENT_TYPES
+
+
+def test_seq_is_strictly_increasing_from_one_with_the_documented_shape(tmp_path: Path) -> None:
+    with _log(tmp_path) as log:
+        seqs = [log.append("user.message", {"content": f"hello {i}"}) for i in range(5)]
+    events = read_events(log.path)
+    assert seqs == [1, 2, 3, 4, 5]
+    assert [event["seq"] for event in events] == [1, 2, 3, 4, 5]
+    for event in events:
+        assert set(event) == {"seq", "type", "ts", "sessionId", "payload"}
+        assert event["sessionId"] == "ses_test"
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", event["ts"])
+    assert events[2]["payload"] == {"content": "hello 2"}
+    assert log.path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_reopened_session_log_continues_after_the_last_seq(tmp_path: Path) -> None:
+    with _log(tmp_path) as log:
+        log.append("user.message", {"content": "first run"})
+        log.append("turn.completed", {"stopReason": "final"})
+    with _log(tmp_path) as log:
+        assert log.seq == 2
+        assert log.append("user.message", {"content": "second run"}) == 3
+    assert [event["seq"] for event in read_events(log.path)] == [1, 2, 3]
+
+
+def test_a_torn_last_line_is_skipped_and_cut_off_when_the_session_reopens(tmp_path: Path) -> None:
+    with _log(tmp_path) as log:
+        log.append("user.message", {"content": "complete"})
+    with log.path.open("a") as handle:
+        handle.write('{"seq": 2, "type": "user.mes')  # a crash mid-write
+    assert [event["seq"] for event in read_events(log.path)] == [1]
+    with _log(tmp_path) as log:
+        assert log.append("user.message", {"content": "after crash"}) == 2
+    assert [(event["seq"], event["payload"]["content"]) for event in read_events(log.path)] == [
+        (1, "complete"),
+        (2, "after crash"),
+    ]
+
+
+def test_a_secret_named_argument_is_redacted_before_it_is_written(tmp_path: Path) -> None:
+    secret = "hunter2-very-secret"
+    with _log(tmp_path) as log:
+        log.append("model.tool_call_requested", {"tool": "mcp.x.login", "args": {"user": "ann", "password": secret}})
+        log.append("tool.completed", {"tool": "mcp.x.login", "resultPreview": "Authorization: Bearer abcdefghijklmnop"})
+    assert secret not in log.path.read_text()
+    assert "abcdefghijklmnop" not in log.path.read_text()
+    first, second = read_events(log.path)
+    assert first["payload"]["args"] == {"user": "ann", "password": REDACTED}
+    assert REDACTED in second["payload"]["resultPreview"]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"args": {"api_key": "k-123456", "token": "", "nested": [{"secret": None, "x": "password=abcdef1"}]}},
+        {"text": "ghp_" + "a" * 30, "list": ("sk-" + "b" * 20, 3, None, True), "n": 1.5},
+        {"authorization": {"inner": 1}, "cookie": [], "url": "https://user:pw@example.com/x"},
+        {1: "non-string key", "ok": "plain text"},
+    ],
+)
+def test_the_memoised_redaction_equals_redact_value(tmp_path: Path, payload: dict) -> None:
+    with _log(tmp_path) as log:
+        assert log.redact(payload) == redact_value(payload)
+        assert log.redact(payload) == redact_value(payload)  # served from the cache
+
+
+@pytest.mark.parametrize("session_id", ["", "../etc", "a/b", "a.b", "x" * 65, "ses id", "ses\n"])
+def test_an_invalid_session_id_is_refused(tmp_path: Path, session_id: str) -> None:
+    with pytest.raises(PatchbayError) as info:
+        session_log_path(tmp_path, session_id)
+    assert info.value.code == "validation_error"
+
+
+def test_new_session_ids_are_valid_and_distinct(tmp_path: Path) -> None:
+    ids = {new_session_id() for _ in range(50)}
+    assert len(ids) == 50
+    for session_id in ids:
+        assert re.fullmatch(r"ses_[0-9a-f]{16}", session_id)
+        assert session_log_path(tmp_path, session_id).name == f"{session_id}.jsonl"
+
+
+def test_an_unknown_event_type_is_refused(tmp_path: Path) -> None:
+    with _log(tmp_path) as log, pytest.raises(ValueError):
+        log.append("tool.exploded", {})
+
+
+def test_a_second_concurrent_writer_of_the_same_session_is_refused(tmp_path: Path) -> None:
+    with _log(tmp_path):
+        with pytest.raises(PatchbayError) as info:
+            _log(tmp_path)
+        assert info.value.code == "validation_error"
+    with _log(tmp_path) as log:  # released on close
+        log.append("user.message", {})
+
+
+def test_appends_from_many_threads_keep_seq_order_in_the_file(tmp_path: Path) -> None:
+    with _log(tmp_path) as log:
+
+        def writer(name: str) -> None:
+            for i in range(200):
+                log.append("user.message", {"writer": name, "i": i}, defer=i % 3 == 0)
+
+        threads = [threading.Thread(target=writer, args=(f"t{n}",)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert [event["seq"] for event in read_events(log.path)] == list(range(1, 801))
+
+
+def test_deferred_events_are_written_by_the_next_append_or_flush_in_seq_order(tmp_path: Path) -> None:
+    log = _log(tmp_path)
+    log.append("tool.started", {"toolCallId": "tc_1"}, defer=True)
+    log.append("tool.completed", {"toolCallId": "tc_1"}, defer=True)
+    assert read_events(log.path) == []
+    log.append("tool.failed", {"toolCallId": "tc_2"})
+    assert [event["seq"] for event in read_events(log.path)] == [1, 2, 3]
+    log.append("user.message", {}, defer=True)
+    log.flush()
+    assert len(read_events(log.path)) == 4
+    log.append("turn.completed", {}, defer=True)
+    log.close()
+    assert [json.loads(line)["seq"] for line in log.path.read_text().splitlines()] == [1, 2, 3, 4, 5]
+    with pytest.raises(ValueError):
+        log.append("user.message", {})

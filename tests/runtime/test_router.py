@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from patchbay.core.errors import FailureReason, PatchbayError, ToolCallError
+from patchbay.runtime.router import Route, ToolRouter
+
+pytestmark = pytest.mark.anyio
+
+WIRE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def test_two_connectors_exposing_the_same_tool_are_both_reachable() -> None:
+    router = ToolRouter()
+    router.set_connector_tools("fs", ["read_text", "list_dir"])
+    router.set_connector_tools("fs-v2", ["read_text"])
+    assert router.resolve("mcp.fs.read_text") == Route("mcp", "mcp.fs.read_text", "read_text", "fs")
+    assert router.resolve("mcp.fs-v2.read_text") == Route("mcp", "mcp.fs-v2.read_text", "read_text", "fs-v2")
+
+
+def test_a_bare_name_that_is_both_local_and_an_mcp_tool_is_refused_as_ambiguous() -> None:
+    router = ToolRouter()
+    router.add_local("read_file")
+    router.set_connector_tools("fs", ["read_file"])
+    with pytest.raises(ToolCallError) as info:
+        router.resolve("read_file")
+    assert info.value.reason is FailureReason.AMBIGUOUS_CALL
+    assert info.value.details["candidates"] == ["mcp.fs.read_file", "read_file"]
+    assert router.resolve("mcp.fs.read_file").kind == "mcp"
+
+
+def test_a_bare_local_name_resolves_to_the_local_tool() -> None:
+    router = ToolRouter()
+    router.add_local("read_file")
+    router.set_connector_tools("fs", ["read_text"])
+    assert router.resolve("read_file") == Route("local", "read_file", "read_file", None)
+
+
+def test_a_bare_name_that_only_an_mcp_tool_has_is_unknown() -> None:
+    router = ToolRouter()
+    router.set_connector_tools("fs", ["read_text"])
+    for name in ("read_text", "fs.read_text", "mcp.fs.nope", "mcp.other.read_text", "mcp.fs"):
+        with pytest.raises(ToolCallError) as info:
+            router.resolve(name)
+        assert info.value.reason is FailureReason.UNKNOWN_TOOL
+
+
+@pytest.mark.parametrize(
+    "name", ["mcp.fs.read_file", "MCP.fs.read_file", "mcp__fs__read_file", "", "has space", "a.b", "x" * 65]
+)
+def test_a_local_tool_may_not_take_an_mcp_name_or_an_invalid_one(name: str) -> None:
+    router = ToolRouter()
+    with pytest.raises(PatchbayError) as info:
+        router.add_local(name)
+    assert info.value.code == "validation_error"
+
+
+def test_a_local_tool_cannot_be_registered_twice() -> None:
+    router = ToolRouter()
+    router.add_local("shell")
+    with pytest.raises(PatchbayError):
+        router.add_local("shell")
+
+
+def test_wire_names_round_trip_including_a_name_longer_than_64_characters() -> None:
+    router = ToolRouter()
+    long_tool = "summarise_" + "very_" * 15 + "long_document"
+    router.set_connector_tools("knowledge-base", [long_tool, "get.issue", "search"])
+    router.add_local("read_file")
+    for canonical in (
+        "mcp.knowledge-base." + long_tool,
+        "mcp.knowledge-base.get.issue",
+        "mcp.knowledge-base.search",
+        "read_file",
+    ):
+        wire = router.wire_name(canonical)
+        assert WIRE.fullmatch(wire), wire
+        assert router.from_wire(wire) == canonical
+        assert router.resolve(wire) == router.resolve(canonical)
+    assert router.wire_name("mcp.knowledge-base.search") == "mcp__knowledge-base__search"
+    assert len(router.wire_name("mcp.knowledge-base." + long_tool)) == 64
+
+
+def test_tools_whose_wire_names_collide_get_distinct_wire_names() -> None:
+    router = ToolRouter()
+    router.set_connector_tools("jira", ["get.issue", "get_issue"])
+    first, second = router.wire_name("mcp.jira.get.issue"), router.wire_name("mcp.jira.get_issue")
+    assert first == "mcp__jira__get_issue"
+    assert second != first and WIRE.fullmatch(second)
+    assert router.from_wire(second) == "mcp.jira.get_issue"
+
+
+def test_replacing_a_catalog_drops_stale_tools_and_keeps_wire_names_of_the_rest() -> None:
+    router = ToolRouter()
+    router.set_connector_tools("jira", ["get.issue", "get_issue", "search"])
+    wire = router.wire_name("mcp.jira.get_issue")
+    router.set_connector_tools("jira", ["get_issue"])
+    assert router.wire_name("mcp.jira.get_issue") == wire
+    assert [route.name for route in router.connector_routes("jira")] == ["mcp.jira.get_issue"]
+    with pytest.raises(ToolCallError):
+        router.resolve("mcp.jira.search")
+    router.remove_connector("jira")
+    with pytest.raises(ToolCallError):
+        router.resolve(wire)
+    with pytest.raises(KeyError):
+        router.from_wire(wire)

@@ -1,0 +1,514 @@
+"""The governed call path end to end, against real stdio servers: the recording fixture server
+(tests/fixtures/recording_server.py) and the real ``mcp-server-time``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+
+from patchbay import ApprovalRequest, Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallError, ToolCallResult
+from patchbay.core.errors import FailureReason, PatchbayError
+from patchbay.core.models import ConnectorSettings, StdioTarget
+from patchbay.core.redaction import redact_value
+from patchbay.runtime import read_events
+
+pytestmark = pytest.mark.anyio
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "recording_server.py"
+CHAIN = [
+    "model.tool_call_requested",
+    "permission.requested",
+    "permission.resolved",
+    "mcp.call.started",
+    "tool.started",
+    "mcp.call.completed",
+    "tool.completed",
+]
+
+
+def recording(name: str, record: Path | None = None, *, page_size: int | None = None, **fields: Any) -> RuntimeServer:
+    args = [str(FIXTURE)]
+    if record is not None:
+        args += ["--record", str(record)]
+    if page_size is not None:
+        args += ["--page-size", str(page_size)]
+    return RuntimeServer(
+        connector_id=f"id-{name}", name=name, target=StdioTarget(command=sys.executable, args=tuple(args)), **fields
+    )
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def types_of(events: list[dict[str, Any]]) -> list[str]:
+    return [event["type"] for event in events]
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(home=tmp_path / "home")
+
+
+def config(tmp_path: Path, *servers: RuntimeServer) -> RuntimeConfig:
+    return RuntimeConfig(project_id="p1", workspace=str(tmp_path), servers=servers)
+
+
+class ScriptedApprover:
+    def __init__(self, *answers: str):
+        self.answers = list(answers)
+        self.requests: list[ApprovalRequest] = []
+
+    async def __call__(self, request: ApprovalRequest) -> Any:
+        self.requests.append(request)
+        return self.answers.pop(0)
+
+
+async def test_an_allowed_call_leaves_the_full_event_chain_in_order(tmp_path: Path, settings: Settings) -> None:
+    server = recording("rec", tmp_path / "rec.jsonl", global_grants={"echo": "allow"})
+    with anyio.fail_after(10):
+        async with Runtime(config(tmp_path, server), settings=settings, session_id="ses_chain") as runtime:
+            result = await runtime.call("mcp.rec.echo", {"text": "hello"})
+    assert runtime.event_log_path == settings.sessions_dir / "ses_chain.jsonl"
+    assert isinstance(result, ToolCallResult)
+    assert (result.name, result.text, result.content, result.structured_content) == (
+        "mcp.rec.echo",
+        "hello",
+        [{"type": "text", "text": "hello"}],
+        None,
+    )
+    events = read_events(runtime.event_log_path)
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+    assert {event["sessionId"] for event in events} == {"ses_chain"}
+    assert types_of(events) == [CHAIN[0], "mcp.server.connected", *CHAIN[1:], "mcp.server.shutdown"]
+    by_type = {event["type"]: event["payload"] for event in events}
+    call_id = result.tool_call_id
+    assert call_id == f"tc_{events[0]['seq']}"
+    assert by_type["model.tool_call_requested"] == {"tool": "mcp.rec.echo", "args": {"text": "hello"}}
+    assert by_type["permission.requested"] == {
+        "tool": "mcp.rec.echo",
+        "toolCallId": call_id,
+        "args": {"text": "hello"},
+        "riskAtDecision": "network",
+        "sourcedFrom": "global_grant",
+    }
+    assert by_type["permission.resolved"] == {
+        "tool": "mcp.rec.echo",
+        "toolCallId": call_id,
+        "decision": "allow",
+        "actor": "policy",
+        "sourcedFrom": "global_grant",
+    }
+    assert by_type["mcp.call.started"] == {
+        "server": "rec",
+        "toolCallId": call_id,
+        "method": "tools/call",
+        "args": {"name": "echo", "arguments": {"text": "hello"}},
+    }
+    assert by_type["tool.started"] == {"tool": "mcp.rec.echo", "toolCallId": call_id}
+    assert by_type["mcp.call.completed"]["server"] == "rec"
+    assert by_type["mcp.call.completed"]["durationMs"] >= 0
+    assert by_type["tool.completed"] == {
+        "tool": "mcp.rec.echo",
+        "toolCallId": call_id,
+        "resultPreview": "hello",
+        "resultSize": result.size_bytes,
+    }
+    assert by_type["mcp.server.connected"]["server"] == "rec"
+    assert records(tmp_path / "rec.jsonl") == [{"tool": "echo", "args": {"text": "hello"}}]
+
+
+async def test_an_explicitly_denied_call_never_reaches_the_server(tmp_path: Path, settings: Settings) -> None:
+    record = tmp_path / "rec.jsonl"
+    server = recording(
+        "rec", record, global_grants={"echo": "deny", "read_thing": "allow"}, project_grants={"echo": "allow"}
+    )
+    with anyio.fail_after(10):
+        async with Runtime(config(tmp_path, server), settings=settings, approver=ScriptedApprover()) as runtime:
+            with pytest.raises(ToolCallError) as info:
+                await runtime.call("mcp.rec.echo", {"text": "nope"})
+            await runtime.call("mcp.rec.read_thing")
+    assert info.value.reason is FailureReason.PERMISSION_DENIED
+    assert records(record) == [{"tool": "read_thing", "args": {}}]
+    events = read_events(runtime.event_log_path)
+    denied = [event for event in events if event["payload"].get("toolCallId") == info.value.details["toolCallId"]]
+    assert types_of(denied) == ["permission.requested", "permission.resolved", "tool.failed"]
+    assert denied[1]["payload"]["decision"] == "deny"
+    assert denied[1]["payload"]["sourcedFrom"] == "global_deny"
+    assert denied[2]["payload"]["reason"] == "permission_denied"
+
+
+async def test_a_headless_ask_is_denied_and_never_reaches_the_server(tmp_path: Path, settings: Settings) -> None:
+    record = tmp_path / "rec.jsonl"
+    server = recording("rec", record, global_grants={"read_thing": "allow"})
+    with anyio.fail_after(10):
+        async with Runtime(config(tmp_path, server), settings=settings) as runtime:
+            with pytest.raises(ToolCallError) as info:
+                await runtime.call("mcp.rec.delete_everything")
+            await runtime.call("mcp.rec.read_thing")
+    assert info.value.reason is FailureReason.APPROVAL_UNAVAILABLE
+    assert records(record) == [{"tool": "read_thing", "args": {}}]
+    resolved = [
+        event["payload"] for event in read_events(runtime.event_log_path) if event["type"] == "permission.resolved"
+    ]
+    assert resolved[0] == {
+        "tool": "mcp.rec.delete_everything",
+        "toolCallId": "tc_1",
+        "decision": "deny",
+        "actor": "runtime",
+        "sourcedFrom": "approval_unavailable",
+        "reason": "approval_unavailable",
+    }
+
+
+async def test_the_approver_decides_once_for_the_session_or_per_call(tmp_path: Path, settings: Settings) -> None:
+    record = tmp_path / "rec.jsonl"
+    approver = ScriptedApprover("allow_once", "allow_once", "allow_session", "deny")
+    with anyio.fail_after(10):
+        async with Runtime(config(tmp_path, recording("rec", record)), settings=settings, approver=approver) as runtime:
+            await runtime.call("mcp.rec.echo", {"text": "1", "api_key": "sk-live-123456"})
+            await runtime.call("mcp.rec.echo", {"text": "2"})
+            await runtime.call("mcp.rec.read_thing")
+            await runtime.call("mcp.rec.read_thing")
+            with pytest.raises(ToolCallError) as info:
+                await runtime.call("mcp.rec.delete_everything")
+    assert [request.tool for request in approver.requests] == ["echo", "echo", "read_thing", "delete_everything"]
+    assert approver.requests[0].arguments == {"text": "1", "api_key": "[REDACTED]"}
+    assert (approver.requests[2].risk, approver.requests[3].risk) == ("read", "destructive")
+    assert info.value.reason is FailureReason.PERMISSION_DENIED
+    assert [entry["tool"] for entry in records(record)] == ["echo", "echo", "read_thing", "read_thing"]
+    resolved = [
+        event["payload"] for event in read_events(runtime.event_log_path) if event["type"] == "permission.resolved"
+    ]
+    assert [(p["actor"], p["sourcedFrom"]) for p in resolved] == [
+        ("user", "user_allow_once"),
+        ("user", "user_allow_once"),
+        ("user", "user_allow_session"),
+        ("user", "session_allow"),
+        ("user", "user_deny"),
+    ]
+
+
+async def test_an_is_error_result_fails_the_call_with_tool_error_and_the_result_attached(
+    tmp_path: Path, settings: Settings
+) -> None:
+    server = recording("rec", global_grants={"fail": "allow"})
+    with anyio.fail_after(10):
+        async with Runtime(config(tmp_path, server), settings=settings) as runtime:
+            with pytest.raises(ToolCallError) as info:
+                await runtime.call("mcp.rec.fail")
+    assert info.value.reason is FailureReason.TOOL_ERROR
+    assert info.value.result.is_error and info.value.result.text == "it failed"
+    events = read_events(runtime.event_log_path)
+    assert types_of(events)[-3:] == ["mcp.call.failed", "tool.failed", "mcp.server.shutdown"]
+    assert events[-3]["payload"]["reason"] == "tool_error"
+    assert events[-3]["payload"]["error"] == "it failed"
+    assert events[-2]["payload"] == {
+        "tool": "mcp.rec.fail",
+        "toolCallId": info.value.result.tool_call_id,
+        "reason": "tool_error",
+    }
+
+
+async def test_unknown_tools_fail_with_unknown_tool_and_never_reach_a_server(
+    tmp_path: Path, settings: Settings
+) -> None:
+    record = tmp_path / "rec.jsonl"
+    server = recording(
+        "rec", record, settings=ConnectorSettings(approval_mode="allow_all", exclude_tools=("read_thing",))
+    )
+    off = recording("off", tmp_path / "off.jsonl", settings=ConnectorSettings(enabled=False, approval_mode="allow_all"))
+    with anyio.fail_after(10):
+        async with Runtime(config(tmp_path, server, off), settings=settings) as runtime:
+            for name in (
+                "mcp__rec__echo",
+                "mcp.rec.nope",
+                "mcp.rec.read_thing",
+                "mcp.off.echo",
+                "mcp.ghost.echo",
+                "echo",
+                "mcp.rec",
+            ):
+                with pytest.raises(ToolCallError) as info:
+                    await runtime.call(name, {"text": "x"})
+                assert info.value.reason is FailureReason.UNKNOWN_TOOL, name
+    # (a wire name is only known once the connector's catalog is: listed, cached or connected)
+    assert records(record) == [] and records(tmp_path / "off.jsonl") == []
+    failed = [event["payload"] for event in read_events(runtime.event_log_path) if event["type"] == "tool.failed"]
+    assert {payload["reason"] for payload in failed} == {"unknown_tool"}
+    assert len(failed) == 7
+
+
+async def test_the_time_server_answers_for_asia_tokyo(tmp_path: Path, settings: Settings) -> None:
+    server = RuntimeServer(
+        connector_id="id-time",
+        name="time",
+        target=StdioTarget(command="mcp-server-time"),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+    )
+    with anyio.fail_after(20):
+        async with Runtime(config(tmp_path, server), settings=settings) as runtime:
+            result = await runtime.call("mcp.time.get_current_time", {"timezone": "Asia/Tokyo"})
+    assert json.loads(result.text)["timezone"] == "Asia/Tokyo"
+    assert "+09:00" in json.loads(result.text)["datetime"]
+    completed = [event for event in read_events(runtime.event_log_path) if event["type"] == "tool.completed"]
+    assert "Asia/Tokyo" in completed[0]["payload"]["resultPreview"]
+
+
+async def test_two_connectors_exposing_echo_are_both_callable(tmp_path: Path, settings: Settings) -> None:
+    first = recording("alpha", tmp_path / "alpha.jsonl", global_grants={"echo": "allow"})
+    second = recording("beta", tmp_path / "beta.jsonl", global_grants={"echo": "allow"})
+    with anyio.fail_after(10):
+        async with Runtime(config(tmp_path, first, second), settings=settings) as runtime:
+            a = await runtime.call("mcp.alpha.echo", {"text": "to alpha"})
+            b = await runtime.call("mcp.beta.echo", {"text": "to beta"})
+    assert (a.text, b.text) == ("to alpha", "to beta")
+    assert records(tmp_path / "alpha.jsonl") == [{"tool": "echo", "args": {"text": "to alpha"}}]
+    assert records(tmp_path / "beta.jsonl") == [{"tool": "echo", "args": {"text": "to beta"}}]
+
+
+async def test_no_child_process_remains_after_the_runtime_exits(tmp_path: Path, settings: Settings) -> None:
+    me = psutil.Process()
+    before = {child.pid for child in me.children(recursive=True)}
+    first = recording("alpha", global_grants={"echo": "allow"})
+    second = recording("beta", global_grants={"echo": "allow"})
+    with anyio.fail_after(15):
+        async with Runtime(config(tmp_path, first, second), settings=settings) as runtime:
+            await runtime.call("mcp.alpha.echo", {"text": "x"})
+            await runtime.call("mcp.beta.echo", {"text": "y"})
+            spawned = {child.pid for child in me.children(recursive=True)} - before
+            assert len(spawned) >= 2
+    left = {child.pid for child in me.children(recursive=True)} - before
+    assert left == set()
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in spawned)
+
+
+async def test_a_connector_that_cannot_start_fails_calls_fast_with_its_probe_code(
+    tmp_path: Path, settings: Settings
+) -> None:
+    broken = RuntimeServer(
+        connector_id="id-broken",
+        name="broken",
+        target=StdioTarget(command="patchbay-no-such-command-xyz"),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+    )
+    with anyio.fail_after(10):
+        async with Runtime(config(tmp_path, broken), settings=settings) as runtime:
+            for _ in range(2):
+                with pytest.raises(ToolCallError) as info:
+                    await runtime.call("mcp.broken.anything")
+                assert info.value.reason is FailureReason.MCP_SERVER_UNAVAILABLE
+                assert info.value.details["code"] == "command_not_found"
+    assert types_of(read_events(runtime.event_log_path)) == ["model.tool_call_requested", "tool.failed"] * 2
+
+
+async def test_a_server_dying_mid_call_fails_that_call_and_later_ones_at_once(
+    tmp_path: Path, settings: Settings
+) -> None:
+    server = recording("rec", settings=ConnectorSettings(approval_mode="allow_all"))
+    with anyio.fail_after(10):
+        async with Runtime(config(tmp_path, server), settings=settings) as runtime:
+            with pytest.raises(ToolCallError) as info:
+                await runtime.call("mcp.rec.die")
+            assert info.value.reason is FailureReason.MCP_SERVER_UNAVAILABLE
+            with pytest.raises(ToolCallError) as later:
+                await runtime.call("mcp.rec.echo", {"text": "anyone?"})
+            assert (later.value.reason, later.value.details["code"]) == (
+                FailureReason.MCP_SERVER_UNAVAILABLE,
+                "server_closed",
+            )
+    events = read_events(runtime.event_log_path)
+    assert "mcp.server.crashed" in types_of(events)
+    failed = [event["payload"] for event in events if event["type"] == "mcp.call.failed"]
+    assert failed[0]["reason"] == "mcp_server_unavailable"
+
+
+async def test_a_call_without_an_answer_in_time_fails_with_timeout(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", request_timeout=0.5)
+    server = recording("rec", settings=ConnectorSettings(approval_mode="allow_all"))
+    with anyio.fail_after(15):
+        async with Runtime(config(tmp_path, server), settings=settings) as runtime:
+            with pytest.raises(ToolCallError) as info:
+                await runtime.call("mcp.rec.slow", {"seconds": 30})
+            assert info.value.reason is FailureReason.TIMEOUT
+            assert (await runtime.call("mcp.rec.echo", {"text": "still here"})).text == "still here"
+
+
+async def test_list_tools_shows_visible_tools_with_decision_risk_and_wire_name(
+    tmp_path: Path, settings: Settings
+) -> None:
+    server = recording(
+        "rec",
+        page_size=1,
+        settings=ConnectorSettings(approval_mode="allow_all", exclude_tools=("die", "slow")),
+        global_grants={"fail": "deny"},
+    )
+    off = recording("off", settings=ConnectorSettings(enabled=False))
+    with anyio.fail_after(10):
+        async with Runtime(
+            config(tmp_path, server, off), settings=settings, local_tools={"shout": str.upper}
+        ) as runtime:
+            tools = await runtime.list_tools()
+            by_wire = await runtime.call("mcp__rec__echo", {"text": "via wire name"})
+    listed = {(t.name, t.wire_name, t.connector, t.tool, t.decision, t.risk) for t in tools}
+    assert listed == {
+        ("shout", "shout", None, "shout", "allow", "local"),
+        ("mcp.rec.echo", "mcp__rec__echo", "rec", "echo", "allow", "network"),
+        ("mcp.rec.delete_everything", "mcp__rec__delete_everything", "rec", "delete_everything", "ask", "destructive"),
+        ("mcp.rec.read_thing", "mcp__rec__read_thing", "rec", "read_thing", "allow", "read"),
+        ("mcp.rec.fail", "mcp__rec__fail", "rec", "fail", "deny", "network"),
+    }
+    assert by_wire.name == "mcp.rec.echo" and by_wire.text == "via wire name"
+
+
+async def test_local_tools_run_governed_and_a_clashing_bare_name_is_refused(tmp_path: Path, settings: Settings) -> None:
+    async def echo(text: str) -> str:
+        return f"local {text}"
+
+    server = recording("rec", tmp_path / "rec.jsonl", global_grants={"echo": "allow"})
+    local = {"echo": echo, "count": lambda items: {"count": len(items)}}
+    with anyio.fail_after(10):
+        async with Runtime(config(tmp_path, server), settings=settings, local_tools=local) as runtime:
+            assert (await runtime.call("echo", {"text": "a"})).text == "local a"
+            counted = await runtime.call("count", {"items": [1, 2, 3]})
+            await runtime.call("mcp.rec.echo", {"text": "b"})  # the live catalog now lists echo too
+            with pytest.raises(ToolCallError) as info:
+                await runtime.call("echo", {"text": "c"})
+    assert counted.structured_content == {"count": 3}
+    assert info.value.reason is FailureReason.AMBIGUOUS_CALL
+    events = read_events(runtime.event_log_path)
+    assert types_of(events)[:5] == [*CHAIN[:3], "tool.started", "tool.completed"]
+    assert events[1]["payload"]["riskAtDecision"] == "local"
+    ambiguous = [event["payload"] for event in events if event["type"] == "tool.ambiguous_call"]
+    assert ambiguous[0]["candidates"] == ["echo", "mcp.rec.echo"]
+    assert types_of(events)[-3:] == ["tool.ambiguous_call", "tool.failed", "mcp.server.shutdown"]
+    assert records(tmp_path / "rec.jsonl") == [{"tool": "echo", "args": {"text": "b"}}]
+
+
+async def test_concurrent_calls_each_keep_their_own_chain_and_seq_stays_ordered(
+    tmp_path: Path, settings: Settings
+) -> None:
+    server = recording("rec", global_grants={"echo": "allow"})
+    results: dict[int, ToolCallResult] = {}
+    with anyio.fail_after(10):
+        async with Runtime(config(tmp_path, server), settings=settings) as runtime:
+
+            async def one(i: int) -> None:
+                results[i] = await runtime.call("mcp.rec.echo", {"text": f"n{i}"})
+
+            async with anyio.create_task_group() as group:
+                for i in range(8):
+                    group.start_soon(one, i)
+    assert {i: r.text for i, r in results.items()} == {i: f"n{i}" for i in range(8)}
+    events = read_events(runtime.event_log_path)
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+    for result in results.values():
+        own = [e for e in events if e["payload"].get("toolCallId") == result.tool_call_id]
+        assert types_of(own) == CHAIN[1:]
+
+
+async def test_every_logged_payload_is_already_redacted(tmp_path: Path, settings: Settings) -> None:
+    secret = "sk-" + "z" * 24
+    server = recording("rec", settings=ConnectorSettings(approval_mode="allow_all"))
+    with anyio.fail_after(10):
+        async with Runtime(config(tmp_path, server), settings=settings) as runtime:
+            await runtime.call("mcp.rec.echo", {"text": f"token={secret}", "password": "hunter22"})
+            with pytest.raises(ToolCallError):
+                await runtime.call(f"mcp.rec.{secret}")
+    text = runtime.event_log_path.read_text()
+    assert secret not in text and "hunter22" not in text
+    for event in read_events(runtime.event_log_path):
+        assert redact_value(event["payload"]) == event["payload"], event["type"]
+
+
+async def test_a_session_resumed_by_id_continues_its_log(tmp_path: Path, settings: Settings) -> None:
+    server = recording("rec", global_grants={"echo": "allow"})
+    ids = []
+    with anyio.fail_after(15):
+        for run in range(2):
+            async with Runtime(config(tmp_path, server), settings=settings, session_id="ses_resume") as runtime:
+                ids.append((await runtime.call("mcp.rec.echo", {"text": str(run)})).tool_call_id)
+    events = read_events(runtime.event_log_path)
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+    assert ids[0] != ids[1]
+
+
+async def test_a_runtime_refuses_reentry_and_calls_outside_its_context(tmp_path: Path, settings: Settings) -> None:
+    runtime = Runtime(config(tmp_path), settings=settings)
+    with pytest.raises(RuntimeError):
+        await runtime.call("anything")
+    async with runtime:
+        with pytest.raises(RuntimeError):
+            await runtime.__aenter__()
+    with pytest.raises(RuntimeError):
+        await runtime.call("anything")
+
+
+@pytest.mark.parametrize(
+    ("servers", "local_tools", "code"),
+    [
+        ((recording("dup"), recording("dup")), None, "invalid_config"),
+        ((recording("Bad.Name"),), None, "invalid_config"),
+        ((), {"mcp.rec.echo": str.upper}, "validation_error"),
+    ],
+)
+def test_a_bad_connector_name_or_local_tool_name_is_refused_up_front(
+    tmp_path: Path, settings: Settings, servers: tuple[RuntimeServer, ...], local_tools: Any, code: str
+) -> None:
+    with pytest.raises(PatchbayError) as info:
+        Runtime(config(tmp_path, *servers), settings=settings, local_tools=local_tools)
+    assert info.value.code == code
+
+
+def test_a_bad_session_id_is_refused_up_front(tmp_path: Path, settings: Settings) -> None:
+    with pytest.raises(PatchbayError) as info:
+        Runtime(config(tmp_path), settings=settings, session_id="../../etc/passwd")
+    assert info.value.code == "validation_error"
+
+
+async def test_a_cancelled_call_is_logged_as_cancelled(tmp_path: Path, settings: Settings) -> None:
+    running = anyio.Event()
+
+    async def hang() -> str:
+        running.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    with anyio.fail_after(10):
+        async with Runtime(config(tmp_path), settings=settings, local_tools={"hang": hang}) as runtime:
+            async with anyio.create_task_group() as group:
+                group.start_soon(runtime.call, "hang")
+                await running.wait()
+                group.cancel_scope.cancel()
+    last = read_events(runtime.event_log_path)[-1]
+    assert (last["type"], last["payload"]["reason"]) == ("tool.failed", "cancelled")
+
+
+async def test_a_call_cancelled_while_waiting_for_approval_never_reaches_the_server(
+    tmp_path: Path, settings: Settings
+) -> None:
+    record = tmp_path / "rec.jsonl"
+    asked = anyio.Event()
+
+    async def slow_approver(request: ApprovalRequest) -> Any:
+        asked.set()
+        await anyio.sleep_forever()
+
+    with anyio.fail_after(10):
+        async with Runtime(
+            config(tmp_path, recording("rec", record)), settings=settings, approver=slow_approver
+        ) as runtime:
+            async with anyio.create_task_group() as group:
+                group.start_soon(runtime.call, "mcp.rec.echo", {"text": "x"})
+                await asked.wait()
+                group.cancel_scope.cancel()
+    assert records(record) == []
+    events = read_events(runtime.event_log_path)
+    assert types_of(events)[-3:] == ["permission.requested", "tool.failed", "mcp.server.shutdown"]
+    assert events[-2]["payload"]["reason"] == "cancelled"
