@@ -21,13 +21,6 @@ _SECRET_KEY = re.compile(
 _TEXT_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # Authorization: Bearer xxx / Basic xxx
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
-    # key=value / key: value / "key": "value" where key looks secret
-    (
-        re.compile(
-            r"""(?i)(["']?[A-Za-z0-9_.-]*(?:pass(?:word|wd)?|secret|token|api[-_]?key|apikey|authorization|credential|private[-_]?key)[A-Za-z0-9_.-]*["']?\s*[:=]\s*["']?)([^\s"',;&}]{4,})"""
-        ),
-        r"\1" + REDACTED,
-    ),
     # well-known token shapes
     (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}"), REDACTED),
     (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), REDACTED),
@@ -39,18 +32,34 @@ _TEXT_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+_KEYWORD = re.compile(r"(?i)pass(?:word|wd)?|secret|token|api[-_]?key|apikey|authorization|credential|private[-_]?key")
+# key=value / key: value / "key": "value" where the key names a secret; the key's affixes are
+# bounded so a long run of word characters cannot make the match quadratic.
+_KEY_VALUE = re.compile(
+    r"""(?i)((?<![A-Za-z0-9_.-])["']?[A-Za-z0-9_.-]{0,32}?"""
+    r"""(?:pass(?:word|wd)?|secret|token|api[-_]?key|apikey|authorization|credential|private[-_]?key)"""
+    r"""[A-Za-z0-9_.-]{0,32}["']?\s{0,8}[:=]\s{0,8}["']?)([^\s"',;&}]{4,})"""
+)
+
+
 def is_secret_key(key: str) -> bool:
     """Whether a mapping key names a secret (``token``, ``password``, ``api_key``, ...)."""
     return bool(_SECRET_KEY.search(key))
 
 
 def redact_text(text: str, known_secrets: tuple[str, ...] = ()) -> str:
-    """Replace secret-looking substrings and every exact ``known_secrets`` value with ``[REDACTED]``."""
+    """Replace secret-looking substrings and every exact ``known_secrets`` value with ``[REDACTED]``.
+
+    Linear in ``len(text)``: every pattern is bounded (no unbounded prefix before a keyword), and
+    the ``key=value`` rule only runs when a secret keyword occurs at all.
+    """
     for secret in known_secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, REDACTED)
     for pattern, replacement in _TEXT_PATTERNS:
         text = pattern.sub(replacement, text)
+    if _KEYWORD.search(text):
+        text = _KEY_VALUE.sub(r"\1" + REDACTED, text)
     return text
 
 
