@@ -22,29 +22,26 @@ A server failure never raises: it becomes a :class:`~patchbay.core.models.ProbeR
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 import mcp_types as types
-from mcp import Client
-from mcp.shared.exceptions import MCPError
 
 from patchbay.adapters.transports import HttpLink, StdioLink, classify, open_client
+from patchbay.adapters.transports.catalog import Catalog, CatalogError, list_catalog
 from patchbay.core.errors import ConfigError, ErrorCode
 from patchbay.core.models import (
     Connector,
     ConnectorTarget,
     HttpTarget,
     ProbeResult,
-    ResourceSummary,
     SocketTarget,
     StdioTarget,
-    ToolSummary,
 )
 from patchbay.core.redaction import redact_text
 from patchbay.core.settings import Settings
@@ -53,22 +50,6 @@ from patchbay.core.validation import validate_http_target, validate_socket_path,
 __all__ = ["Prober"]
 
 _PROTOCOL_MODES = ("legacy", "auto", "2026-07-28")
-
-
-class _ListFailed(Exception):
-    """A list request failed or a bound was exceeded; becomes ``tool_list_failed``."""
-
-
-@dataclass
-class _Catalog:
-    """What the list requests of one probe gathered."""
-
-    tools: list[ToolSummary] = field(default_factory=list)
-    resources: list[ResourceSummary] = field(default_factory=list)
-    server_info: dict[str, Any] | None = None
-    protocol_version: str | None = None
-    pages: int = 0
-    metadata_bytes: int = 0
 
 
 @dataclass
@@ -98,27 +79,6 @@ def _checked_target(target: ConnectorTarget, workspace: Path) -> ConnectorTarget
     if isinstance(target, SocketTarget):
         return validate_socket_path(target.path)
     raise ConfigError("transport", f"unknown target {type(target).__name__}")  # pragma: no cover
-
-
-def _tool_summary(tool: types.Tool) -> ToolSummary:
-    return ToolSummary(
-        name=tool.name,
-        title=tool.title,
-        description=tool.description,
-        input_schema=dict(tool.input_schema or {}),
-        output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
-        annotations=tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None,
-    )
-
-
-def _resource_summary(resource: types.Resource) -> ResourceSummary:
-    return ResourceSummary(
-        uri=str(resource.uri), name=resource.name, mime_type=resource.mime_type, description=resource.description
-    )
-
-
-def _wire_size(model: types.Tool | types.Resource) -> int:
-    return len(model.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8"))
 
 
 class Prober:
@@ -219,7 +179,7 @@ class Prober:
         started = anyio.current_time()
         known_secrets = tuple(value for value in [*(env or {}).values(), *(headers or {}).values()] if value)
 
-        def result(catalog: _Catalog | None, failure: tuple[ErrorCode, str] | None, links: list[Any]) -> ProbeResult:
+        def result(catalog: Catalog | None, failure: tuple[ErrorCode, str] | None, links: list[Any]) -> ProbeResult:
             link = links[0] if links else None
             tail = link.stderr.text(known_secrets) if isinstance(link, StdioLink) else ""
             duration_ms = int((anyio.current_time() - started) * 1000)
@@ -254,7 +214,7 @@ class Prober:
             return result(None, (ErrorCode.INVALID_CONFIG, exc.message), [])
 
         links: list[Any] = []
-        catalog: _Catalog | None = None
+        catalog: Catalog | None = None
         failure: tuple[ErrorCode, str] | None = None
         finished = False  # the list requests ran to an end (a catalog or a list failure)
 
@@ -276,9 +236,13 @@ class Prober:
                         client_info=_client_info(),
                     ) as connection:
                         try:
-                            catalog = await self._collect(connection.client)
-                        except _ListFailed as exc:
-                            failure = (ErrorCode.TOOL_LIST_FAILED, str(exc))
+                            catalog = await list_catalog(
+                                connection.client,
+                                max_pages=settings.probe_max_pages,
+                                max_metadata_bytes=settings.probe_max_metadata_bytes,
+                            )
+                        except CatalogError as exc:
+                            failure = (ErrorCode.TOOL_LIST_FAILED, exc.message)
                         finished = True
                 except Exception as exc:
                     if not finished:
@@ -300,69 +264,3 @@ class Prober:
                 "(spawn/connect, initialize and the list requests)",
             )
         return result(catalog if failure is None else None, failure, links)
-
-    async def _collect(self, client: Client) -> _Catalog:
-        """List tools and (when advertised) resources within the page and byte bounds.
-
-        Raises:
-            _ListFailed: a list request failed, or a bound was exceeded.
-        """
-        capabilities = client.server_capabilities
-        info = client.server_info
-        catalog = _Catalog(
-            server_info={"name": info.name, "version": info.version} if info is not None else None,
-            protocol_version=client.protocol_version,
-        )
-        if capabilities.tools is not None:
-            for tool in await self._list_all(catalog, "tools/list", client.list_tools):
-                catalog.tools.append(_tool_summary(tool))
-        if capabilities.resources is not None:
-            for resource in await self._list_all(catalog, "resources/list", client.list_resources):
-                catalog.resources.append(_resource_summary(resource))
-        return catalog
-
-    async def _list_all(
-        self,
-        catalog: _Catalog,
-        method: str,
-        fetch: Callable[..., Awaitable[types.ListToolsResult | types.ListResourcesResult]],
-    ) -> list[Any]:
-        """Every item of a paginated list, following ``next_cursor`` within the shared bounds.
-
-        A first page answered with -32601 (Method not found) counts as an empty list.
-
-        Raises:
-            _ListFailed: a request failed, the page budget ran out with a cursor still pending,
-                or the accumulated metadata passed ``probe_max_metadata_bytes``.
-        """
-        settings = self.settings
-        items: list[Any] = []
-        cursor: str | None = None
-        while True:
-            if catalog.pages >= settings.probe_max_pages:
-                raise _ListFailed(
-                    f"{method}: the server needs more than {settings.probe_max_pages} list pages "
-                    "(tools and resources together), the cap of one probe"
-                )
-            try:
-                page = await fetch(cursor=cursor, cache_mode="bypass")
-            except MCPError as exc:
-                if exc.error.code == types.METHOD_NOT_FOUND and cursor is None:
-                    return items
-                raise _ListFailed(f"{method} failed: {exc.error.message} (JSON-RPC {exc.error.code})") from None
-            except Exception as exc:
-                _, message = classify(exc)
-                raise _ListFailed(f"{method} failed: {message}") from None
-            catalog.pages += 1
-            listed = page.tools if isinstance(page, types.ListToolsResult) else page.resources
-            for item in listed:
-                catalog.metadata_bytes += _wire_size(item)
-                if catalog.metadata_bytes > settings.probe_max_metadata_bytes:
-                    raise _ListFailed(
-                        f"{method}: the listed metadata exceeds the cap of {settings.probe_max_metadata_bytes} bytes "
-                        f"({settings.probe_max_metadata_bytes / (1024 * 1024):g} MiB) of one probe"
-                    )
-                items.append(item)
-            cursor = page.next_cursor
-            if not cursor:
-                return items

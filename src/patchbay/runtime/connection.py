@@ -40,7 +40,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from patchbay.adapters.transports import ClientConnection, classify, open_client
-from patchbay.core.errors import ErrorCode, FailureReason, ProbeError, ToolCallError
+from patchbay.adapters.transports.catalog import list_catalog
+from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
 from patchbay.core.models import RuntimeServer, ToolSummary
 from patchbay.core.settings import Settings
 
@@ -51,18 +52,6 @@ Emit = Callable[[str, dict[str, Any]], object]
 
 _CLIENT_INFO = types.Implementation(name="patchbay", version="0.1.0")
 _STDERR_IN_DETAILS = 1000
-
-
-def _summary(tool: types.Tool) -> ToolSummary:
-    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None
-    return ToolSummary(
-        name=tool.name,
-        title=tool.title,
-        description=tool.description,
-        input_schema=dict(tool.input_schema or {}),
-        output_schema=dict(tool.output_schema) if tool.output_schema else None,
-        annotations=annotations,
-    )
 
 
 class ServerConnection:
@@ -200,13 +189,13 @@ class ServerConnection:
                     link_holder=links,
                     client_info=_CLIENT_INFO,
                 ) as conn:
-                    try:
-                        tools = await self._list_tools(conn.client)
-                    except Exception as exc:
-                        code, message = classify(exc)
-                        if code in (ErrorCode.PROTOCOL_ERROR, ErrorCode.UNKNOWN):
-                            code = ErrorCode.TOOL_LIST_FAILED
-                        raise ProbeError(f"tools/list failed: {message}", code=code) from exc
+                    catalog = await list_catalog(
+                        conn.client,
+                        max_pages=settings.probe_max_pages,
+                        max_metadata_bytes=settings.probe_max_metadata_bytes,
+                        resources=False,
+                    )
+                    tools = catalog.tools
                     scope.deadline = math.inf
                     self._publish(conn, tools)
                     await self._stop.wait()
@@ -228,22 +217,6 @@ class ServerConnection:
                 self._emit("mcp.server.shutdown", {"server": self.name})
             self._ready.set()
             self._done.set()
-
-    async def _list_tools(self, client: Client) -> list[ToolSummary]:
-        capabilities = client.server_capabilities
-        if capabilities is not None and capabilities.tools is None:
-            return []  # no tools capability (a resources-only server): nothing to list
-        tools: list[ToolSummary] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(max(1, self._settings.probe_max_pages)):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(_summary(tool) for tool in page.tools)
-            cursor = page.next_cursor
-            if not cursor or cursor in seen:
-                break
-            seen.add(cursor)
-        return tools
 
     def _publish(self, conn: ClientConnection, tools: list[ToolSummary]) -> None:
         self._conn = conn
