@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shlex
-import signal
-import socket
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -15,7 +11,6 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import psutil
 import pytest
 
 import patchbay.control.probe as probe_module
@@ -24,13 +19,18 @@ from patchbay.control.probe import Prober
 from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeResult, StdioTarget
 from patchbay.core.redaction import REDACTED
 from patchbay.core.settings import Settings
+from support import (
+    FIXTURES,
+    assert_group_gone,
+    everything_http,
+    everything_stdio_command,
+    fixture_server,
+    free_port,
+    group_members,
+)
 
 pytestmark = pytest.mark.anyio
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"
-EVERYTHING_ENTRY = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
-LOOPBACK_PRELOAD = FIXTURES / "loopback-only.cjs"
 FAKE_SECRET = "sk-live-abcdef0123456789abcdef"
 EVERYTHING_BASE_TOOLS = {"echo", "get-sum", "get-env", "get-tiny-image", "trigger-long-running-operation"}
 
@@ -38,8 +38,6 @@ EVERYTHING_BASE_TOOLS = {"echo", "get-sum", "get-env", "get-tiny-image", "trigge
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def fixture_server(name: str, *args: str) -> StdioTarget:
-    return StdioTarget(command=sys.executable, args=(str(FIXTURES / name), *args))
 
 
 def connector(target: ConnectorTarget, name: str = "probe-me") -> Connector:
@@ -51,21 +49,8 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home")
 
 
-def group_members(pgid: int) -> list[psutil.Process]:
-    members = []
-    for proc in psutil.process_iter():
-        try:
-            if os.getpgid(proc.pid) == pgid:
-                members.append(proc)
-        except (ProcessLookupError, PermissionError, psutil.Error):
-            pass
-    return members
 
 
-def assert_group_gone(pgid: int) -> None:
-    with pytest.raises(ProcessLookupError):
-        os.killpg(pgid, 0)
-    assert group_members(pgid) == []
 
 
 def spy_on_links(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], anyio.Event]:
@@ -92,58 +77,8 @@ def spy_on_links(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], anyio.Even
     return seen, appeared
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def everything_entry() -> Path:
-    """The npm peer; missing it fails in CI (env CI set) and skips elsewhere."""
-    if not EVERYTHING_ENTRY.exists():
-        message = f"npm peers missing ({EVERYTHING_ENTRY}); run `npm ci` in {REPO}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return EVERYTHING_ENTRY
-
-
-@asynccontextmanager
-async def everything_over_http(entry: Path, mode: str) -> AsyncIterator[int]:
-    """Run server-everything (``streamableHttp`` or ``sse``) on 127.0.0.1; yield its port."""
-    port = free_port()
-    process = await anyio.open_process(
-        ["node", "-r", str(LOOPBACK_PRELOAD), str(entry), mode],
-        env={**os.environ, "PORT": str(port)},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        with anyio.fail_after(15):  # readiness: poll the TCP port, bounded
-            while True:
-                if process.returncode is not None:
-                    pytest.fail(f"server-everything {mode} exited with {process.returncode}")
-                try:
-                    stream = await anyio.connect_tcp("127.0.0.1", port)
-                except OSError:
-                    await anyio.sleep(0.05)
-                    continue
-                await stream.aclose()
-                break
-        yield port
-    finally:
-        with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                os.killpg(process.pid, signal.SIGTERM)
-                with anyio.move_on_after(5):
-                    await process.wait()
-            if process.returncode is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                await process.wait()
-            await process.aclose()
 
 
 @asynccontextmanager
@@ -219,9 +154,10 @@ async def test_mcp_server_git_is_ready_for_a_repository_the_test_made(settings: 
 
 @pytest.mark.peers
 async def test_server_everything_over_stdio_is_ready_with_tools_and_resources(
-    settings: Settings, tmp_path: Path, everything_entry: Path
+    settings: Settings, tmp_path: Path
 ) -> None:
-    target = StdioTarget(command="node", args=(str(everything_entry), "stdio"))
+    command, *args = everything_stdio_command()
+    target = StdioTarget(command=command, args=tuple(args))
     with anyio.fail_after(30):
         result = await Prober(settings).probe(connector(target), workspace=tmp_path)
     assert_ready(result)
@@ -237,10 +173,11 @@ async def test_server_everything_over_stdio_is_ready_with_tools_and_resources(
     ("mode", "transport", "path"), [("streamableHttp", "streamable_http", "/mcp"), ("sse", "sse", "/sse")]
 )
 async def test_server_everything_over_http_is_ready_with_tools_and_resources(
-    settings: Settings, tmp_path: Path, everything_entry: Path, mode: str, transport: str, path: str
+    settings: Settings, tmp_path: Path, mode: str, transport: str, path: str
 ) -> None:
-    async with everything_over_http(everything_entry, mode) as port:
-        target = HttpTarget(url=f"http://127.0.0.1:{port}{path}", transport=transport)  # type: ignore[arg-type]
+    with everything_http(mode) as url:
+        assert url.endswith(path)
+        target = HttpTarget(url=url, transport=transport)  # type: ignore[arg-type]
         with anyio.fail_after(30):
             result = await Prober(settings).probe(connector(target), workspace=tmp_path)
     assert_ready(result)

@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
 from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings
-from patchbay.core.models import ConnectorSettings, StdioTarget
+from patchbay.core.models import ConnectorSettings
+from support import fixture_server
 
 pytestmark = pytest.mark.anyio
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def server(name: str, script: str, *args: str) -> RuntimeServer:
     return RuntimeServer(
         connector_id=f"con_{name}",
         name=name,
-        target=StdioTarget(command=sys.executable, args=(str(FIXTURES / script), *args)),
+        target=fixture_server(script, *args),
         settings=ConnectorSettings(approval_mode="allow_all"),
     )
 

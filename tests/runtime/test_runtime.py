@@ -17,19 +17,11 @@ from patchbay.core.errors import FailureReason, PatchbayError
 from patchbay.core.models import ConnectorSettings, StdioTarget
 from patchbay.core.redaction import redact_value
 from patchbay.runtime import read_events
+from support import CALL_CHAIN as CHAIN
 
 pytestmark = pytest.mark.anyio
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "recording_server.py"
-CHAIN = [
-    "model.tool_call_requested",
-    "permission.requested",
-    "permission.resolved",
-    "mcp.call.started",
-    "tool.started",
-    "mcp.call.completed",
-    "tool.completed",
-]
 
 
 def recording(name: str, record: Path | None = None, *, page_size: int | None = None, **fields: Any) -> RuntimeServer:

@@ -15,33 +15,17 @@ from patchbay.adapters.transports import StderrTail, StdioLink, open_client, ope
 from patchbay.core.errors import ErrorCode, ProbeError
 from patchbay.core.models import StdioTarget
 from patchbay.core.redaction import REDACTED
+from support import FIXTURES, assert_group_gone, fixture_server
 
 pytestmark = pytest.mark.anyio
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FAKE_SECRET = "sk-live-abcdef0123456789abcdef"
 
 
-def fixture_server(name: str, *args: str) -> StdioTarget:
-    return StdioTarget(command=sys.executable, args=(str(FIXTURES / name), *args))
 
 
-def group_members(pgid: int) -> list[psutil.Process]:
-    members = []
-    for proc in psutil.process_iter():
-        try:
-            if os.getpgid(proc.pid) == pgid:
-                members.append(proc)
-        except (ProcessLookupError, PermissionError, psutil.Error):
-            pass
-    return members
 
 
-def assert_group_gone(pgid: int) -> None:
-    """The OS knows no process of the group any more: not even a zombie."""
-    with pytest.raises(ProcessLookupError):
-        os.killpg(pgid, 0)
-    assert group_members(pgid) == []
 
 
 def test_the_stderr_tail_keeps_only_the_last_bytes_and_drops_the_cut_first_line() -> None:

@@ -9,17 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from patchbay.interfaces.cli import app
-from peer_servers import everything_http, everything_stdio_command, make_git_repo
-
-CHAIN = [
-    "model.tool_call_requested",
-    "permission.requested",
-    "permission.resolved",
-    "mcp.call.started",
-    "tool.started",
-    "mcp.call.completed",
-    "tool.completed",
-]
+from support import CALL_CHAIN as CHAIN
+from support import everything_http, everything_stdio_command, make_git_repo
 
 
 @pytest.fixture

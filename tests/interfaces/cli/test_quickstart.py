@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from peer_servers import REPO
+from support import REPO
 
 VENV_BIN = Path(sys.executable).parent
 

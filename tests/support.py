@@ -1,4 +1,4 @@
-"""Start and stop the npm peer server-everything on 127.0.0.1 for a test (never all interfaces)."""
+"""Shared test helpers: peer servers on 127.0.0.1 only, fixture servers, OS-level process checks."""
 
 from __future__ import annotations
 
@@ -7,11 +7,15 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
+
+from patchbay.core.models import StdioTarget
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -91,3 +95,39 @@ def make_git_repo(path: Path, filename: str = "hello-from-test.txt") -> Path:
     subprocess.run(["git", "init", "-q", str(path)], check=True)
     (path / filename).write_text("hello\n")
     return path
+
+
+CALL_CHAIN = [
+    "model.tool_call_requested",
+    "permission.requested",
+    "permission.resolved",
+    "mcp.call.started",
+    "tool.started",
+    "mcp.call.completed",
+    "tool.completed",
+]
+"""The seed 000 §6 event chain of one allowed MCP call."""
+
+
+def fixture_server(name: str, *args: str) -> StdioTarget:
+    """A stdio target running ``tests/fixtures/<name>`` with this interpreter."""
+    return StdioTarget(command=sys.executable, args=(str(FIXTURES / name), *args))
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
+    """Every process the OS lists in process group ``pgid``."""
+    members = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid:
+                members.append(proc)
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            pass
+    return members
+
+
+def assert_group_gone(pgid: int) -> None:
+    """The OS knows no process of the group any more: not even a zombie."""
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+    assert group_members(pgid) == []
