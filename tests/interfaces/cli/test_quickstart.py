@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import REPO
+from support import CALL_CHAIN, REPO
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -39,12 +39,4 @@ def test_readme_quick_start_prints_the_time_and_logs_the_whole_chain(tmp_path: P
         ["patchbay", "events", session_id, "--json"], env=env, capture_output=True, text=True, timeout=60, check=True
     )
     types = [e["type"] for e in json.loads(events.stdout)["events"] if not e["type"].startswith("mcp.server.")]
-    assert types == [
-        "model.tool_call_requested",
-        "permission.requested",
-        "permission.resolved",
-        "mcp.call.started",
-        "tool.started",
-        "mcp.call.completed",
-        "tool.completed",
-    ]
+    assert types == CALL_CHAIN
