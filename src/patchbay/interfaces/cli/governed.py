@@ -129,7 +129,9 @@ def _terminal_approver():
                 f"[bold]{escape(request.tool)}[/bold] wants to run (risk: {request.risk}) with arguments "
                 f"{escape(json.dumps(request.arguments, ensure_ascii=False))}"
             )
-            choice = Prompt.ask("Allow? [o]nce, for this [s]ession, [d]eny", choices=["o", "s", "d"], default="d", console=err_console)
+            choice = Prompt.ask(
+                escape("Allow? [o]nce, for this [s]ession, [d]eny"), choices=["o", "s", "d"], default="d", console=err_console
+            )
             return {"o": "allow_once", "s": "allow_session", "d": "deny"}[choice]
 
         return await anyio.to_thread.run_sync(ask)
