@@ -115,7 +115,11 @@ class ConnectorService:
             else:
                 if existing.target == target:
                     return existing, False
-                raise ConfigError("name", f"a connector named {name!r} already exists with a different target")
+                raise ConfigError(
+                    "name",
+                    f"a connector named {name!r} already exists with a different target "
+                    f"(see: patchbay connector show {name}; replace it with: patchbay connector remove {name})",
+                )
         connector = self.repository.create_connector(
             name,
             display_name or name,
@@ -148,6 +152,36 @@ class ConnectorService:
     def set_enabled(self, name: str, enabled: bool) -> Connector:
         connector = self.get(name)
         return self.repository.update_settings(connector.connector_id, connector.settings.revision, enabled=enabled)
+
+    def update_settings(
+        self,
+        name: str,
+        *,
+        approval_mode: str | None = None,
+        include_tools: list[str] | None = None,
+        exclude_tools: list[str] | None = None,
+    ) -> Connector:
+        """Change global settings; None leaves a field as it is (seed 003 §5.2).
+
+        Raises:
+            ConfigError: ``invalid_config`` for an unknown approval mode or an empty/blank glob.
+            RevisionConflictError: ``revision_conflict`` if the settings changed meanwhile.
+        """
+        connector = self.get(name)
+        changes: dict[str, object] = {}
+        if approval_mode is not None:
+            if approval_mode not in ("ask", "custom", "allow_all"):
+                raise ConfigError("approval_mode", f"must be ask, custom or allow_all; got {approval_mode!r}")
+            changes["approval_mode"] = approval_mode
+        for field_name, patterns in (("include_tools", include_tools), ("exclude_tools", exclude_tools)):
+            if patterns is None:
+                continue
+            if any(not p or not p.strip() or any(ord(ch) < 0x20 for ch in p) for p in patterns):
+                raise ConfigError(field_name, "patterns must be non-empty globs without control characters")
+            changes[field_name] = tuple(dict.fromkeys(patterns))
+        if not changes:
+            return connector
+        return self.repository.update_settings(connector.connector_id, connector.settings.revision, **changes)
 
     def remove(self, name: str) -> Connector:
         """Delete a connector; its grants and cache go with it (FK cascade, seed 003 §15).

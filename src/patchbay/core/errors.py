@@ -156,5 +156,9 @@ class ToolCallError(PatchbayError):
         super().__init__(message, details={"reason": str(reason), **(details or {})})
         self.reason = FailureReason(reason)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Like :meth:`PatchbayError.to_dict`, with the failure reason as the code front ends switch on."""
+        return {"code": str(self.reason), "message": self.message, "details": self.details}
+
     def __str__(self) -> str:
         return f"{self.reason}: {self.message}"

@@ -84,3 +84,19 @@ def test_a_duplicate_name_is_refused_case_insensitively_but_exist_ok_is_idempote
     assert same.exit_code == 0 and json.loads(same.stdout)["created"] is False
     different = run("connector", "add", "time", "--exist-ok", "--", "other-command")
     assert different.exit_code == 1 and "different target" in different.stderr
+
+
+def test_set_changes_approval_mode_and_tool_globs(run) -> None:
+    run("connector", "add", "t", "--", "true")
+    result = run("connector", "set", "t", "--approval-mode", "allow_all", "--include", "git_*", "--exclude", "git_reset", "--json")
+    settings = json.loads(result.stdout)["connector"]["settings"]
+    assert (settings["approval_mode"], settings["include_tools"], settings["exclude_tools"]) == (
+        "allow_all",
+        ["git_*"],
+        ["git_reset"],
+    )
+    cleared = json.loads(run("connector", "set", "t", "--no-include", "--json").stdout)["connector"]["settings"]
+    assert cleared["include_tools"] == [] and cleared["exclude_tools"] == ["git_reset"]
+    bad = run("connector", "set", "t", "--approval-mode", "yolo")
+    assert bad.exit_code == 1 and bad.stderr.startswith("error[invalid_config]: approval_mode")
+    assert json.loads(run("connector", "show", "t", "--json").stdout)["connector"]["settings"]["approval_mode"] == "allow_all"

@@ -94,7 +94,8 @@ def test_a_project_allow_cannot_lift_a_global_deny(run, workspace: Path) -> None
     denied = run("call", "mcp.time.get_current_time", '{"timezone": "UTC"}', "--yes", "--project", str(workspace))
     assert denied.exit_code == 1 and "error[permission_denied]" in denied.stderr
 
-    assert run("grant", "time", "get_current_time", "--clear").exit_code == 0
+    cleared = run("grant", "time", "get_current_time", "--clear")
+    assert cleared.exit_code == 0 and "note:" not in cleared.stderr
     view = json.loads(run("tools", "time", "--project", str(workspace), "--json").stdout)
     tool = next(t for t in view["tools"] if t["name"] == "get_current_time")
     assert (tool["decision"], tool["source"]) == ("allow", "project_grant")
@@ -105,6 +106,7 @@ def test_a_grant_for_an_unknown_tool_is_kept_and_reported_as_matching_nothing(ru
     run("probe", "time", "--project", str(workspace))
     result = run("grant", "time", "no_such_tool", "deny", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["matches_known_tool"] is False
+    assert "matches nothing yet" in run("grant", "time", "no_such_tool", "deny").stderr
     view = json.loads(run("tools", "time", "--json").stdout)
     assert [g["tool_name"] for g in view["unmatched_grants"]] == ["no_such_tool"]
 
@@ -114,6 +116,28 @@ def test_probe_of_a_missing_command_fails_with_its_code(run, workspace: Path) ->
     result = run("probe", "ghost", "--project", str(workspace), "--json")
     assert result.exit_code == 1
     assert json.loads(result.stdout)["code"] == "command_not_found"
+    human = run("probe", "ghost", "--project", str(workspace))
+    assert human.exit_code == 1 and "error[command_not_found]: command not found" in human.stdout
+
+
+def test_a_call_to_a_server_that_cannot_start_shows_why_and_how_to_look(run, workspace: Path) -> None:
+    run("connector", "add", "ghost", "--", "definitely-not-a-command-xyz")
+    result = run("call", "mcp.ghost.anything", "--yes", "--project", str(workspace))
+    assert result.exit_code == 1
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("error[mcp_server_unavailable]:") and "[command_not_found]" in first
+    assert f"hint: patchbay probe ghost --project {workspace}" in result.stderr
+    as_json = json.loads(run("call", "mcp.ghost.anything", "--yes", "--project", str(workspace), "--json").stdout)
+    assert as_json["error"]["code"] == "mcp_server_unavailable"
+    assert as_json["error"]["details"]["code"] == "command_not_found"
+
+
+def test_calling_a_disabled_connector_says_it_is_disabled(run, workspace: Path) -> None:
+    run("connector", "add", "time", "--", "mcp-server-time")
+    run("connector", "disable", "time")
+    result = run("call", "mcp.time.get_current_time", '{"timezone": "UTC"}', "--yes", "--project", str(workspace))
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error[unknown_tool]: connector 'time' is disabled; enable it with")
 
 
 def test_git_server_status_of_a_repo_the_test_made_shows_the_file(run, tmp_path: Path, workspace: Path) -> None:

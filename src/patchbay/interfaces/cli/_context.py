@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,10 +23,25 @@ from rich.text import Text
 from patchbay.core.errors import PatchbayError
 from patchbay.core.settings import Settings
 
-__all__ = ["CliState", "JSON_OPTION", "emit_json", "err_console", "error_line", "handle_errors", "out_console", "state"]
+__all__ = ["CliState", "JSON_OPTION", "emit_json", "err_console", "error_line", "handle_errors", "one_line", "out_console", "safe_text", "state"]
 
-out_console = Console(highlight=False, soft_wrap=True)
+# Piped output is not cut to 80 columns: tables stay whole for scripts and `less`.
+out_console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 240)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+_MAX_ERROR_CHARS = 500
+
+
+def safe_text(text: str) -> str:
+    """Server-supplied text with terminal control characters (escape sequences) made visible."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def one_line(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
+    """Collapse whitespace (newlines included) and cut at ``limit`` characters with an ellipsis."""
+    line = " ".join(safe_text(text).split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 
@@ -98,4 +114,4 @@ def _report(error: dict[str, Any], as_json: bool) -> None:
 
 def error_line(code: str, message: str) -> None:
     """Print ``error[<code>]: <message>`` on stderr, the message verbatim (no markup)."""
-    err_console.print(Text.assemble(("error", "red"), f"[{code}]: {message}"), highlight=False)
+    err_console.print(Text.assemble(("error", "red"), f"[{code}]: {one_line(message)}"), highlight=False)

@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import Connector, HttpTarget, SocketTarget, StdioTarget
@@ -67,7 +68,7 @@ def add(
         emit_json({"connector": connector_dict(connector), "created": created})
         return
     verb = "added" if created else "already present"
-    out_console.print(f"{connector.name}: {verb} ({connector.transport}: {describe_target(connector)})")
+    out_console.print(Text(f"{connector.name}: {verb} ({connector.transport}: {describe_target(connector)})"))
 
 
 @app.command("list")
@@ -79,7 +80,7 @@ def list_(as_json: bool = JSON_OPTION) -> None:
         emit_json({"connectors": [connector_dict(c) for c in connectors]})
         return
     if not connectors:
-        out_console.print("no connectors; add one with: patchbay connector add NAME -- COMMAND [ARGS...]")
+        out_console.print(Text("no connectors; add one with: patchbay connector add NAME -- COMMAND [ARGS...]"))
         return
     table = Table("name", "enabled", "transport", "target", "approval")
     for c in connectors:
@@ -112,7 +113,37 @@ def show(name: str, as_json: bool = JSON_OPTION) -> None:
         ("tool cache", cache),
     ]
     for key, value in rows:
-        out_console.print(f"{key:>14}: {value}")
+        out_console.print(Text(f"{key:>14}: {value}"))
+
+
+@app.command("set")
+@handle_errors
+def set_(
+    name: str,
+    approval_mode: str | None = typer.Option(None, "--approval-mode", help="ask, custom or allow_all."),
+    include: list[str] = typer.Option(None, "--include", help="Glob of tools to show (repeat); replaces the list."),
+    exclude: list[str] = typer.Option(None, "--exclude", help="Glob of tools to hide (repeat); replaces the list."),
+    no_include: bool = typer.Option(False, "--no-include", help="Clear the include list (all tools visible)."),
+    no_exclude: bool = typer.Option(False, "--no-exclude", help="Clear the exclude list."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Change a connector's global settings: approval mode, include/exclude tool globs."""
+    connector = state.service().update_settings(
+        name,
+        approval_mode=approval_mode,
+        include_tools=[] if no_include else (include or None),
+        exclude_tools=[] if no_exclude else (exclude or None),
+    )
+    if as_json:
+        emit_json({"connector": connector_dict(connector)})
+        return
+    s = connector.settings
+    out_console.print(
+        Text(
+            f"{connector.name}: approval {s.approval_mode}; include {', '.join(s.include_tools) or '-'}; "
+            f"exclude {', '.join(s.exclude_tools) or '-'}"
+        )
+    )
 
 
 def _set_enabled(name: str, enabled: bool, as_json: bool) -> None:

@@ -12,19 +12,22 @@ import typer
 from rich.markup import escape
 from rich.prompt import Prompt
 from rich.table import Table
+from rich.text import Text
 
-from patchbay.core.errors import ConfigError, ToolCallError, ValidationError
+from patchbay.core.errors import ConfigError, PatchbayError, ToolCallError, ValidationError
 from patchbay.interfaces.cli._context import (
     JSON_OPTION,
     emit_json,
     err_console,
     error_line,
     handle_errors,
+    one_line,
     out_console,
+    safe_text,
     state,
 )
 
-PROJECT_OPTION = typer.Option(None, "--project", help="Workspace directory (default: global scope / current dir).")
+PROJECT_OPTION = typer.Option(None, "--project", help="Show decisions in this workspace's project (default: the global decisions).")
 
 
 @handle_errors
@@ -43,11 +46,11 @@ def probe(name: str, project: Path = typer.Option(Path("."), "--project", help="
             out_console.print(f"  server: {info.get('name', '?')} {info.get('version', '')}  protocol {result.protocol_version}")
             out_console.print(f"  tools: {result.tool_count}  resources: {result.resource_count}")
         else:
-            out_console.print(f"  error[{result.code}]: {escape(result.message or '')}")
+            out_console.print(Text(f"  error[{result.code}]: {one_line(result.message or '')}"))
         if result.stderr_tail:
             out_console.print("  stderr (tail):")
             for line in result.stderr_tail.rstrip().splitlines()[-20:]:
-                out_console.print(f"    {escape(line)}")
+                out_console.print(Text(f"    {safe_text(line)}"))
     if result.state != "ready":
         raise typer.Exit(1)
 
@@ -117,9 +120,11 @@ def grant(
         emit_json(result)
         return
     what = "cleared" if clear else result["decision"]
-    out_console.print(f"{name}.{tool}: {what} ({scope})")
-    if not result["matches_known_tool"]:
-        err_console.print(f"note: {tool!r} is not in {name}'s cached tools; the grant is kept but matches nothing yet")
+    out_console.print(Text(f"{name}.{tool}: {what} ({scope})"))
+    if not clear and not result["matches_known_tool"]:
+        err_console.print(
+            Text(f"note: {tool!r} is not in {name}'s cached tools (probe it?); the grant is kept but matches nothing yet")
+        )
 
 
 def _terminal_approver():
@@ -174,10 +179,19 @@ def call(
 
     session_id, result, failure = anyio.run(run)
     if failure is not None:
+        _explain_disabled(service, tool, failure)
         if as_json:
             emit_json({"session_id": session_id, "error": failure.to_dict()})
         else:
-            error_line(str(failure.reason), failure.message)
+            probe_code = failure.details.get("code")
+            error_line(str(failure.reason), failure.message + (f" [{probe_code}]" if probe_code else ""))
+            tail = str(failure.details.get("stderrTail") or "").rstrip()
+            if tail:
+                err_console.print("server stderr (tail):")
+                for line in tail.splitlines()[-10:]:
+                    err_console.print(Text(f"  {safe_text(line)}"))
+            if failure.reason == "mcp_server_unavailable" and failure.details.get("connector"):
+                err_console.print(Text(f"hint: patchbay probe {failure.details['connector']} --project {project}"))
             err_console.print(f"session {session_id}: patchbay events {session_id}")
         raise typer.Exit(1)
     if as_json:
@@ -192,10 +206,27 @@ def call(
         return
     for block in result.content:
         if block.get("type") == "text":
-            out_console.print(escape(block.get("text", "")))
+            out_console.print(Text(safe_text(block.get("text", ""))))
+        elif block.get("type") == "resource_link":
+            out_console.print(Text(f"[resource link: {safe_text(str(block.get('uri')))} {safe_text(str(block.get('name') or ''))}]"))
         else:
-            out_console.print(f"[{block.get('type')} content, {len(json.dumps(block))} bytes]")
+            mime = block.get("mimeType") or (block.get("resource") or {}).get("mimeType") or ""
+            out_console.print(Text(f"[{block.get('type')} content {mime}, {len(json.dumps(block))} bytes; see --json]"))
     err_console.print(f"session {session_id}: patchbay events {session_id}")
+
+
+def _explain_disabled(service: Any, tool: str, failure: ToolCallError) -> None:
+    """An ``unknown_tool`` failure for a connector that exists but is disabled says so."""
+    if failure.reason != "unknown_tool" or not tool.startswith("mcp."):
+        return
+    name = tool[4:].partition(".")[0]
+    try:
+        connector = service.get(name)
+    except PatchbayError:
+        return
+    if not connector.settings.enabled:
+        failure.message = f"connector {name!r} is disabled; enable it with: patchbay connector enable {name}"
+        failure.details["connector"] = name
 
 
 @handle_errors
@@ -215,4 +246,4 @@ def events(session_id: str, as_json: bool = JSON_OPTION) -> None:
         payload = json.dumps(event.get("payload", {}), ensure_ascii=False, separators=(",", ":"))
         if len(payload) > 160:
             payload = payload[:157] + "..."
-        out_console.print(f"{event['seq']:>4}  {event['ts']}  {event['type']:<28} {escape(payload)}")
+        out_console.print(Text(f"{event['seq']:>4}  {event['ts']}  {event['type']:<28} {safe_text(payload)}"))
