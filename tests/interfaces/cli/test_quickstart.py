@@ -40,3 +40,15 @@ def test_readme_quick_start_prints_the_time_and_logs_the_whole_chain(tmp_path: P
     )
     types = [e["type"] for e in json.loads(events.stdout)["events"] if not e["type"].startswith("mcp.server.")]
     assert types == CALL_CHAIN
+
+
+def test_readme_library_example_runs(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text()
+    example = re.findall(r"```python\n(.*?)```", readme.split("## Library", 1)[1], re.S)[0]
+    env = {**os.environ, "PATCHBAY_HOME": str(tmp_path / "home"), "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(["patchbay", "connector", "add", "time", "--", "mcp-server-time"], env=env, check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", example], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["timezone"] == "Asia/Tokyo"
