@@ -31,7 +31,7 @@ from patchbay.core.models import (
     ToolSummary,
 )
 from patchbay.core.names import canonical_tool_name, validate_connector_name
-from patchbay.core.policy import decide
+from patchbay.core.policy import decide_for
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target
 
@@ -307,16 +307,12 @@ class ConnectorService:
         global_grants: dict[str, GrantDecision],
         project_grants: dict[str, GrantDecision],
     ) -> ToolView:
-        s = connector.settings
-        d = decide(
+        d = decide_for(
+            connector.settings,
             tool.name,
             annotations=tool.annotations,
-            enabled=s.enabled,
-            include_tools=s.include_tools,
-            exclude_tools=s.exclude_tools,
-            approval_mode=s.approval_mode,
-            global_grant=global_grants.get(tool.name),
-            project_grant=project_grants.get(tool.name),
+            global_grants=global_grants,
+            project_grants=project_grants,
         )
         return ToolView(
             name=tool.name,

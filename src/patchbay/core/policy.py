@@ -15,13 +15,14 @@ runtime, because only the runtime knows whether an approver is attached.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
-from patchbay.core.models import ApprovalMode, GrantDecision
+from patchbay.core.models import ApprovalMode, ConnectorSettings, GrantDecision
 
-__all__ = ["Decision", "DecisionSource", "Risk", "decide", "is_visible", "risk_of"]
+__all__ = ["Decision", "DecisionSource", "Risk", "decide", "decide_for", "is_visible", "risk_of"]
 
 Risk = Literal["read", "destructive", "network"]
 DecisionSource = Literal[
@@ -103,3 +104,24 @@ def decide(
             return Decision(True, "ask", "destructive_default", risk)
         return Decision(True, "allow", "allow_all", risk)
     return Decision(True, "ask", "approval_mode", risk)
+
+
+def decide_for(
+    settings: ConnectorSettings,
+    tool: str,
+    *,
+    annotations: dict[str, Any] | None,
+    global_grants: Mapping[str, GrantDecision],
+    project_grants: Mapping[str, GrantDecision],
+) -> Decision:
+    """:func:`decide` with a connector's settings and its grant tables (keyed by original tool name)."""
+    return decide(
+        tool,
+        annotations=annotations,
+        enabled=settings.enabled,
+        include_tools=settings.include_tools,
+        exclude_tools=settings.exclude_tools,
+        approval_mode=settings.approval_mode,
+        global_grant=global_grants.get(tool),
+        project_grant=project_grants.get(tool),
+    )

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from patchbay.core.errors import FailureReason
 from patchbay.core.models import RuntimeServer, ToolSummary
-from patchbay.core.policy import Decision, DecisionSource, Risk, decide
+from patchbay.core.policy import Decision, DecisionSource, Risk, decide_for
 from patchbay.core.redaction import redact_value
 
 __all__ = [
@@ -128,16 +128,12 @@ class PermissionEngine:
             annotations = live.annotations
         else:
             annotations = next((cached.annotations for cached in server.tools if cached.name == tool), None)
-        settings = server.settings
-        return decide(
+        return decide_for(
+            server.settings,
             tool,
             annotations=annotations,
-            enabled=settings.enabled,
-            include_tools=settings.include_tools,
-            exclude_tools=settings.exclude_tools,
-            approval_mode=settings.approval_mode,
-            global_grant=server.global_grants.get(tool),
-            project_grant=server.project_grants.get(tool),
+            global_grants=server.global_grants,
+            project_grants=server.project_grants,
         )
 
     def session_allowed(self, connector: str, tool: str) -> bool:
