@@ -86,3 +86,52 @@ def test_grants_must_be_allow_ask_or_deny(service: ConnectorService, tmp_path: P
     with pytest.raises(ConfigError) as exc:
         service.grant("c", "t", "maybe")
     assert exc.value.details["field"] == "decision"
+
+
+def test_a_cwd_symlink_leading_out_of_the_workspace_is_refused(service: ConnectorService, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    os.symlink("..", workspace / "up")
+    os.symlink("/etc", workspace / "etclink")
+    (workspace / "tools").mkdir()
+    for cwd in ("up", "etclink", "etclink/ssl"):
+        with pytest.raises(ConfigError) as exc:
+            service.stdio_target("true", [], cwd=cwd, workspace=workspace)
+        assert exc.value.details["field"] == "cwd"
+    assert service.stdio_target("true", [], cwd="tools", workspace=workspace).cwd == "tools"
+
+
+def test_an_absolute_cwd_through_a_symlinked_workspace_is_inside(service: ConnectorService, tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    os.symlink(real, tmp_path / "link")
+    target = service.stdio_target("true", [], cwd=str(tmp_path / "link" / "sub"), workspace=tmp_path / "link")
+    assert target.cwd == "sub"
+
+
+@pytest.mark.parametrize("kind", ["file", "loop", "long", "missing"])
+def test_unusable_workspace_paths_are_invalid_config(service: ConnectorService, tmp_path: Path, kind: str) -> None:
+    if kind == "file":
+        path = tmp_path / "afile"
+        path.write_text("x")
+    elif kind == "loop":
+        path = tmp_path / "loopA"
+        os.symlink(tmp_path / "loopB", path)
+        os.symlink(path, tmp_path / "loopB")
+    elif kind == "long":
+        path = Path("/" + "a" * 5000)
+    else:
+        path = tmp_path / "missing"
+    with pytest.raises(ConfigError) as exc:
+        service.project(path)
+    assert exc.value.details["field"] == "project"
+    assert len(exc.value.message) < 400
+
+
+def test_lookups_by_something_that_is_no_connector_name_find_nothing(service: ConnectorService, tmp_path: Path) -> None:
+    from patchbay.core.errors import NotFoundError
+
+    service.add("k", service.stdio_target("true", [], cwd=None, workspace=tmp_path))
+    for name in ("\u212a", "K", "k\n", ""):
+        with pytest.raises(NotFoundError):
+            service.get(name)

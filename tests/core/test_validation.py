@@ -114,3 +114,86 @@ def test_socket_paths_must_be_absolute_or_home_relative(path: str) -> None:
 def test_socket_paths_are_normalised_and_tilde_expanded() -> None:
     assert validate_socket_path("/run//user/../mcp/./s.sock").path == "/run/mcp/s.sock"
     assert validate_socket_path("~/mcp.sock").path == os.path.join(os.path.expanduser("~"), "mcp.sock")
+
+
+def test_a_name_with_a_trailing_newline_is_refused() -> None:
+    with pytest.raises(ConfigError) as exc:
+        validate_connector_name("abc\n")
+    assert_invalid(exc, "name")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/mcp?token=abc123456",
+        "https://example.com/mcp?api_key=k&x=1",
+        "https://example.com/mcp?x=sk-live-0123456789abcdefghij",
+        "https://x .com/mcp",
+        "https://evil.com\\x.com/mcp",
+        "https://example.com:0/mcp",
+        "https://example.com/" + "a" * 3000,
+    ],
+)
+def test_urls_carrying_secrets_or_ambiguous_hosts_are_refused(url: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        validate_url(url)
+    assert_invalid(exc, "url")
+
+
+@pytest.mark.parametrize(
+    "arg", ["\x1b[31mred", "line\nbreak", "bell\x07", "sk-live-0123456789abcdefghij", "--api-key=abcd1234efgh", "bad\udcff"]
+)
+def test_stdio_args_with_control_characters_invalid_utf8_or_secrets_are_refused(arg: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        validate_stdio_target("server", ["--ok", arg])
+    assert_invalid(exc, "args")
+
+
+def test_free_text_fields_refuse_terminal_escapes() -> None:
+    from patchbay.core.validation import validate_text
+
+    with pytest.raises(ConfigError) as exc:
+        validate_text("description", "\x1b]0;pwned\x07")
+    assert_invalid(exc, "description")
+    assert validate_text("description", "Plain [text] with brackets") == "Plain [text] with brackets"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"x": float("nan")},
+        {"x": float("inf")},
+        {"x": "\ud800"},
+        {1: "non-string key"},
+        {"x": object()},
+        "not an object",
+    ],
+)
+def test_tool_arguments_must_be_plain_finite_utf8_json(arguments: object) -> None:
+    from patchbay.core.errors import ValidationError
+    from patchbay.core.validation import validate_tool_arguments
+
+    with pytest.raises(ValidationError) as exc:
+        validate_tool_arguments(arguments)
+    assert exc.value.code == "validation_error" and exc.value.details == {"field": "arguments"}
+
+
+def test_deeply_nested_tool_arguments_are_refused_without_recursion() -> None:
+    from patchbay.core.errors import ValidationError
+    from patchbay.core.validation import validate_tool_arguments
+
+    deep: dict = {}
+    node = deep
+    for _ in range(100_000):
+        node["x"] = {}
+        node = node["x"]
+    with pytest.raises(ValidationError):
+        validate_tool_arguments(deep)
+    assert validate_tool_arguments({"a": [1, 2.5, {"b": None, "c": True}]}) == {"a": [1, 2.5, {"b": None, "c": True}]}
+
+
+def test_an_empty_home_setting_means_the_default_data_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    from patchbay.core.settings import Settings, default_home
+
+    monkeypatch.setenv("PATCHBAY_HOME", "")
+    assert Settings().home == default_home()

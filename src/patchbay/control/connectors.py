@@ -8,11 +8,13 @@ the effective decision of every tool (DESIGN.md "Permissions"), and builds the
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchbay.adapters.store import Repository
+from patchbay.adapters.transports.stdio import workspace_cwd
 from patchbay.control.probe import Prober
 from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.core.fingerprint import config_fingerprint
@@ -30,10 +32,10 @@ from patchbay.core.models import (
     ToolGrant,
     ToolSummary,
 )
-from patchbay.core.names import canonical_tool_name, validate_connector_name
+from patchbay.core.names import canonical_tool_name, is_connector_name, validate_connector_name
 from patchbay.core.policy import decide_for
 from patchbay.core.settings import Settings
-from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target
+from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target, validate_text
 
 __all__ = ["ConnectorService", "ToolView", "ToolsView"]
 
@@ -66,6 +68,28 @@ class ToolsView:
     """``fresh``, ``stale`` (fingerprint or revision changed: probe again) or ``missing``."""
     unmatched_grants: list[ToolGrant] = field(default_factory=list)
     """Grants naming a tool the cache does not know; kept, reported, and matching nothing."""
+
+
+def _real_dir(workspace: Path) -> Path:
+    """A workspace directory with symlinks resolved.
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``project``) for a missing path, a file, a symlink
+            loop, an over-long or non-UTF-8 path.
+    """
+    text = str(workspace)
+    try:
+        text.encode("utf-8")
+        real = workspace.resolve(strict=True)
+        is_dir = real.is_dir()
+    except UnicodeEncodeError:
+        raise ConfigError("project", "the path is not valid UTF-8") from None
+    except (OSError, RuntimeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError("project", f"{text[:200]!r} cannot be used as a workspace: {reason}") from None
+    if not is_dir:
+        raise ConfigError("project", f"{text[:200]!r} is not a directory")
+    return real
 
 
 def _now_ms() -> int:
@@ -107,6 +131,9 @@ class ConnectorService:
             ConfigError: ``invalid_config`` for a bad name or a name already taken.
         """
         validate_connector_name(name)
+        validate_text("description", description)
+        if display_name is not None:
+            validate_text("display_name", display_name, max_length=200)
         if exist_ok:
             try:
                 existing = self.repository.get_connector_by_name(name)
@@ -131,8 +158,20 @@ class ConnectorService:
 
     @staticmethod
     def stdio_target(command: str, args: list[str], *, cwd: str | None, workspace: Path) -> StdioTarget:
-        """Validate a local command for ``add`` (seed 003 §7.3); ``cwd`` is checked against ``workspace``."""
-        return validate_stdio_target(command, args, cwd=cwd, workspace=str(workspace.resolve()))
+        """Validate a local command for ``add`` (seed 003 §7.3).
+
+        ``cwd`` is checked against ``workspace`` as text and again with symlinks resolved, so a link
+        inside the workspace cannot lead out of it.
+
+        Raises:
+            ConfigError: ``invalid_config`` naming ``command``, ``args``, ``cwd`` or ``project``.
+        """
+        root = _real_dir(workspace)
+        if cwd and os.path.isabs(cwd):
+            cwd = str(Path(cwd).resolve())
+        target = validate_stdio_target(command, args, cwd=cwd, workspace=str(root))
+        workspace_cwd(root, target.cwd)
+        return target
 
     @staticmethod
     def remote_target(url: str, transport: str = "streamable_http") -> ConnectorTarget:
@@ -143,7 +182,13 @@ class ConnectorService:
         return validate_socket_path(path)
 
     def get(self, name: str) -> Connector:
-        """Raises: NotFoundError (``not_found``)."""
+        """The connector called exactly ``name``.
+
+        Raises:
+            NotFoundError: ``not_found`` (also for strings that are no connector name at all).
+        """
+        if not is_connector_name(name):
+            raise NotFoundError(f"no connector named {name!r}", details={"name": name})
         return self.repository.get_connector_by_name(name)
 
     def list(self) -> list[Connector]:
@@ -201,9 +246,7 @@ class ConnectorService:
         Raises:
             ConfigError: ``invalid_config`` (field ``project``) when the directory does not exist.
         """
-        if not workspace.is_dir():
-            raise ConfigError("project", f"{workspace} is not a directory")
-        return self.repository.ensure_project(str(workspace))
+        return self.repository.ensure_project(str(_real_dir(workspace)))
 
     def grant(self, name: str, tool: str, decision: str, *, project: Path | None = None) -> ToolGrant:
         """Set a global grant, or a project grant when ``project`` is given (idempotent upsert).
@@ -213,8 +256,8 @@ class ConnectorService:
         """
         if decision not in _DECISIONS:
             raise ConfigError("decision", f"must be one of allow, ask, deny; got {decision!r}")
-        if not tool:
-            raise ConfigError("tool", "must not be empty")
+        if not tool or len(tool) > 512 or not tool.isprintable():
+            raise ConfigError("tool", "must be 1-512 printable characters")
         connector = self.get(name)
         if project is None:
             self.repository.set_global_grant(connector.connector_id, tool, decision)
@@ -223,13 +266,12 @@ class ConnectorService:
         self.repository.set_project_grant(prj.project_id, connector.connector_id, tool, decision)
         return ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=decision, project_id=prj.project_id)  # type: ignore[arg-type]
 
-    def clear_grant(self, name: str, tool: str, *, project: Path | None = None) -> None:
-        """Remove a grant so the tool inherits again (seed 003 §20.2)."""
+    def clear_grant(self, name: str, tool: str, *, project: Path | None = None) -> bool:
+        """Remove a grant so the tool inherits again (seed 003 §20.2); False if there was none."""
         connector = self.get(name)
         if project is None:
-            self.repository.clear_global_grant(connector.connector_id, tool)
-        else:
-            self.repository.clear_project_grant(self.project(project).project_id, connector.connector_id, tool)
+            return self.repository.clear_global_grant(connector.connector_id, tool)
+        return self.repository.clear_project_grant(self.project(project).project_id, connector.connector_id, tool)
 
     # -- cache and probe --------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from patchbay.core.errors import ConfigError, PatchbayError
 
 __all__ = [
     "MCP_PREFIX",
+    "is_connector_name",
     "WIRE_NAME_MAX",
     "canonical_tool_name",
     "parse_canonical_tool_name",
@@ -36,13 +37,18 @@ def validate_connector_name(name: str) -> str:
         raise ConfigError("name", "must not be empty")
     if len(name) > 64:
         raise ConfigError("name", f"must be at most 64 characters, got {len(name)}")
-    if not _CONNECTOR_NAME.match(name):
+    if not _CONNECTOR_NAME.fullmatch(name):
         raise ConfigError(
             "name",
             f"{name!r} must be lower-case letters, digits and inner hyphens "
             "(^[a-z0-9][a-z0-9-]*[a-z0-9]$)",
         )
     return name
+
+
+def is_connector_name(name: str) -> bool:
+    """Whether ``name`` has the connector-name form (no exception; for lookups)."""
+    return isinstance(name, str) and 0 < len(name) <= 64 and _CONNECTOR_NAME.fullmatch(name) is not None
 
 
 def canonical_tool_name(connector: str, tool: str) -> str:

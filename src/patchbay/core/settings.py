@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings", "default_home"]
@@ -57,6 +57,14 @@ class Settings(BaseSettings):
     """Characters of a tool result kept as ``resultPreview`` in events."""
     protocol_mode: str = "legacy"
     """The SDK ``Client`` mode: ``legacy`` (initialize handshake; server→client requests work) or ``auto``."""
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _empty_home_means_default(cls, value: object) -> object:
+        # PATCHBAY_HOME= (empty) must not silently mean "the current directory".
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return default_home()
+        return value
 
     @property
     def resolved_database_url(self) -> str:

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import os
 import posixpath
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
-from patchbay.core.errors import ConfigError
+from patchbay.core.errors import ConfigError, ValidationError
 from patchbay.core.models import HttpTarget, SocketTarget, StdioTarget
+from patchbay.core.redaction import is_secret_key, redact_text
 
 __all__ = [
     "validate_cwd",
     "validate_http_target",
     "validate_socket_path",
     "validate_stdio_target",
+    "validate_text",
+    "validate_tool_arguments",
     "validate_url",
 ]
 
@@ -25,8 +28,35 @@ _CONTROL = {chr(c) for c in range(0x20)} | {"\x7f"}
 
 
 def _no_control(field: str, value: str) -> None:
+    """Refuse control characters (terminal escapes included) and text that is not valid UTF-8."""
     if any(ch in _CONTROL for ch in value):
         raise ConfigError(field, "must not contain control characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(field, "must be valid UTF-8 text") from None
+
+
+def _no_secret(field: str, value: str, what: str) -> None:
+    """Refuse a value that redaction would mask: secrets are never stored in a connector."""
+    if redact_text(value) != value:
+        raise ConfigError(
+            field,
+            f"{what} looks like a secret; connectors store no secret values "
+            "(pass it by credential reference instead, see the credentials issue)",
+        )
+
+
+def validate_text(field: str, value: str, *, max_length: int = 1000) -> str:
+    """A free-text field (description, display name): no control characters, bounded length.
+
+    Raises:
+        ConfigError: ``invalid_config`` naming ``field``.
+    """
+    _no_control(field, value)
+    if len(value) > max_length:
+        raise ConfigError(field, f"must be at most {max_length} characters")
+    return value
 
 
 def validate_url(url: str, field: str = "url") -> str:
@@ -49,7 +79,16 @@ def validate_url(url: str, field: str = "url") -> str:
         raise ConfigError(field, "must not embed a user name or password; use a credential reference")
     if not parts.hostname:
         raise ConfigError(field, "must name a host")
-    del port
+    if any(ch.isspace() or ch == "\\" for ch in parts.netloc):
+        raise ConfigError(field, "must not contain spaces or backslashes in the host")
+    if port == 0:
+        raise ConfigError(field, "must not use port 0")
+    if len(url) > 2048:
+        raise ConfigError(field, "must be at most 2048 characters")
+    for name, _ in parse_qsl(parts.query, keep_blank_values=True):
+        if is_secret_key(name):
+            raise ConfigError(field, f"query parameter {name!r} looks like a credential; connectors store no secret values")
+    _no_secret(field, url, "the URL")
     return url
 
 
@@ -103,11 +142,20 @@ def validate_stdio_target(
             "command",
             "must be one executable, not a shell line; pass arguments separately (patchbay connector add NAME -- CMD ARG...)",
         )
+    if len(args) > 256:
+        raise ConfigError("args", "at most 256 arguments")
     for index, arg in enumerate(args):
         if not isinstance(arg, str):
             raise ConfigError("args", f"argument {index} must be a string")
         if "\x00" in arg:
             raise ConfigError("args", f"argument {index} contains a NUL character")
+        if len(arg) > 4096:
+            raise ConfigError("args", f"argument {index} is longer than 4096 characters")
+        try:
+            _no_control("args", arg)
+        except ConfigError:
+            raise ConfigError("args", f"argument {index} contains control characters or invalid UTF-8") from None
+        _no_secret("args", arg, f"argument {index}")
     return StdioTarget(command=command, args=tuple(args), cwd=validate_cwd(cwd, workspace))
 
 
@@ -141,3 +189,44 @@ def validate_socket_path(path: str) -> SocketTarget:
     if len(normal.encode()) > 107:
         raise ConfigError("socket_path", "is longer than a Unix socket path may be (107 bytes)")
     return SocketTarget(path=normal)
+
+
+MAX_ARGUMENT_DEPTH = 64
+
+
+def validate_tool_arguments(arguments: object, *, max_depth: int = MAX_ARGUMENT_DEPTH) -> dict:
+    """Check tool-call arguments before anything is logged or sent.
+
+    A JSON object of JSON values: strings valid UTF-8 (no lone surrogates), finite numbers (no
+    NaN/Infinity, which JSON cannot carry), nesting at most ``max_depth`` levels. Walked
+    iteratively, so hostile nesting cannot exhaust the stack.
+
+    Raises:
+        ValidationError: ``validation_error`` with ``details["field"] == "arguments"``.
+    """
+    if not isinstance(arguments, dict):
+        raise ValidationError("arguments: must be a JSON object", details={"field": "arguments"})
+    stack: list[tuple[object, int]] = [(arguments, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > max_depth:
+            raise ValidationError(f"arguments: nested deeper than {max_depth} levels", details={"field": "arguments"})
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise ValidationError("arguments: object keys must be strings", details={"field": "arguments"})
+                stack.append((key, depth))
+                stack.append((item, depth + 1))
+        elif isinstance(value, list | tuple):
+            stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValidationError("arguments: strings must be valid UTF-8", details={"field": "arguments"}) from None
+        elif isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValidationError("arguments: numbers must be finite (no NaN or Infinity)", details={"field": "arguments"})
+        elif value is not None and not isinstance(value, bool | int):
+            raise ValidationError(f"arguments: {type(value).__name__} is not a JSON value", details={"field": "arguments"})
+    return arguments

@@ -44,6 +44,7 @@ from patchbay.core.models import GrantDecision, RuntimeConfig, RuntimeServer
 from patchbay.core.names import MCP_PREFIX, parse_canonical_tool_name, validate_connector_name
 from patchbay.core.policy import Decision, is_visible
 from patchbay.core.settings import Settings
+from patchbay.core.validation import validate_tool_arguments
 from patchbay.runtime.calls import CallEvents, ToolCallResult, local_result, to_result, tool_error
 from patchbay.runtime.connection import ServerConnection
 from patchbay.runtime.events import EventLog, new_session_id, session_log_path
@@ -51,6 +52,8 @@ from patchbay.runtime.permissions import Approver, PermissionEngine, Resolution
 from patchbay.runtime.router import Route, ToolRouter
 
 __all__ = ["LocalTool", "Runtime", "RuntimeTool", "ToolCallResult"]
+
+_MAX_TOOL_NAME = 1024
 
 LocalTool = Callable[..., Any]
 """A local tool: ``fn(**arguments)``, sync (run in a worker thread) or async. It may return a str
@@ -260,10 +263,13 @@ class Runtime:
             RuntimeError: the runtime is not open.
         """
         log = self._opened()
-        if not isinstance(name, str):
-            raise ValidationError("the tool name must be a string", details={"field": "name"})
+        if not isinstance(name, str) or not name or len(name) > _MAX_TOOL_NAME or not name.isprintable():
+            raise ValidationError(
+                f"the tool name must be 1-{_MAX_TOOL_NAME} printable characters", details={"field": "name"}
+            )
         if arguments is not None and type(arguments) is not dict and not isinstance(arguments, Mapping):
             raise ValidationError("arguments must be a JSON object", details={"field": "arguments"})
+        validate_tool_arguments(dict(arguments or {}))
         # Events before a request are deferred and written in one go: the log is flushed before
         # every await that can suspend (connecting, asking the approver) and before the request.
         events = CallEvents(log, name, dict(arguments or {}))

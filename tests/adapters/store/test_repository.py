@@ -235,7 +235,7 @@ def test_sqlite_connections_get_the_pragmas(sqlite_repo: Repository) -> None:
     with sqlite_repo.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
-        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 5000
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
 
 

@@ -131,3 +131,23 @@ async def test_a_file_that_is_not_executable_is_spawn_failed(tmp_path: Path) -> 
         async with open_link(StdioTarget(command=str(script)), workspace=tmp_path):
             pytest.fail("the link must not open")
     assert caught.value.code == ErrorCode.SPAWN_FAILED
+
+
+async def test_a_cwd_that_became_a_symlink_out_of_the_workspace_is_refused_at_spawn(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    os.symlink("/tmp", workspace / "work")  # validated as a directory earlier, swapped for a link since
+    with pytest.raises(ProbeError) as exc:
+        async with open_client(StdioTarget(command="true", cwd="work"), workspace=workspace):
+            pass
+    assert exc.value.code == "invalid_config"
+
+
+async def test_a_relative_command_path_is_found_in_the_server_working_directory(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    script = tmp_path / "bin" / "server.sh"
+    script.write_text(f"#!/bin/sh\nexec {sys.executable} {FIXTURES / 'banner_server.py'}\n")
+    script.chmod(0o755)
+    with anyio.fail_after(20):
+        async with open_client(StdioTarget(command="./bin/server.sh"), workspace=tmp_path) as connection:
+            assert [t.name for t in (await connection.client.list_tools()).tools] == ["echo"]

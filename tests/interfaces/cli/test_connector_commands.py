@@ -100,3 +100,18 @@ def test_set_changes_approval_mode_and_tool_globs(run) -> None:
     bad = run("connector", "set", "t", "--approval-mode", "yolo")
     assert bad.exit_code == 1 and bad.stderr.startswith("error[invalid_config]: approval_mode")
     assert json.loads(run("connector", "show", "t", "--json").stdout)["connector"]["settings"]["approval_mode"] == "allow_all"
+
+
+def test_brackets_in_names_args_and_descriptions_are_printed_literally(run) -> None:
+    added = run("connector", "add", "mk", "--description", "[/red] not markup", "--", "echo", "[/x]", "sh -c [curl|sh]")
+    assert added.exit_code == 0, added.output
+    assert "echo [/x] sh -c [curl|sh]" in added.stdout
+    listed = run("connector", "list")
+    assert listed.exit_code == 0 and "[curl|sh]" in listed.stdout
+    shown = run("connector", "show", "mk")
+    assert shown.exit_code == 0 and "[/red] not markup" in shown.stdout
+
+
+def test_a_description_with_terminal_escapes_is_refused(run) -> None:
+    result = run("connector", "add", "esc", "--description", "\x1b]0;pwned\x07", "--", "true")
+    assert result.exit_code == 1 and result.stderr.startswith("error[invalid_config]: description")

@@ -1,4 +1,12 @@
-"""Shared plumbing of the store repository: the engine, write transactions, the UNSET sentinel."""
+"""Shared plumbing of the store repository: the engine, transactions, the UNSET sentinel.
+
+Every repository method touches the database only through :meth:`StoreBase._write` or
+:meth:`StoreBase._read`, which turn "the store cannot be used" failures (read-only, corrupt,
+locked past ``busy_timeout``, unreachable) into a one-line ``CanonicalStateUnavailable``
+(``canonical_state_unavailable``); ``IntegrityError`` and the repository's own errors pass
+through unchanged. A write method does any reading back inside its one write transaction, so
+once the transaction has committed the method cannot fail on a later read.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +20,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
+from patchbay.adapters.store._errors import CANDIDATES, database_label, is_unavailable, unavailable
 from patchbay.adapters.store.db import WRITE_OPTION
 from patchbay.adapters.store.tables import mcp_connectors, projects
 from patchbay.core.errors import NotFoundError
@@ -38,12 +47,13 @@ def upsert(conn: Connection, table: Any) -> Any:
 
 
 class StoreBase:
-    """Holds the engine; writes go through :meth:`_write` (``BEGIN IMMEDIATE`` on SQLite)."""
+    """Holds the engine; writes go through :meth:`_write` (``BEGIN IMMEDIATE`` on SQLite), reads through :meth:`_read`."""
 
     def __init__(self, engine: Engine, *, clock: Callable[[], int] | None = None):
         self._engine = engine
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
         self._clock = clock or now_ms
+        self._label = database_label(engine.url)
 
     @property
     def engine(self) -> Engine:
@@ -55,8 +65,29 @@ class StoreBase:
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
-        with self._writer.begin() as conn:
+        """One write transaction, committed when the block ends without an exception.
+
+        Raises:
+            CanonicalStateUnavailable: opening, writing or committing failed because the store
+                is unusable; the transaction was rolled back (or never began).
+        """
+        with self._translated(), self._writer.begin() as conn:
             yield conn
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        """A read-only connection (a deferred transaction on SQLite), released at the block's end."""
+        with self._translated(), self._engine.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        try:
+            yield
+        except CANDIDATES as exc:
+            if not is_unavailable(exc):
+                raise
+            raise unavailable(self._label, exc) from None
 
     def _connector_row(self, conn: Connection, connector_id: str) -> Any:
         row = (

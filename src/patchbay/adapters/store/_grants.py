@@ -66,7 +66,7 @@ class ProjectGrantCacheMixin(StoreBase):
 
     def get_project(self, project_id: str) -> Project:
         """The project with this id. Raises ``NotFoundError`` (``not_found``)."""
-        with self._engine.connect() as conn:
+        with self._read() as conn:
             row = conn.execute(select(projects).where(projects.c.project_id == project_id)).mappings().first()
         if row is None:
             raise NotFoundError(f"no project {project_id!r}", details={"project_id": project_id})
@@ -74,7 +74,7 @@ class ProjectGrantCacheMixin(StoreBase):
 
     def list_projects(self) -> list[Project]:
         """Every project, ordered by path."""
-        with self._engine.connect() as conn:
+        with self._read() as conn:
             rows = conn.execute(select(projects).order_by(projects.c.path)).mappings().all()
         return [Project.model_validate(dict(row)) for row in rows]
 
@@ -152,7 +152,7 @@ class ProjectGrantCacheMixin(StoreBase):
         query = select(t).order_by(t.c.connector_id, t.c.tool_name)
         if connector_id is not None:
             query = query.where(t.c.connector_id == connector_id)
-        with self._engine.connect() as conn:
+        with self._read() as conn:
             return [_rows.grant_from_row(row) for row in conn.execute(query).mappings()]
 
     def list_project_grants(self, project_id: str, connector_id: str | None = None) -> list[ToolGrant]:
@@ -161,7 +161,7 @@ class ProjectGrantCacheMixin(StoreBase):
         query = select(t).where(t.c.project_id == project_id).order_by(t.c.connector_id, t.c.tool_name)
         if connector_id is not None:
             query = query.where(t.c.connector_id == connector_id)
-        with self._engine.connect() as conn:
+        with self._read() as conn:
             return [_rows.grant_from_row(row) for row in conn.execute(query).mappings()]
 
     # -- tool cache (seed 003 §5.4) -----------------------------------------------------------
@@ -185,7 +185,7 @@ class ProjectGrantCacheMixin(StoreBase):
 
     def get_tool_cache(self, connector_id: str) -> ToolCacheEntry | None:
         """The cached catalog, or None when there is none (fingerprint checks are the caller's)."""
-        with self._engine.connect() as conn:
+        with self._read() as conn:
             row = (
                 conn.execute(select(mcp_tool_cache).where(mcp_tool_cache.c.connector_id == connector_id))
                 .mappings()

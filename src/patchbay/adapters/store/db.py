@@ -2,7 +2,7 @@
 
 SQLite (the default, ``sqlite:///<home>/patchbay.db``) gets, on every new DBAPI connection::
 
-    PRAGMA busy_timeout=5000      -- wait up to 5 s for a lock instead of failing at once
+    PRAGMA busy_timeout=30000     -- wait up to 30 s for a lock instead of failing at once
     PRAGMA foreign_keys=ON        -- enforce the ON DELETE CASCADE of seed 003 §6 / §15
     PRAGMA journal_mode=WAL       -- readers never block the single writer
     PRAGMA synchronous=NORMAL     -- durable at checkpoints; safe with WAL
@@ -13,7 +13,14 @@ carrying the execution option :data:`WRITE_OPTION` begin with ``BEGIN IMMEDIATE`
 takes the write lock up front (waiting on ``busy_timeout``) rather than failing with
 ``SQLITE_BUSY`` when a read inside the transaction later turns into a write.
 
+The data home (the database file's directory) is created with mode 0700 and the database file
+with mode 0600 when Patchbay creates them; SQLite gives the ``-wal`` and ``-shm`` files the
+database file's mode. Existing directories and files keep their modes.
+
 PostgreSQL URLs (``postgresql+psycopg://...``) get a plain pooled engine with ``pool_pre_ping``.
+
+Failures to create, open or migrate the store surface as ``CanonicalStateUnavailable`` with a
+one-line message (:mod:`patchbay.adapters.store._errors`), never as a raw SQLAlchemy error.
 
 Schema changes happen only through :func:`upgrade_to_head` (Alembic); nothing here calls
 ``metadata.create_all``.
@@ -21,6 +28,7 @@ Schema changes happen only through :func:`upgrade_to_head` (Alembic); nothing he
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -30,9 +38,8 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import OperationalError
 
-from patchbay.core.errors import CanonicalStateUnavailable
+from patchbay.adapters.store._errors import CANDIDATES, database_label, is_unavailable, unavailable
 
 if TYPE_CHECKING:
     from patchbay.adapters.store.repository import Repository
@@ -47,19 +54,22 @@ SCRIPT_LOCATION = "patchbay.adapters.store:migrations"
 #: Any constant; serialises concurrent ``upgrade_to_head`` calls on PostgreSQL.
 _PG_MIGRATION_LOCK = 0x7061_7463_6862_6179  # "patchbay"
 
+#: Milliseconds a SQLite connection waits for a lock (many CLI processes may write at once).
+BUSY_TIMEOUT_MS = 30_000
 _SQLITE_PRAGMAS = (
-    "PRAGMA busy_timeout=5000",
     "PRAGMA foreign_keys=ON",
     "PRAGMA synchronous=NORMAL",
 )
-_SQLITE_BUSY_SECONDS = 5.0
+#: Mode of a data home Patchbay creates, and of a database file it creates.
+HOME_MODE = 0o700
+DATABASE_FILE_MODE = 0o600
 
 
 def _set_wal(cursor: Any) -> None:
     # Switching a database file to WAL needs an exclusive lock, and SQLite answers "database is
     # locked" at once (no busy handler) while another connection is switching it too. That only
     # happens on a file's first opens, so wait for it here, bounded like busy_timeout.
-    deadline = time.monotonic() + _SQLITE_BUSY_SECONDS
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     while True:
         try:
             cursor.execute("PRAGMA journal_mode=WAL")
@@ -75,6 +85,7 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     try:
+        cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_MS)}")
         for pragma in _SQLITE_PRAGMAS:
             cursor.execute(pragma)
         _set_wal(cursor)
@@ -86,16 +97,53 @@ def _sqlite_on_begin(conn: Connection) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(WRITE_OPTION) else "BEGIN")
 
 
+def _make_private_dir(directory: Path) -> None:
+    """Create ``directory`` (mode 0700; missing parents get the default mode) unless it exists."""
+    if directory.is_dir():
+        return
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(mode=HOME_MODE)
+    except FileExistsError:
+        if not directory.is_dir():  # a file is in the way; another process winning the race is fine
+            raise
+
+
+def _create_database_file(path: Path) -> None:
+    """Create an empty database file with mode 0600 unless something is already at ``path``.
+
+    SQLite would create it with 0644 (less the umask); an empty file is a valid empty database,
+    and SQLite then creates ``-wal``/``-shm`` with this file's mode.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), DATABASE_FILE_MODE)
+    except FileExistsError:
+        return  # an existing file (or directory, or symlink) is SQLite's to open or refuse
+    os.close(fd)
+
+
+def _prepare_sqlite_file(database: str) -> None:
+    path = Path(database).expanduser()
+    try:
+        _make_private_dir(path.parent)
+        _create_database_file(path)
+    except OSError as exc:
+        raise unavailable(str(path), exc) from None
+
+
 def create_engine_for(url: str) -> Engine:
     """Create the SQLAlchemy engine for a canonical-store URL.
 
     Args:
-        url: a SQLAlchemy URL; ``sqlite:///<path>`` (the parent directory is created) or
-            ``postgresql+psycopg://user@host:port/db``.
+        url: a SQLAlchemy URL; ``sqlite:///<path>`` (the parent directory is created with mode
+            0700 and the file with mode 0600 when missing) or ``postgresql+psycopg://user@host:port/db``.
 
     Returns:
         An Engine; for SQLite every connection has ``foreign_keys=ON``, ``journal_mode=WAL``,
-        ``busy_timeout=5000`` (ms) and ``synchronous=NORMAL`` (see the module docstring).
+        ``busy_timeout=30000`` (ms) and ``synchronous=NORMAL`` (see the module docstring).
+
+    Raises:
+        CanonicalStateUnavailable: the SQLite file's directory or the file cannot be created.
 
     No schema is created; call :func:`upgrade_to_head` (or :func:`open_store`).
     """
@@ -104,7 +152,7 @@ def create_engine_for(url: str) -> Engine:
         return create_engine(parsed, pool_pre_ping=True)
     database = parsed.database or ""
     if database and database != ":memory:" and not database.startswith("file:"):
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        _prepare_sqlite_file(database)
     engine = create_engine(parsed)
     event.listen(engine, "connect", _sqlite_on_connect)
     event.listen(engine, "begin", _sqlite_on_begin)
@@ -147,8 +195,10 @@ def open_store(settings: Settings) -> Repository:
         ``close()`` when done.
 
     Raises:
-        CanonicalStateUnavailable: ``canonical_state_unavailable`` when the database cannot be
-            opened or migrated (seed 003 §15: MCP writes then answer 503).
+        CanonicalStateUnavailable: ``canonical_state_unavailable`` when the data home or the
+            database cannot be created, opened or migrated: read-only, corrupt, not a SQLite
+            file, locked past ``busy_timeout``, server unreachable (seed 003 §15: MCP writes then
+            answer 503). The message is one line naming the database and the cause.
     """
     from patchbay.adapters.store.repository import Repository
 
@@ -156,10 +206,9 @@ def open_store(settings: Settings) -> Repository:
     engine = create_engine_for(url)
     try:
         upgrade_to_head(engine)
-    except OperationalError as exc:
+    except CANDIDATES as exc:
         engine.dispose()
-        shown = make_url(url).render_as_string(hide_password=True)
-        raise CanonicalStateUnavailable(
-            f"the canonical store at {shown} cannot be opened", details={"url": shown}
-        ) from exc
+        if not is_unavailable(exc):
+            raise
+        raise unavailable(database_label(url), exc) from None
     return Repository(engine)

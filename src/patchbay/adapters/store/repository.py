@@ -16,7 +16,9 @@ reload — is the connector service's job):
 
 Timestamps are Unix milliseconds. Errors and their stable codes: ``ConfigError``
 (``invalid_config``), ``NotFoundError`` (``not_found``), ``RevisionConflictError``
-(``revision_conflict``), ``BuiltinConnectorError`` (``builtin_connector``).
+(``revision_conflict``), ``BuiltinConnectorError`` (``builtin_connector``), and from every method
+``CanonicalStateUnavailable`` (``canonical_state_unavailable``, one line, no SQL) when the
+database is read-only, corrupt, locked past ``busy_timeout`` or unreachable.
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ class Repository(ProjectGrantCacheMixin):
                     raise _duplicate(name)
                 conn.execute(insert(mcp_connectors).values(values))
         except IntegrityError as exc:  # lost a race on the unique name
-            with self._engine.connect() as conn:
+            with self._read() as conn:
                 if self._name_taken(conn, name):
                     raise _duplicate(name) from exc
             raise
@@ -113,12 +115,12 @@ class Repository(ProjectGrantCacheMixin):
 
     def get_connector(self, connector_id: str) -> Connector:
         """The connector with this id. Raises ``NotFoundError`` (``not_found``)."""
-        with self._engine.connect() as conn:
+        with self._read() as conn:
             return _rows.connector_from_row(self._connector_row(conn, connector_id))
 
     def get_connector_by_name(self, name: str) -> Connector:
         """The connector whose name equals ``name`` case-insensitively. Raises ``NotFoundError``."""
-        with self._engine.connect() as conn:
+        with self._read() as conn:
             row = conn.execute(select(mcp_connectors).where(func.lower(_C.name) == name.lower())).mappings().first()
         if row is None:
             raise NotFoundError(f"no connector named {name!r}", details={"name": name})
@@ -126,7 +128,7 @@ class Repository(ProjectGrantCacheMixin):
 
     def list_connectors(self) -> list[Connector]:
         """Every connector, ordered by name."""
-        with self._engine.connect() as conn:
+        with self._read() as conn:
             rows = conn.execute(select(mcp_connectors).order_by(_C.name, _C.connector_id)).mappings().all()
         return [_rows.connector_from_row(row) for row in rows]
 

@@ -32,11 +32,11 @@ import psutil
 from mcp.client._transport import TransportStreams
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from patchbay.core.errors import ErrorCode, ProbeError
+from patchbay.core.errors import ConfigError, ErrorCode, ProbeError
 from patchbay.core.models import StdioTarget
 from patchbay.core.redaction import redact_text
 
-__all__ = ["StderrTail", "StdioLink", "open_stdio", "process_group_alive", "resolve_command"]
+__all__ = ["StderrTail", "StdioLink", "open_stdio", "process_group_alive", "resolve_command", "workspace_cwd"]
 
 _GROUP_TERM_GRACE = 1.0
 _GROUP_REAP_GRACE = 3.0
@@ -110,8 +110,25 @@ class StdioLink:
     extra: dict[str, object] = field(default_factory=dict)
 
 
-def resolve_command(command: str, env_path: str | None = None) -> str:
+def workspace_cwd(workspace: Path, relative: str) -> Path:
+    """The real directory a stdio server runs in: ``workspace / relative`` with symlinks resolved.
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``cwd``) when a symlink leads outside the workspace
+            (seed 003 §7.3: cwd must be inside the workspace).
+    """
+    root = workspace.resolve()
+    real = (root / relative).resolve() if relative else root
+    if real != root and not real.is_relative_to(root):
+        raise ConfigError("cwd", f"{relative!r} resolves to {real}, outside the workspace {root}")
+    return real
+
+
+def resolve_command(command: str, env_path: str | None = None, base: Path | None = None) -> str:
     """Resolve ``command`` to an executable path the way ``execvp`` would, without a shell.
+
+    A relative path with a separator (``./server.sh``) is taken relative to ``base`` (the
+    server's working directory), not to the current directory of this process.
 
     Raises:
         ProbeError: ``command_not_found`` when no such executable exists on PATH / at the path,
@@ -119,6 +136,8 @@ def resolve_command(command: str, env_path: str | None = None) -> str:
     """
     if os.sep in command or (os.altsep and os.altsep in command):
         path = Path(command).expanduser()
+        if not path.is_absolute() and base is not None:
+            path = base / path
         if not path.exists():
             raise ProbeError(f"command not found: {command}", code=ErrorCode.COMMAND_NOT_FOUND, details={"command": command})
         if path.is_dir() or not os.access(path, os.X_OK):
@@ -242,11 +261,14 @@ async def open_stdio(
     Raises:
         ProbeError: ``command_not_found``, ``spawn_failed`` (not executable, exec failed, bad cwd).
     """
-    cwd = (workspace / target.cwd) if target.cwd else workspace
+    try:
+        cwd = workspace_cwd(workspace, target.cwd)
+    except ConfigError as exc:
+        raise ProbeError(exc.message, code=ErrorCode.INVALID_CONFIG, details={"field": "cwd"}) from None
     if not cwd.is_dir():
         raise ProbeError(f"working directory does not exist: {cwd}", code=ErrorCode.SPAWN_FAILED, details={"field": "cwd"})
     search_path = (env or {}).get("PATH", os.environ.get("PATH", os.defpath))
-    executable = resolve_command(target.command, search_path)
+    executable = resolve_command(target.command, search_path, base=cwd)
     params = StdioServerParameters(command=executable, args=list(target.args), env=env or None, cwd=str(cwd))
 
     tail = StderrTail(stderr_tail_bytes)

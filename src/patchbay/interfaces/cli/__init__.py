@@ -6,6 +6,8 @@ directory.
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 
 import typer
@@ -36,6 +38,23 @@ def _global(
 ) -> None:
     state.home = home
     state._service = None
+    _quiet_sdk_logs()
+
+
+def _quiet_sdk_logs() -> None:
+    """Keep the SDK's own log records (tracebacks quoting raw server output) off the terminal.
+
+    The SDK logs e.g. every non-JSON stdout line of a server with a traceback that quotes the line,
+    which can hold secrets. What matters reaches the user through probe results and events,
+    redacted; ``PATCHBAY_DEBUG=1`` lets the records through.
+    """
+    if os.environ.get("PATCHBAY_DEBUG"):
+        return
+    for name in ("mcp", "httpx2", "httpcore2"):
+        logger = logging.getLogger(name)
+        logger.propagate = False
+        if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+            logger.addHandler(logging.NullHandler())
 
 
 def main() -> None:

@@ -25,9 +25,10 @@ from patchbay.core.settings import Settings
 
 __all__ = ["CliState", "JSON_OPTION", "emit_json", "err_console", "error_line", "handle_errors", "one_line", "out_console", "safe_text", "state"]
 
-# Piped output is not cut to 80 columns: tables stay whole for scripts and `less`.
-out_console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 240)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+# Markup is off: names, commands, URLs and server text are printed literally, never parsed as
+# Rich tags. Piped output is not cut to 80 columns, so tables stay whole for scripts.
+out_console = Console(markup=False, highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 240)
+err_console = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 _MAX_ERROR_CHARS = 500

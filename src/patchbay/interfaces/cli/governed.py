@@ -9,12 +9,12 @@ from typing import Any
 
 import anyio
 import typer
-from rich.markup import escape
 from rich.prompt import Prompt
 from rich.table import Table
 from rich.text import Text
 
 from patchbay.core.errors import ConfigError, PatchbayError, ToolCallError, ValidationError
+from patchbay.core.validation import validate_tool_arguments
 from patchbay.interfaces.cli._context import (
     JSON_OPTION,
     emit_json,
@@ -107,21 +107,24 @@ def grant(
     if clear:
         if decision is not None:
             raise ConfigError("decision", "give either a decision or --clear, not both")
-        service.clear_grant(name, tool, project=project)
-        result: dict[str, Any] = {"connector": name, "tool": tool, "cleared": True, "scope": scope}
+        existed = service.clear_grant(name, tool, project=project)
+        result: dict[str, Any] = {"connector": name, "tool": tool, "cleared": existed, "scope": scope}
     else:
         if decision is None:
             raise ConfigError("decision", "missing: give allow, ask or deny (or --clear)")
         g = service.grant(name, tool, decision, project=project)
         result = {"connector": name, "tool": tool, "decision": g.decision, "scope": scope, "project_id": g.project_id}
-    known = {t.name for t in service.tools(name, project=project).tools}
-    result["matches_known_tool"] = tool in known
+    try:  # the grant is saved; a failing read-back must not make the command report failure
+        known: set[str] | None = {t.name for t in service.tools(name, project=project).tools}
+    except PatchbayError:
+        known = None
+    result["matches_known_tool"] = None if known is None else tool in known
     if as_json:
         emit_json(result)
         return
-    what = "cleared" if clear else result["decision"]
+    what = ("cleared" if result["cleared"] else "no grant to clear") if clear else result["decision"]
     out_console.print(Text(f"{name}.{tool}: {what} ({scope})"))
-    if not clear and not result["matches_known_tool"]:
+    if not clear and result["matches_known_tool"] is False:
         err_console.print(
             Text(f"note: {tool!r} is not in {name}'s cached tools (probe it?); the grant is kept but matches nothing yet")
         )
@@ -131,11 +134,14 @@ def _terminal_approver():
     async def approve(request: Any) -> str:
         def ask() -> str:
             err_console.print(
-                f"[bold]{escape(request.tool)}[/bold] wants to run (risk: {request.risk}) with arguments "
-                f"{escape(json.dumps(request.arguments, ensure_ascii=False))}"
+                Text.assemble(
+                    (safe_text(request.tool), "bold"),
+                    f" wants to run (risk: {request.risk}) with arguments ",
+                    one_line(json.dumps(request.arguments, ensure_ascii=False), 2000),
+                )
             )
             choice = Prompt.ask(
-                escape("Allow? [o]nce, for this [s]ession, [d]eny"), choices=["o", "s", "d"], default="d", console=err_console
+                Text("Allow? [o]nce, for this [s]ession, [d]eny"), choices=["o", "s", "d"], default="d", console=err_console
             )
             return {"o": "allow_once", "s": "allow_session", "d": "deny"}[choice]
 
@@ -160,12 +166,7 @@ def call(
     """Call a tool through the governed path; asks on the terminal when the decision is ask."""
     from patchbay.runtime import Runtime
 
-    try:
-        args = json.loads(arguments) if arguments else {}
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"arguments: not valid JSON ({exc.msg} at position {exc.pos})", details={"field": "arguments"}) from None
-    if not isinstance(args, dict):
-        raise ValidationError("arguments: must be a JSON object", details={"field": "arguments"})
+    args = _parse_arguments(arguments)
     service = state.service()
     config = service.runtime_config(project)
     approver = _yes if yes else (_terminal_approver() if sys.stdin.isatty() and sys.stderr.isatty() else None)
@@ -213,6 +214,27 @@ def call(
             mime = block.get("mimeType") or (block.get("resource") or {}).get("mimeType") or ""
             out_console.print(Text(f"[{block.get('type')} content {mime}, {len(json.dumps(block))} bytes; see --json]"))
     err_console.print(f"session {session_id}: patchbay events {session_id}")
+
+
+def _parse_arguments(text: str | None) -> dict[str, Any]:
+    """Tool arguments from the command line: a JSON object, checked before anything is logged.
+
+    Raises:
+        ValidationError: ``validation_error`` (field ``arguments``).
+    """
+    if not text:
+        return {}
+
+    def no_constants(name: str) -> None:
+        raise ValidationError(f"arguments: {name} is not valid JSON", details={"field": "arguments"})
+
+    try:
+        value = json.loads(text, parse_constant=no_constants)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"arguments: not valid JSON ({exc.msg} at position {exc.pos})", details={"field": "arguments"}) from None
+    except RecursionError:
+        raise ValidationError("arguments: nested too deeply", details={"field": "arguments"}) from None
+    return validate_tool_arguments(value)
 
 
 def _explain_disabled(service: Any, tool: str, failure: ToolCallError) -> None:
