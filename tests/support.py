@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,3 +132,19 @@ def assert_group_gone(pgid: int) -> None:
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)
     assert group_members(pgid) == []
+
+
+@contextlib.contextmanager
+def socket_server() -> Iterator[str]:
+    """Run tests/fixtures/socket_server.py on a fresh socket in a private /tmp dir; yield its path."""
+    with tempfile.TemporaryDirectory(prefix="pb-", dir="/tmp") as directory:
+        path = f"{directory}/mcp.sock"
+        process = subprocess.Popen(
+            [sys.executable, str(FIXTURES / "socket_server.py"), path], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert process.stdout.readline().strip() == "ready", "socket server did not start"
+            yield path
+        finally:
+            process.terminate()
+            process.wait(timeout=10)

@@ -438,3 +438,13 @@ async def test_probes_of_one_connector_run_one_at_a_time_while_others_proceed(
         ("alpha", "ready"),
         ("beta", "ready"),
     ]
+
+
+async def test_a_unix_socket_server_is_ready_with_its_tools(settings: Settings, tmp_path: Path) -> None:
+    from patchbay.core.validation import validate_socket_path
+    from support import socket_server
+
+    with socket_server() as path, anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(validate_socket_path(path)), workspace=tmp_path)
+    assert_ready(result)
+    assert [tool.name for tool in result.tools] == ["echo"]

@@ -8,6 +8,8 @@ Closing it closes the socket; pending requests then fail with CONNECTION_CLOSED 
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ from mcp.shared.message import SessionMessage
 from patchbay.core.errors import ErrorCode, ProbeError
 from patchbay.core.models import SocketTarget
 
-__all__ = ["SocketLink", "ndjson_streams", "open_socket"]
+__all__ = ["SocketLink", "check_socket_ownership", "ndjson_streams", "open_socket"]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
@@ -33,13 +35,54 @@ class SocketLink:
     path: str
 
 
+def check_socket_ownership(path: str) -> None:
+    """Refuse a socket another user could have planted or could hijack (seed 003 §7.3).
+
+    The socket must be owned by the current user and not writable by others; its directory must
+    belong to the current user (or root) and, if others may write to it, carry the sticky bit.
+    A missing path is left to the connect attempt (``server_closed``).
+
+    Raises:
+        ProbeError: ``invalid_config`` naming what is wrong.
+    """
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ProbeError(f"cannot inspect {path}: {exc.strerror or exc}", code=ErrorCode.INVALID_CONFIG) from None
+    uid = os.getuid()
+    if not stat.S_ISSOCK(info.st_mode):
+        raise ProbeError(f"{path} is not a socket", code=ErrorCode.INVALID_CONFIG, details={"field": "socket_path"})
+    if info.st_uid != uid:
+        raise ProbeError(
+            f"{path} belongs to uid {info.st_uid}, not to this user (uid {uid})",
+            code=ErrorCode.INVALID_CONFIG,
+            details={"field": "socket_path"},
+        )
+    if info.st_mode & stat.S_IWOTH:
+        raise ProbeError(f"{path} is writable by other users", code=ErrorCode.INVALID_CONFIG, details={"field": "socket_path"})
+    parent = os.stat(os.path.dirname(path) or "/")
+    if parent.st_uid not in (uid, 0):
+        raise ProbeError(
+            f"the directory of {path} belongs to uid {parent.st_uid}", code=ErrorCode.INVALID_CONFIG, details={"field": "socket_path"}
+        )
+    if parent.st_mode & stat.S_IWOTH and not parent.st_mode & stat.S_ISVTX:
+        raise ProbeError(
+            f"the directory of {path} is writable by other users", code=ErrorCode.INVALID_CONFIG, details={"field": "socket_path"}
+        )
+
+
 @asynccontextmanager
 async def open_socket(target: SocketTarget) -> AsyncIterator[SocketLink]:
     """Connect to the server socket at ``target.path``.
 
     Raises:
-        ProbeError: ``server_closed`` when nothing listens there (missing file, refused).
+        ProbeError: ``invalid_config`` when the path is not a socket owned by this user and closed
+            to writes by others (seed 003 §7.3: a socket can share tool state and file access);
+            ``server_closed`` when nothing listens there (missing file, refused).
     """
+    check_socket_ownership(target.path)
     try:
         sock = await anyio.connect_unix(target.path)
     except FileNotFoundError:
