@@ -60,3 +60,27 @@ async def test_a_resources_only_server_is_connected_with_no_tools(tmp_path: Path
             assert names == ["mcp.banner.echo"]
             events = (tmp_path / "home" / "sessions" / f"{runtime.session_id}.jsonl").read_text()
             assert '"server":"docs","toolCount":0' in events.replace(" ", "")
+
+
+async def test_tool_definitions_give_unique_wire_names_that_call_back_to_the_tool(tmp_path: Path) -> None:
+    import re
+
+    with anyio.fail_after(20):
+        async with runtime_for(tmp_path, server("paged", "paging_server.py"), server("banner", "banner_server.py")) as runtime:
+            definitions = await runtime.tool_definitions()
+            names = [d["name"] for d in definitions]
+            assert len(names) == len(set(names)) == 45
+            assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", n) for n in names)
+            echo = next(d for d in definitions if d["name"] == "mcp__banner__echo")
+            assert echo["input_schema"]["required"] == ["text"]
+            assert (await runtime.call("mcp__banner__echo", {"text": "by wire"})).text == "by wire"
+            assert (await runtime.call("mcp__paged__t43", {})).text == "t43"
+
+
+async def test_tool_definitions_are_the_same_on_every_run(tmp_path: Path) -> None:
+    runs = []
+    for _ in range(2):
+        with anyio.fail_after(20):
+            async with runtime_for(tmp_path, server("paged", "paging_server.py")) as runtime:
+                runs.append(await runtime.tool_definitions())
+    assert runs[0] == runs[1]

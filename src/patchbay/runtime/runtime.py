@@ -32,7 +32,7 @@ import inspect
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,7 @@ class RuntimeTool:
         decision: the policy decision, ``allow``/``ask``/``deny`` (``deny`` tools are listed but
             every call is refused).
         risk: ``read``, ``destructive``, ``network``, or ``local`` for local tools.
+        input_schema: the tool's JSON Schema for its arguments (``{}`` when unknown).
     """
 
     name: str
@@ -82,6 +83,7 @@ class RuntimeTool:
     description: str | None
     decision: GrantDecision
     risk: str
+    input_schema: dict[str, Any] = field(default_factory=dict)
 
 
 class _State(enum.Enum):
@@ -237,9 +239,24 @@ class Runtime:
                         live.description,
                         decision.decision,
                         decision.risk,
+                        dict(live.input_schema),
                     )
                 )
         return tools
+
+    async def tool_definitions(self) -> list[dict[str, Any]]:
+        """Tool definitions for a model API: ``{"name", "description", "input_schema"}`` each.
+
+        ``name`` is the wire name (``mcp__<connector>__<tool>``, ``^[A-Za-z0-9_-]{1,64}$``, unique,
+        stable for the same catalog) that :meth:`call` maps back to the connector and tool. Tools
+        whose decision is ``deny`` are left out: offering them to a model would only produce
+        refusals.
+        """
+        return [
+            {"name": tool.wire_name, "description": tool.description or "", "input_schema": tool.input_schema}
+            for tool in await self.list_tools()
+            if tool.decision != "deny"
+        ]
 
     # -- calling ----------------------------------------------------------------------------
 
