@@ -48,13 +48,16 @@ def _grant_count(repo: Repository) -> int:
 
 @contextmanager
 def _immutable(*paths: Path) -> Iterator[None]:
-    """``chattr +i`` (binding even for root) for the block; skips the test where unsupported."""
+    """``chattr +i`` (binding even for root) for the block; fails in CI and skips elsewhere where unsupported."""
     done: list[Path] = []
     try:
         for path in paths:
             result = subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False)
             if result.returncode != 0:
-                pytest.skip(f"chattr +i unavailable here: {result.stderr.decode(errors='replace').strip()}")
+                message = f"chattr +i unavailable here: {result.stderr.decode(errors='replace').strip()}"
+                if os.environ.get("CI"):
+                    pytest.fail(message)  # CI must prove the read-only case, not skip it
+                pytest.skip(message)
             done.append(path)
         yield
     finally:
