@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 __all__ = [
     "ApprovalMode",
@@ -22,7 +22,10 @@ __all__ = [
     "ProbeResult",
     "Project",
     "ResourceSummary",
+    "ResourceLimits",
+    "RestartPolicy",
     "RuntimeConfig",
+    "RuntimeOptions",
     "RuntimeServer",
     "RuntimeState",
     "SocketTarget",
@@ -194,6 +197,65 @@ class ProbeResult(_Model):
     duration_ms: int = 0
 
 
+class RestartPolicy(_Model):
+    """What happens when a live server crashes (seed 000 §3.1); settable per connector.
+
+    After crash number ``n`` (1-based) the runtime waits :meth:`delay` ``(n)`` seconds and
+    restarts the server, while ``n <= max_restarts``; the next crash is permanent
+    (``mcp.server.permanently_failed``, its tools leave the router). ``enabled=False`` makes the
+    first crash permanent.
+    """
+
+    enabled: bool = True
+    base_delay: PositiveFloat = 0.5
+    """Seconds before the first restart; doubled for every further one."""
+    max_delay: PositiveFloat = 10.0
+    """Cap on the delay, seconds."""
+    max_restarts: int = Field(default=3, ge=0, le=100)
+
+    def delay(self, crash_number: int) -> float:
+        """Seconds to wait before restarting after crash ``crash_number`` (1, 2, 3, ...)."""
+        exponent = max(0, min(crash_number - 1, 62))
+        return min(self.max_delay, self.base_delay * (2**exponent))
+
+
+class ResourceLimits(_Model):
+    """Optional setrlimit bounds applied in a stdio child before exec (seed 003 addendum 2026-09-04)."""
+
+    address_space_bytes: PositiveInt | None = None
+    """RLIMIT_AS, bytes."""
+    cpu_seconds: PositiveInt | None = None
+    """RLIMIT_CPU, seconds of CPU time."""
+    open_files: PositiveInt | None = None
+    """RLIMIT_NOFILE."""
+
+    @property
+    def any(self) -> bool:
+        return any(v is not None for v in (self.address_space_bytes, self.cpu_seconds, self.open_files))
+
+
+class RuntimeOptions(_Model):
+    """A connector's non-secret runtime options, stored in ``Connector.runtime_config``.
+
+    ``None`` means "use the process-wide setting" (:class:`patchbay.core.settings.Settings`).
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    lifecycle: Lifecycle = "lazy"
+    """``lazy``: connect on first use, close after ``idle_timeout``; ``eager``: connect when the
+    runtime starts, close after ``idle_timeout``; ``keep_alive``: connect when the runtime starts
+    and never close for idleness."""
+    idle_timeout: PositiveFloat | None = None
+    """Seconds without calls after which a lazy/eager connection is closed (reopened on next use)."""
+    request_timeout: PositiveFloat | None = None
+    """Seconds a call may go without a result or a progress notification."""
+    max_call_seconds: PositiveFloat | None = None
+    """Hard cap on one call's total seconds, progress notifications or not."""
+    restart: RestartPolicy = RestartPolicy()
+    limits: ResourceLimits = ResourceLimits()
+
+
 class RuntimeServer(_Model):
     """One connector as a runtime sees it: what to connect to and how to decide its tools.
 
@@ -212,6 +274,11 @@ class RuntimeServer(_Model):
     tools: tuple[ToolSummary, ...] = ()
     """The cached catalog, if any (annotations feed the risk and destructive rules)."""
     runtime_config: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def options(self) -> RuntimeOptions:
+        """``runtime_config`` parsed as :class:`RuntimeOptions` (unknown keys ignored)."""
+        return RuntimeOptions.model_validate(self.runtime_config)
 
 
 class RuntimeConfig(_Model):

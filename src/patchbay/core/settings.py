@@ -55,6 +55,24 @@ class Settings(BaseSettings):
     """Seconds the runtime waits for a connection (spawn + initialize)."""
     result_preview_chars: int = 500
     """Characters of a tool result kept as ``resultPreview`` in events."""
+    idle_timeout: float = 300.0
+    """Seconds without calls after which a lazy or eager connection is closed (0: never)."""
+    max_call_seconds: float = 600.0
+    """Hard cap on one call's total seconds: progress notifications extend ``request_timeout``
+    only up to this."""
+    max_output_bytes: int = 10 * 1024 * 1024
+    """Bytes of tool-result content above which the result is cut to a preview and stored whole
+    as an artifact (seed 000 §11)."""
+    max_output_lines: int = 100_000
+    """Lines of text content above which the result is cut the same way."""
+    output_preview_bytes: int = 64 * 1024
+    """Bytes of head + tail kept in the preview of an oversized result."""
+    schema_max_depth: int = 32
+    """Deepest nesting of a tool's input/output JSON Schema; deeper tools are left out."""
+    schema_max_nodes: int = 10_000
+    """Most JSON values in one tool's schemas; larger tools are left out."""
+    schema_max_bytes: int = 256 * 1024
+    """Most bytes of one tool's schemas (compact JSON); larger tools are left out."""
     protocol_mode: str = "legacy"
     """The SDK ``Client`` mode: ``legacy`` (initialize handshake; server→client requests work) or ``auto``."""
 
@@ -73,3 +91,8 @@ class Settings(BaseSettings):
     @property
     def sessions_dir(self) -> Path:
         return self.home / "sessions"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        """Content-addressed store of oversized tool results (files mode 0600)."""
+        return self.home / "artifacts"
