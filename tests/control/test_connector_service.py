@@ -38,7 +38,9 @@ def test_a_missing_workspace_is_invalid_config(service: ConnectorService, tmp_pa
     assert exc.value.details["field"] == "project"
 
 
-async def test_a_probe_caches_the_catalog_and_a_changed_config_makes_it_stale(service: ConnectorService, tmp_path: Path) -> None:
+async def test_a_probe_caches_the_catalog_and_a_changed_config_makes_it_stale(
+    service: ConnectorService, tmp_path: Path
+) -> None:
     target = service.stdio_target("mcp-server-time", [], cwd=None, workspace=tmp_path)
     connector, _ = service.add("time", target)
     assert service.cached_catalog(connector) == (None, "missing")
@@ -55,7 +57,9 @@ async def test_a_probe_caches_the_catalog_and_a_changed_config_makes_it_stale(se
     assert service.tools("time").cache == "stale" and service.tools("time").tools == []
 
 
-def test_runtime_config_holds_enabled_connectors_with_their_grants_only(service: ConnectorService, tmp_path: Path) -> None:
+def test_runtime_config_holds_enabled_connectors_with_their_grants_only(
+    service: ConnectorService, tmp_path: Path
+) -> None:
     on, _ = service.add("on", service.stdio_target("true", [], cwd=None, workspace=tmp_path))
     service.add("off", service.stdio_target("true", [], cwd=None, workspace=tmp_path), enabled=False)
     service.repository.replace_tool_cache(
@@ -135,3 +139,247 @@ def test_lookups_by_something_that_is_no_connector_name_find_nothing(service: Co
     for name in ("\u212a", "K", "k\n", ""):
         with pytest.raises(NotFoundError):
             service.get(name)
+
+
+# -- runtime options (seed 000 §3, §3.1; seed 003 §5.1) ----------------------------------------
+
+
+def _stdio(service: ConnectorService, tmp_path: Path, name: str = "c"):
+    connector, _ = service.add(name, service.stdio_target("true", [], cwd=None, workspace=tmp_path))
+    return connector
+
+
+def test_runtime_options_are_merged_stored_sparsely_and_read_back_by_the_runtime(
+    service: ConnectorService, tmp_path: Path
+) -> None:
+    before = _stdio(service, tmp_path)
+    updated = service.update_runtime_options(
+        "c",
+        lifecycle="keep_alive",
+        request_timeout=5,
+        restart={"base_delay": 1.5, "max_restarts": 5},
+        limits={"address_space_bytes": 512 * 2**20, "open_files": 256},
+    )
+    assert updated.revision == before.revision + 1
+    assert updated.runtime_config == {
+        "lifecycle": "keep_alive",
+        "request_timeout": 5,
+        "restart": {"base_delay": 1.5, "max_restarts": 5},
+        "limits": {"address_space_bytes": 512 * 2**20, "open_files": 256},
+    }
+    again = service.update_runtime_options("c", restart={"enabled": False}, idle_timeout=30.0)
+    assert again.runtime_config["restart"] == {"base_delay": 1.5, "max_restarts": 5, "enabled": False}
+
+    options = service.runtime_config(tmp_path).servers[0].options
+    assert (options.lifecycle, options.idle_timeout, options.request_timeout, options.max_call_seconds) == (
+        "keep_alive",
+        30.0,
+        5.0,
+        None,
+    )
+    assert (options.restart.enabled, options.restart.base_delay, options.restart.max_delay) == (False, 1.5, 10.0)
+    assert options.restart.max_restarts == 5
+    assert (options.limits.address_space_bytes, options.limits.cpu_seconds, options.limits.open_files) == (
+        512 * 2**20,
+        None,
+        256,
+    )
+    assert service.get("c").target.cwd == "" and "cwd" not in service.get("c").runtime_config
+
+
+def test_none_resets_an_option_a_section_key_or_a_whole_section(service: ConnectorService, tmp_path: Path) -> None:
+    _stdio(service, tmp_path)
+    service.update_runtime_options(
+        "c",
+        lifecycle="eager",
+        request_timeout=5.0,
+        restart={"base_delay": 2.0, "enabled": False},
+        limits={"cpu_seconds": 9},
+    )
+    connector = service.update_runtime_options("c", lifecycle=None, restart={"base_delay": None})
+    assert connector.runtime_config == {
+        "request_timeout": 5.0,
+        "restart": {"enabled": False},
+        "limits": {"cpu_seconds": 9},
+    }
+    connector = service.update_runtime_options("c", restart={"enabled": None}, limits=None)
+    assert connector.runtime_config == {"request_timeout": 5.0}
+    assert service.effective_runtime_options(connector).restart.enabled is True
+
+
+def test_an_unchanged_option_set_writes_nothing(service: ConnectorService, tmp_path: Path) -> None:
+    _stdio(service, tmp_path)
+    first = service.update_runtime_options("c", request_timeout=5.0)
+    same = service.update_runtime_options("c", request_timeout=5.0)
+    assert same.revision == first.revision and service.get("c").revision == first.revision
+    assert service.update_runtime_options("c").revision == first.revision
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"timeout": 5}, "timeout"),
+        ({"cwd": "elsewhere"}, "cwd"),
+        ({"lifecycle": "lazy_keep_alive"}, "lifecycle"),
+        ({"lifecycle": 1}, "lifecycle"),
+        ({"idle_timeout": 0}, "idle_timeout"),
+        ({"idle_timeout": -1.0}, "idle_timeout"),
+        ({"request_timeout": "5"}, "request_timeout"),
+        ({"request_timeout": True}, "request_timeout"),
+        ({"request_timeout": float("inf")}, "request_timeout"),
+        ({"max_call_seconds": float("nan")}, "max_call_seconds"),
+        ({"max_call_seconds": 10**9}, "max_call_seconds"),
+        ({"restart": True}, "restart"),
+        ({"restart": {"enabled": 1}}, "restart.enabled"),
+        ({"restart": {"base_delay": 0}}, "restart.base_delay"),
+        ({"restart": {"max_delay": -2}}, "restart.max_delay"),
+        ({"restart": {"max_restarts": -1}}, "restart.max_restarts"),
+        ({"restart": {"max_restarts": 101}}, "restart.max_restarts"),
+        ({"restart": {"max_restarts": 2.0}}, "restart.max_restarts"),
+        ({"restart": {"cap": 3}}, "restart.cap"),
+        ({"limits": {"open_files": 0}}, "limits.open_files"),
+        ({"limits": {"cpu_seconds": -5}}, "limits.cpu_seconds"),
+        ({"limits": {"cpu_seconds": 1.5}}, "limits.cpu_seconds"),
+        ({"limits": {"address_space_bytes": 4096}}, "limits.address_space_bytes"),
+        ({"limits": {"address_space_bytes": 2**64}}, "limits.address_space_bytes"),
+        ({"limits": {"memory": 2**30}}, "limits.memory"),
+    ],
+)
+def test_each_bad_runtime_option_is_invalid_config_naming_the_field_and_stores_nothing(
+    service: ConnectorService, tmp_path: Path, changes: dict, field: str
+) -> None:
+    _stdio(service, tmp_path)
+    before = service.update_runtime_options("c", request_timeout=7.0, restart={"max_restarts": 2})
+    with pytest.raises(ConfigError) as exc:
+        service.update_runtime_options("c", **{"lifecycle": "eager", "max_call_seconds": 30.0, **changes})
+    assert exc.value.code == "invalid_config" and exc.value.details["field"] == field
+    after = service.get("c")
+    assert (after.runtime_config, after.revision) == (before.runtime_config, before.revision)
+
+
+@pytest.mark.parametrize("url_or_socket", ["https://example.com/mcp", "/run/user/1000/mcp.sock"])
+def test_resource_limits_are_for_local_commands_only(service: ConnectorService, url_or_socket: str) -> None:
+    target = (
+        service.remote_target(url_or_socket)
+        if url_or_socket.startswith("https")
+        else service.socket_target(url_or_socket)
+    )
+    before, _ = service.add("remote", target)
+    with pytest.raises(ConfigError) as exc:
+        service.update_runtime_options("remote", limits={"cpu_seconds": 10})
+    assert exc.value.details["field"] == "limits"
+    assert service.get("remote").runtime_config == {} and service.get("remote").revision == before.revision
+    timed = service.update_runtime_options("remote", lifecycle="eager", request_timeout=3.0, limits=None)
+    assert timed.runtime_config == {"lifecycle": "eager", "request_timeout": 3.0}
+
+
+def test_a_stale_revision_is_a_revision_conflict_and_changes_nothing(service: ConnectorService, tmp_path: Path) -> None:
+    from patchbay.core.errors import RevisionConflictError
+
+    seen = _stdio(service, tmp_path)
+    current = service.update_runtime_options("c", request_timeout=5.0, expected_revision=seen.revision)
+    for changes in ({"request_timeout": 9.0}, {"request_timeout": 5.0}):
+        with pytest.raises(RevisionConflictError) as exc:
+            service.update_runtime_options("c", expected_revision=seen.revision, **changes)
+        assert exc.value.code == "revision_conflict"
+    after = service.get("c")
+    assert (after.runtime_config, after.revision) == ({"request_timeout": 5.0}, current.revision)
+
+
+def test_a_write_that_lands_between_read_and_update_wins_and_ours_is_refused(
+    service: ConnectorService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from patchbay.core.errors import RevisionConflictError
+
+    _stdio(service, tmp_path)
+    repository = service.repository
+    original = repository.update_connector
+
+    def interleaved(connector_id: str, expected_revision: int, **fields):
+        monkeypatch.setattr(repository, "update_connector", original)
+        other = repository.get_connector(connector_id)
+        original(connector_id, other.revision, description="edited meanwhile")  # the concurrent writer
+        return original(connector_id, expected_revision, **fields)
+
+    monkeypatch.setattr(repository, "update_connector", interleaved)
+    with pytest.raises(RevisionConflictError):
+        service.update_runtime_options("c", lifecycle="eager")
+    after = service.get("c")
+    assert after.description == "edited meanwhile" and after.runtime_config == {}
+
+
+def test_dry_run_validates_and_returns_the_result_without_writing(service: ConnectorService, tmp_path: Path) -> None:
+    before = _stdio(service, tmp_path)
+    preview = service.update_runtime_options("c", dry_run=True, lifecycle="eager")
+    assert preview.runtime_config == {"lifecycle": "eager"}
+    assert service.get("c").runtime_config == {} and service.get("c").revision == before.revision
+    with pytest.raises(ConfigError):
+        service.update_runtime_options("c", dry_run=True, lifecycle="never")
+
+
+def test_changing_options_keeps_a_fresh_tool_cache_fresh(service: ConnectorService, tmp_path: Path) -> None:
+    connector = _stdio(service, tmp_path)
+    service.repository.replace_tool_cache(
+        ToolCacheEntry(
+            connector_id=connector.connector_id,
+            config_revision=connector.revision,
+            fingerprint=service.fingerprint(connector),
+            tools=(ToolSummary(name="t1", annotations={"destructiveHint": True}),),
+        )
+    )
+    updated = service.update_runtime_options("c", request_timeout=5.0)
+    entry, state = service.cached_catalog(updated)
+    assert state == "fresh" and entry.config_revision == updated.revision
+    assert [t.name for t in service.runtime_config(tmp_path).servers[0].tools] == ["t1"]
+
+
+def test_keys_that_are_no_runtime_option_already_stored_are_kept(service: ConnectorService, tmp_path: Path) -> None:
+    connector = _stdio(service, tmp_path)
+    service.repository.update_connector(
+        connector.connector_id, connector.revision, runtime_config={"expose_resources": True}
+    )
+    updated = service.update_runtime_options("c", lifecycle="eager")
+    assert updated.runtime_config == {"expose_resources": True, "lifecycle": "eager"}
+
+
+def test_effective_options_fill_unset_timeouts_from_settings(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", request_timeout=42.0, idle_timeout=99.0, max_call_seconds=120.0)
+    settings.home.mkdir()
+    service = ConnectorService(open_store(settings), settings)
+    connector = service.update_runtime_options(_stdio(service, tmp_path).name, idle_timeout=5.0)
+    effective = service.effective_runtime_options(connector)
+    assert (effective.idle_timeout, effective.request_timeout, effective.max_call_seconds) == (5.0, 42.0, 120.0)
+    assert connector.runtime_config == {"idle_timeout": 5.0}
+
+
+def test_add_stores_runtime_options_and_refuses_bad_ones_storing_nothing(
+    service: ConnectorService, tmp_path: Path
+) -> None:
+    target = service.stdio_target("true", [], cwd="", workspace=tmp_path)
+    connector, created = service.add("c", target, runtime_options={"lifecycle": "eager", "limits": {"cpu_seconds": 30}})
+    assert created and connector.runtime_config == {"lifecycle": "eager", "limits": {"cpu_seconds": 30}}
+    assert service.get("c").runtime_config == connector.runtime_config
+
+    for name, tgt, options, field in (
+        ("d", target, {"request_timeout": -1}, "request_timeout"),
+        ("e", service.remote_target("https://example.com/mcp"), {"limits": {"open_files": 64}}, "limits"),
+        ("f", target, {"colour": "red"}, "colour"),
+    ):
+        with pytest.raises(ConfigError) as exc:
+            service.add(name, tgt, runtime_options=options)
+        assert exc.value.details["field"] == field
+    assert [c.name for c in service.list()] == ["c"]
+
+
+def test_add_exist_ok_is_idempotent_only_when_the_options_would_not_change(
+    service: ConnectorService, tmp_path: Path
+) -> None:
+    target = service.stdio_target("true", [], cwd=None, workspace=tmp_path)
+    first, _ = service.add("c", target, runtime_options={"request_timeout": 5.0})
+    for options in (None, {}, {"request_timeout": 5.0}, {"lifecycle": "lazy"}):
+        same, created = service.add("c", target, exist_ok=True, runtime_options=options)
+        assert not created and same.revision == first.revision
+    with pytest.raises(ConfigError) as exc:
+        service.add("c", target, exist_ok=True, runtime_options={"request_timeout": 6.0})
+    assert exc.value.details["field"] == "runtime_config"
+    assert service.get("c").runtime_config == {"request_timeout": 5.0}

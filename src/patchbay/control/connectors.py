@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from patchbay.adapters.store import Repository
 from patchbay.adapters.transports.stdio import workspace_cwd
@@ -26,6 +28,7 @@ from patchbay.core.models import (
     ProbeResult,
     Project,
     RuntimeConfig,
+    RuntimeOptions,
     RuntimeServer,
     StdioTarget,
     ToolCacheEntry,
@@ -40,6 +43,8 @@ from patchbay.core.validation import validate_http_target, validate_socket_path,
 __all__ = ["ConnectorService", "ToolView", "ToolsView"]
 
 _DECISIONS = ("allow", "ask", "deny")
+#: Option sections whose changes merge key by key (a ``None`` value resets one key).
+_SECTIONS = ("restart", "limits")
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,38 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def merge_runtime_options(stored: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """``stored`` (a connector's ``runtime_config``) with option ``changes`` applied; no validation.
+
+    Only the keys given change; ``None`` removes a key (back to its default). ``restart`` and
+    ``limits`` changes merge key by key the same way. Stored keys that are no option are kept.
+
+    Raises:
+        ConfigError: ``invalid_config`` naming a key that is no option, or a section that is no mapping.
+    """
+    config = dict(stored)
+    for key, value in changes.items():
+        if key not in RuntimeOptions.model_fields:
+            raise ConfigError(str(key), f"is not a runtime option (known: {', '.join(RuntimeOptions.model_fields)})")
+        if key in _SECTIONS and value is not None:
+            if not isinstance(value, Mapping):
+                raise ConfigError(key, "must be an object of option changes")
+            current = config.get(key)
+            merged = {**(current if isinstance(current, Mapping) else {}), **value}
+            value = {sub: v for sub, v in merged.items() if v is not None} or None
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value
+    return config
+
+
+def _checked_options(config: Mapping[str, Any], target: ConnectorTarget) -> RuntimeOptions:
+    """The option keys of ``config`` parsed strictly for ``target`` (other keys are not ours)."""
+    fields = RuntimeOptions.model_fields
+    return RuntimeOptions.parse_strict({k: v for k, v in config.items() if k in fields}, transport=target.transport)
+
+
 class ConnectorService:
     """Operations on connectors, grants, probes and runtime configs.
 
@@ -121,19 +158,28 @@ class ConnectorService:
         display_name: str | None = None,
         enabled: bool = True,
         exist_ok: bool = False,
+        runtime_options: Mapping[str, Any] | None = None,
     ) -> tuple[Connector, bool]:
         """Register a connector. Returns ``(connector, created)``.
 
         With ``exist_ok``, an existing connector of that name with the same target is returned
-        unchanged (``created`` False); one with a different target is still an error.
+        unchanged (``created`` False) if applying ``runtime_options`` to it would change nothing;
+        a different target or different options are still an error.
+
+        Args:
+            runtime_options: option changes as for :meth:`update_runtime_options`, e.g.
+                ``{"lifecycle": "eager", "restart": {"max_restarts": 5}}``; stored sparsely.
 
         Raises:
-            ConfigError: ``invalid_config`` for a bad name or a name already taken.
+            ConfigError: ``invalid_config`` for a bad name, a name already taken, or a bad runtime
+                option (field e.g. ``request_timeout``, ``limits`` for limits on a remote target).
         """
         validate_connector_name(name)
         validate_text("description", description)
         if display_name is not None:
             validate_text("display_name", display_name, max_length=200)
+        runtime_config = merge_runtime_options({}, runtime_options or {})
+        _checked_options(runtime_config, target)
         if exist_ok:
             try:
                 existing = self.repository.get_connector_by_name(name)
@@ -141,7 +187,14 @@ class ConnectorService:
                 pass
             else:
                 if existing.target == target:
-                    return existing, False
+                    merged = merge_runtime_options(existing.runtime_config, runtime_options or {})
+                    if RuntimeOptions.model_validate(merged) == RuntimeOptions.model_validate(existing.runtime_config):
+                        return existing, False
+                    raise ConfigError(
+                        "runtime_config",
+                        f"a connector named {name!r} already exists with different runtime options "
+                        f"(change them with: patchbay connector set {name} ...)",
+                    )
                 raise ConfigError(
                     "name",
                     f"a connector named {name!r} already exists with a different target "
@@ -152,6 +205,7 @@ class ConnectorService:
             display_name or name,
             target,
             description=description,
+            runtime_config=runtime_config,
             settings=ConnectorSettings(enabled=enabled),
         )
         return connector, True
@@ -228,6 +282,66 @@ class ConnectorService:
             return connector
         return self.repository.update_settings(connector.connector_id, connector.settings.revision, **changes)
 
+    def update_runtime_options(
+        self,
+        name: str,
+        *,
+        expected_revision: int | None = None,
+        dry_run: bool = False,
+        **changes: Any,
+    ) -> Connector:
+        """Change a connector's runtime options (seed 000 §3, §3.1; seed 003 §5.1 ``runtime_config``).
+
+        Changes: ``lifecycle`` (lazy|eager|keep_alive); ``idle_timeout``, ``request_timeout``,
+        ``max_call_seconds`` (seconds > 0); ``restart`` (mapping: ``enabled``, ``base_delay``,
+        ``max_delay`` seconds, ``max_restarts`` 0..100); ``limits`` (mapping, stdio only:
+        ``address_space_bytes``, ``cpu_seconds``, ``open_files``). ``None`` resets to the default
+        (:func:`merge_runtime_options`); the result must pass :meth:`RuntimeOptions.parse_strict`.
+        A change bumps ``revision``; a fresh tool cache moves to the new revision, as options are
+        no part of the server's identity (seed 003 §5.4; like credential bindings, addendum 2026-09-07).
+
+        Args:
+            expected_revision: the connector revision the caller saw; default the one read now.
+            dry_run: validate and return the connector as it would be stored, writing nothing.
+
+        Raises:
+            NotFoundError: ``not_found``.
+            ConfigError: ``invalid_config`` naming the field (``lifecycle``, ``restart.base_delay``,
+                ``limits`` ...); nothing stored.
+            RevisionConflictError: ``revision_conflict`` if the connector changed meanwhile; nothing stored.
+        """
+        connector = self.get(name)
+        config = merge_runtime_options(connector.runtime_config, changes)
+        _checked_options(config, connector.target)
+        if dry_run:
+            return connector.model_copy(update={"runtime_config": config})
+        if config == connector.runtime_config:
+            if expected_revision is not None:
+                self.repository.update_connector(connector.connector_id, expected_revision)
+            return connector
+        revision = connector.revision if expected_revision is None else expected_revision
+        updated = self.repository.update_connector(connector.connector_id, revision, runtime_config=config)
+        entry = self.repository.get_tool_cache(connector.connector_id)
+        if (
+            entry
+            and entry.config_revision == revision == updated.revision - 1
+            and entry.fingerprint == self.fingerprint(updated)
+        ):
+            self.repository.replace_tool_cache(entry.model_copy(update={"config_revision": updated.revision}))
+        return updated
+
+    def effective_runtime_options(self, connector: Connector) -> RuntimeOptions:
+        """The options a runtime of this process would apply: unset timeouts filled from settings.
+
+        ``idle_timeout``, ``request_timeout`` and ``max_call_seconds`` left unset on the connector
+        take ``Settings`` values (``PATCHBAY_IDLE_TIMEOUT`` ...; an idle timeout of 0 means never).
+        """
+        options = RuntimeOptions.model_validate(connector.runtime_config)
+        timeouts = ("idle_timeout", "request_timeout", "max_call_seconds")
+        return options.model_copy(
+            update={k: getattr(self.settings, k) for k in timeouts if getattr(options, k) is None}
+        )
+
     def remove(self, name: str) -> Connector:
         """Delete a connector; its grants and cache go with it (FK cascade, seed 003 §15).
 
@@ -259,12 +373,15 @@ class ConnectorService:
         if not tool or len(tool) > 512 or not tool.isprintable():
             raise ConfigError("tool", "must be 1-512 printable characters")
         connector = self.get(name)
+        verdict = cast(GrantDecision, decision)
         if project is None:
             self.repository.set_global_grant(connector.connector_id, tool, decision)
-            return ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=decision)  # type: ignore[arg-type]
+            return ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=verdict)
         prj = self.project(project)
         self.repository.set_project_grant(prj.project_id, connector.connector_id, tool, decision)
-        return ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=decision, project_id=prj.project_id)  # type: ignore[arg-type]
+        return ToolGrant(
+            connector_id=connector.connector_id, tool_name=tool, decision=verdict, project_id=prj.project_id
+        )
 
     def clear_grant(self, name: str, tool: str, *, project: Path | None = None) -> bool:
         """Remove a grant so the tool inherits again (seed 003 §20.2); False if there was none."""
@@ -324,7 +441,10 @@ class ConnectorService:
         entry, state = self.cached_catalog(connector)
         global_grants = {g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)}
         project_grants = (
-            {g.tool_name: g.decision for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)}
+            {
+                g.tool_name: g.decision
+                for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)
+            }
             if prj
             else {}
         )
@@ -336,7 +456,9 @@ class ConnectorService:
             for t, d in sorted(global_grants.items())
             if t not in known
         ] + [
-            ToolGrant(connector_id=connector.connector_id, tool_name=t, decision=d, project_id=prj.project_id if prj else None)
+            ToolGrant(
+                connector_id=connector.connector_id, tool_name=t, decision=d, project_id=prj.project_id if prj else None
+            )
             for t, d in sorted(project_grants.items())
             if t not in known
         ]
@@ -385,7 +507,9 @@ class ConnectorService:
                     name=connector.name,
                     target=connector.target,
                     settings=connector.settings,
-                    global_grants={g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)},
+                    global_grants={
+                        g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)
+                    },
                     project_grants={
                         g.tool_name: g.decision
                         for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)

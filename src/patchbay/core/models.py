@@ -6,9 +6,14 @@ print them. Nothing here holds a secret value.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
+import pydantic
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+
+from patchbay.core.errors import ConfigError
 
 __all__ = [
     "ApprovalMode",
@@ -19,6 +24,9 @@ __all__ = [
     "GrantDecision",
     "HttpTarget",
     "Lifecycle",
+    "MAX_LIMIT",
+    "MAX_OPTION_SECONDS",
+    "MIN_ADDRESS_SPACE_BYTES",
     "ProbeResult",
     "Project",
     "ResourceSummary",
@@ -42,6 +50,13 @@ ApprovalMode = Literal["ask", "custom", "allow_all"]
 GrantDecision = Literal["allow", "ask", "deny"]
 Lifecycle = Literal["lazy", "eager", "keep_alive"]
 RuntimeState = Literal["unknown", "checking", "ready", "connecting", "connected", "error", "disabled"]
+
+MAX_OPTION_SECONDS = 30 * 24 * 3600
+"""Largest per-connector timeout or restart delay :meth:`RuntimeOptions.parse_strict` accepts (30 days)."""
+MAX_LIMIT = 2**63 - 1
+"""Largest resource limit :meth:`RuntimeOptions.parse_strict` accepts (what ``rlim_t`` holds)."""
+MIN_ADDRESS_SPACE_BYTES = 1024 * 1024
+"""Smallest address-space limit accepted: below 1 MiB no program can even be loaded."""
 
 
 class _Model(BaseModel):
@@ -254,6 +269,69 @@ class RuntimeOptions(_Model):
     """Hard cap on one call's total seconds, progress notifications or not."""
     restart: RestartPolicy = RestartPolicy()
     limits: ResourceLimits = ResourceLimits()
+
+    @classmethod
+    def parse_strict(cls, data: Mapping[str, Any], *, transport: TransportKind | None = None) -> RuntimeOptions:
+        """``data`` validated as a connector's stored options, refusing what ``model_validate`` lets by.
+
+        ``model_validate`` (what the runtime uses) ignores unknown top-level keys and coerces;
+        this is the write-side check the control plane runs before storing (seed 003 §7.3):
+
+        - every key must be a field (also inside ``restart`` and ``limits``), no coercion
+          (``"5"`` is not a number, ``1`` is not a boolean, ``2.0`` is not a count);
+        - seconds are finite and in (0, :data:`MAX_OPTION_SECONDS`]; counts and limits are positive
+          (``restart.max_restarts`` 0..100) and at most :data:`MAX_LIMIT`;
+          ``limits.address_space_bytes`` is at least :data:`MIN_ADDRESS_SPACE_BYTES`;
+        - resource limits are set only on a ``stdio`` connector (they bound a local child process).
+
+        Args:
+            data: a ``runtime_config``-shaped mapping holding option keys only, e.g.
+                ``{"lifecycle": "eager", "restart": {"max_restarts": 5}}``.
+            transport: the connector's transport, when known; limits are refused unless ``stdio``.
+
+        Raises:
+            ConfigError: ``invalid_config``; ``details["field"]`` is the dotted path of the first
+                bad field (``request_timeout``, ``restart.base_delay``, ``limits.open_files``).
+        """
+        if not isinstance(data, Mapping):
+            raise ConfigError("runtime_config", "must be a JSON object")
+        for key in data:
+            if key not in cls.model_fields:
+                raise ConfigError(str(key), f"is not a runtime option (known: {', '.join(cls.model_fields)})")
+        try:
+            options = cls.model_validate(dict(data), strict=True)
+        except pydantic.ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            field = ".".join(str(part) for part in error["loc"]) or "runtime_config"
+            message = error["msg"].replace("Input should be", "must be").replace("Extra inputs are", "unknown keys are")
+            raise ConfigError(field, f"{message}; got {repr(error.get('input'))[:60]}") from None
+        seconds = {
+            "idle_timeout": options.idle_timeout,
+            "request_timeout": options.request_timeout,
+            "max_call_seconds": options.max_call_seconds,
+            "restart.base_delay": options.restart.base_delay,
+            "restart.max_delay": options.restart.max_delay,
+        }
+        for field, value in seconds.items():
+            if value is not None and not (math.isfinite(value) and value <= MAX_OPTION_SECONDS):
+                raise ConfigError(
+                    field, f"must be a finite number of seconds up to {MAX_OPTION_SECONDS}; got {value!r}"
+                )
+        limits = options.limits
+        for name in ("address_space_bytes", "cpu_seconds", "open_files"):
+            value = getattr(limits, name)
+            if value is not None and value > MAX_LIMIT:
+                raise ConfigError(f"limits.{name}", f"must be at most {MAX_LIMIT}; got {value}")
+        if limits.address_space_bytes is not None and limits.address_space_bytes < MIN_ADDRESS_SPACE_BYTES:
+            raise ConfigError(
+                "limits.address_space_bytes",
+                f"must be at least {MIN_ADDRESS_SPACE_BYTES} bytes (1 MiB); got {limits.address_space_bytes}",
+            )
+        if limits.any and transport is not None and transport != "stdio":
+            raise ConfigError(
+                "limits", f"resource limits apply to local command (stdio) connectors only, not {transport}"
+            )
+        return options
 
 
 class RuntimeServer(_Model):

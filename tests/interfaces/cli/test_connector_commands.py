@@ -23,10 +23,26 @@ def run(tmp_path: Path):
 
 
 def test_add_stdio_keeps_command_and_args_apart_and_lists_it(run, tmp_path: Path) -> None:
-    result = run("connector", "add", "time", "--json", "--project", str(tmp_path), "--", "mcp-server-time", "--local-timezone", "UTC")
+    result = run(
+        "connector",
+        "add",
+        "time",
+        "--json",
+        "--project",
+        str(tmp_path),
+        "--",
+        "mcp-server-time",
+        "--local-timezone",
+        "UTC",
+    )
     assert result.exit_code == 0, result.output
     connector = json.loads(result.stdout)["connector"]
-    assert connector["target"] == {"transport": "stdio", "command": "mcp-server-time", "args": ["--local-timezone", "UTC"], "cwd": ""}
+    assert connector["target"] == {
+        "transport": "stdio",
+        "command": "mcp-server-time",
+        "args": ["--local-timezone", "UTC"],
+        "cwd": "",
+    }
     assert connector["settings"]["enabled"] is True
     listed = json.loads(run("connector", "list", "--json").stdout)["connectors"]
     assert [c["name"] for c in listed] == ["time"]
@@ -88,7 +104,18 @@ def test_a_duplicate_name_is_refused_case_insensitively_but_exist_ok_is_idempote
 
 def test_set_changes_approval_mode_and_tool_globs(run) -> None:
     run("connector", "add", "t", "--", "true")
-    result = run("connector", "set", "t", "--approval-mode", "allow_all", "--include", "git_*", "--exclude", "git_reset", "--json")
+    result = run(
+        "connector",
+        "set",
+        "t",
+        "--approval-mode",
+        "allow_all",
+        "--include",
+        "git_*",
+        "--exclude",
+        "git_reset",
+        "--json",
+    )
     settings = json.loads(result.stdout)["connector"]["settings"]
     assert (settings["approval_mode"], settings["include_tools"], settings["exclude_tools"]) == (
         "allow_all",
@@ -99,7 +126,10 @@ def test_set_changes_approval_mode_and_tool_globs(run) -> None:
     assert cleared["include_tools"] == [] and cleared["exclude_tools"] == ["git_reset"]
     bad = run("connector", "set", "t", "--approval-mode", "yolo")
     assert bad.exit_code == 1 and bad.stderr.startswith("error[invalid_config]: approval_mode")
-    assert json.loads(run("connector", "show", "t", "--json").stdout)["connector"]["settings"]["approval_mode"] == "allow_all"
+    assert (
+        json.loads(run("connector", "show", "t", "--json").stdout)["connector"]["settings"]["approval_mode"]
+        == "allow_all"
+    )
 
 
 def test_brackets_in_names_args_and_descriptions_are_printed_literally(run) -> None:
@@ -115,3 +145,159 @@ def test_brackets_in_names_args_and_descriptions_are_printed_literally(run) -> N
 def test_a_description_with_terminal_escapes_is_refused(run) -> None:
     result = run("connector", "add", "esc", "--description", "\x1b]0;pwned\x07", "--", "true")
     assert result.exit_code == 1 and result.stderr.startswith("error[invalid_config]: description")
+
+
+# -- runtime options ---------------------------------------------------------------------------
+
+
+def _shown(run, name: str = "t") -> dict:
+    result = run("connector", "show", name, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_set_and_show_round_trip_every_runtime_option_as_json(run) -> None:
+    assert run("connector", "add", "t", "--", "true").exit_code == 0
+    defaults = _shown(run)["runtime_options"]
+    assert defaults["lifecycle"] == "lazy" and defaults["restart"]["enabled"] is True
+    assert defaults["request_timeout"] == 60.0 and defaults["limits"]["open_files"] is None
+    result = run(
+        "connector", "set", "t", "--json",
+        "--lifecycle", "keep_alive", "--idle-timeout", "90", "--request-timeout", "2.5", "--max-call-seconds", "30",
+        "--no-restart", "--restart-base", "1", "--restart-cap", "20", "--max-restarts", "7",
+        "--limit-memory", "512M", "--limit-cpu", "60", "--limit-open-files", "128",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    expected = {
+        "lifecycle": "keep_alive",
+        "idle_timeout": 90.0,
+        "request_timeout": 2.5,
+        "max_call_seconds": 30.0,
+        "restart": {"enabled": False, "base_delay": 1.0, "max_delay": 20.0, "max_restarts": 7},
+        "limits": {"address_space_bytes": 512 * 2**20, "cpu_seconds": 60, "open_files": 128},
+    }
+    assert json.loads(result.stdout)["runtime_options"] == expected
+    shown = _shown(run)
+    assert shown["runtime_options"] == expected
+    assert shown["connector"]["runtime_config"] == expected and shown["connector"]["revision"] == 2
+
+
+def test_show_marks_defaults_and_prints_the_effective_options_as_text(run) -> None:
+    run("connector", "add", "t", "--request-timeout", "5", "--limit-memory", "2G", "--", "true")
+    text = run("connector", "show", "t").stdout
+    assert "lifecycle: lazy (default)" in text
+    assert "request timeout: 5s\n" in text and "max call: 600s (default)" in text
+    assert "restart: on: 0.5s doubling up to 10s, at most 3 restarts (default)" in text
+    assert "limits: memory 2 GiB" in text
+    run("connector", "set", "t", "--lifecycle", "keep_alive", "--no-restart")
+    text = run("connector", "show", "t").stdout
+    assert "idle timeout: never (keep_alive)" in text and "restart: off: the first crash is permanent" in text
+
+
+@pytest.mark.parametrize(
+    ("size", "expected"),
+    [
+        ("1048576", 2**20),
+        ("4096K", 4096 * 2**10),
+        ("512m", 512 * 2**20),
+        ("2G", 2 * 2**30),
+        ("1GiB", 2**30),
+        ("3 MB", 3 * 2**20),
+    ],
+)
+def test_limit_memory_takes_bytes_or_binary_suffixes(run, size: str, expected: int) -> None:
+    run("connector", "add", "t", "--", "true")
+    assert run("connector", "set", "t", "--limit-memory", size).exit_code == 0
+    assert _shown(run)["runtime_options"]["limits"]["address_space_bytes"] == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--lifecycle", "forever"], "lifecycle"),
+        (["--idle-timeout", "soon"], "idle_timeout"),
+        (["--idle-timeout", "0"], "idle_timeout"),
+        (["--request-timeout", "-1"], "request_timeout"),
+        (["--request-timeout", "inf"], "request_timeout"),
+        (["--max-call-seconds", "nan"], "max_call_seconds"),
+        (["--restart-base", "0"], "restart.base_delay"),
+        (["--restart-cap", "x"], "restart.max_delay"),
+        (["--max-restarts", "1.5"], "restart.max_restarts"),
+        (["--max-restarts", "-1"], "restart.max_restarts"),
+        (["--max-restarts", "1000"], "restart.max_restarts"),
+        (["--limit-memory", "lots"], "limits.address_space_bytes"),
+        (["--limit-memory", "1.5G"], "limits.address_space_bytes"),
+        (["--limit-memory", "512"], "limits.address_space_bytes"),
+        (["--limit-cpu", "0"], "limits.cpu_seconds"),
+        (["--limit-open-files", "-3"], "limits.open_files"),
+        (["--reset", "everything"], "reset"),
+        (["--reset", "request-timeout", "--request-timeout", "3"], "request_timeout"),
+        (["--reset", "restart", "--max-restarts", "3"], "restart"),
+        (["--approval-mode", "allow_all", "--request-timeout", "0"], "request_timeout"),
+    ],
+)
+def test_a_bad_runtime_option_is_one_invalid_config_line_and_changes_nothing(run, args: list[str], field: str) -> None:
+    run("connector", "add", "t", "--request-timeout", "9", "--", "true")
+    before = _shown(run)
+    result = run("connector", "set", "t", *args)
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error[invalid_config]: {field}: "), result.stderr
+    as_json = run("connector", "set", "t", "--json", *args)
+    assert as_json.exit_code == 1
+    error = json.loads(as_json.stdout)["error"]
+    assert (error["code"], error["details"]) == ("invalid_config", {"field": field})
+    assert error["message"] == lines[0].removeprefix("error[invalid_config]: ")
+    assert _shown(run) == before
+
+
+def test_reset_puts_options_back_to_their_defaults(run) -> None:
+    run(
+        "connector",
+        "add",
+        "t",
+        "--lifecycle",
+        "eager",
+        "--restart-base",
+        "2",
+        "--max-restarts",
+        "1",
+        "--limit-cpu",
+        "5",
+        "--",
+        "true",
+    )
+    result = run(
+        "connector", "set", "t", "--json", "--reset", "lifecycle", "--reset", "restart-base", "--reset", "limits"
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["connector"]["runtime_config"] == {"restart": {"max_restarts": 1}}
+    assert payload["runtime_options"]["lifecycle"] == "lazy"
+    assert payload["runtime_options"]["restart"] == {
+        "enabled": True,
+        "base_delay": 0.5,
+        "max_delay": 10.0,
+        "max_restarts": 1,
+    }
+    assert payload["runtime_options"]["limits"] == {
+        "address_space_bytes": None,
+        "cpu_seconds": None,
+        "open_files": None,
+    }
+
+
+def test_add_takes_runtime_options_and_refuses_limits_on_a_remote_connector(run) -> None:
+    added = run("connector", "add", "t", "--json", "--lifecycle", "eager", "--limit-open-files", "64", "--", "true")
+    assert added.exit_code == 0, added.output
+    assert json.loads(added.stdout)["connector"]["runtime_config"] == {
+        "lifecycle": "eager",
+        "limits": {"open_files": 64},
+    }
+    remote = run("connector", "add", "r", "--url", "https://example.com/mcp", "--limit-cpu", "5")
+    assert remote.exit_code == 1 and remote.stderr.startswith("error[invalid_config]: limits: ")
+    bad = run("connector", "add", "b", "--json", "--request-timeout", "never", "--", "true")
+    assert bad.exit_code == 1 and json.loads(bad.stdout)["error"]["details"] == {"field": "request_timeout"}
+    assert [c["name"] for c in json.loads(run("connector", "list", "--json").stdout)["connectors"]] == ["t"]
+    timed = run("connector", "add", "r", "--json", "--url", "https://example.com/mcp", "--request-timeout", "4")
+    assert json.loads(timed.stdout)["runtime_options"]["request_timeout"] == 4.0
