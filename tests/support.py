@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -148,3 +148,15 @@ def socket_server() -> Iterator[str]:
         finally:
             process.terminate()
             process.wait(timeout=10)
+
+
+async def wait_until(predicate: Callable[[], bool], *, within: float = 15.0) -> None:
+    """Poll a real condition (a process state, a file, a connection state) until it holds.
+
+    Raises ``TimeoutError`` after ``within`` seconds.
+    """
+    import anyio
+
+    with anyio.fail_after(within):
+        while not predicate():
+            await anyio.sleep(0.01)

@@ -14,7 +14,6 @@ from support import fixture_server
 pytestmark = pytest.mark.anyio
 
 
-
 def server(name: str, script: str, *args: str) -> RuntimeServer:
     return RuntimeServer(
         connector_id=f"con_{name}",
@@ -55,7 +54,9 @@ async def test_all_44_tools_of_a_20_20_4_paged_list_are_listed_and_the_last_is_c
 
 async def test_a_resources_only_server_is_connected_with_no_tools(tmp_path: Path) -> None:
     with anyio.fail_after(20):
-        async with runtime_for(tmp_path, server("docs", "resources_only_server.py"), server("banner", "banner_server.py")) as runtime:
+        async with runtime_for(
+            tmp_path, server("docs", "resources_only_server.py"), server("banner", "banner_server.py")
+        ) as runtime:
             names = [t.name for t in await runtime.list_tools()]
             assert names == ["mcp.banner.echo"]
             events = (tmp_path / "home" / "sessions" / f"{runtime.session_id}.jsonl").read_text()
@@ -66,7 +67,9 @@ async def test_tool_definitions_give_unique_wire_names_that_call_back_to_the_too
     import re
 
     with anyio.fail_after(20):
-        async with runtime_for(tmp_path, server("paged", "paging_server.py"), server("banner", "banner_server.py")) as runtime:
+        async with runtime_for(
+            tmp_path, server("paged", "paging_server.py"), server("banner", "banner_server.py")
+        ) as runtime:
             definitions = await runtime.tool_definitions()
             names = [d["name"] for d in definitions]
             assert len(names) == len(set(names)) == 45

@@ -308,8 +308,8 @@ async def test_a_server_dying_mid_call_fails_that_call_and_later_ones_at_once(
         async with Runtime(config(tmp_path, server), settings=settings) as runtime:
             with pytest.raises(ToolCallError) as info:
                 await runtime.call("mcp.rec.die")
-            assert info.value.reason is FailureReason.MCP_SERVER_UNAVAILABLE
-            with pytest.raises(ToolCallError) as later:
+            assert info.value.reason is FailureReason.MCP_SERVER_RESTARTED
+            with pytest.raises(ToolCallError) as later:  # during the 0.5 s restart backoff
                 await runtime.call("mcp.rec.echo", {"text": "anyone?"})
             assert (later.value.reason, later.value.details["code"]) == (
                 FailureReason.MCP_SERVER_UNAVAILABLE,
@@ -318,7 +318,7 @@ async def test_a_server_dying_mid_call_fails_that_call_and_later_ones_at_once(
     events = read_events(runtime.event_log_path)
     assert "mcp.server.crashed" in types_of(events)
     failed = [event["payload"] for event in events if event["type"] == "mcp.call.failed"]
-    assert failed[0]["reason"] == "mcp_server_unavailable"
+    assert failed[0]["reason"] == "mcp_server_restarted"
 
 
 async def test_a_call_without_an_answer_in_time_fails_with_timeout(tmp_path: Path) -> None:

@@ -210,6 +210,9 @@ class ProbeResult(_Model):
     stderr_tail: str = ""
     """The last bytes of the server's stderr (at most ``stderr_tail_bytes``), redacted."""
     duration_ms: int = 0
+    diagnostics: tuple[dict[str, Any], ...] = ()
+    """One entry per listed tool left out of the catalog (schema over its bounds, malformed):
+    ``{"tool", "problem", "message", "measured", "limit", "exact"}``."""
 
 
 class RestartPolicy(_Model):

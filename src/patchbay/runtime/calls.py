@@ -16,11 +16,13 @@ from typing import Any
 
 import mcp_types as types
 
-from patchbay.core.errors import FailureReason, ToolCallError
+from patchbay.core.errors import FailureReason, PatchbayError, ToolCallError
+from patchbay.core.names import MCP_PREFIX, parse_canonical_tool_name
 from patchbay.runtime.events import EventLog, encode_json
+from patchbay.runtime.output_guard import GuardedOutput, OutputGuard, measure_output
 from patchbay.runtime.permissions import Resolution
 
-__all__ = ["CallEvents", "ToolCallResult", "local_result", "to_result", "tool_error"]
+__all__ = ["CallEvents", "ToolCallResult", "local_result", "mcp_result", "to_result", "tool_error"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,11 +32,18 @@ class ToolCallResult:
     Attributes:
         tool_call_id: the ``toolCallId`` of its events (``tc_<seq of model.tool_call_requested>``).
         name: the canonical tool name.
-        content: the content blocks as JSON dicts (wire/camelCase form).
-        structured_content: the structured result, if the tool returned one.
-        text: every text block joined with ``"\\n"``.
-        size_bytes: UTF-8 size of the JSON of content + structured content.
+        content: the content blocks as JSON dicts (wire/camelCase form); for a ``truncated``
+            result, the bounded blocks (a head + tail preview, notes for binary blocks left out).
+        structured_content: the structured result, if the tool returned one (None when a
+            ``truncated`` result had to leave it out).
+        text: every text block joined with ``"\\n"``; untrusted, see :attr:`model_text`.
+        size_bytes: UTF-8 size of the JSON of the whole content + structured content (before
+            any cut).
         is_error: True only for the result attached to a ``tool_error`` ``ToolCallError``.
+        truncated: the result was over ``max_output_bytes``/``max_output_lines`` and was cut
+            (seed 000 §11).
+        artifact_id: ``sha256:<hex>`` of the whole result in the artifact store
+            (:class:`patchbay.runtime.artifacts.ArtifactStore`), when it was cut and stored.
     """
 
     tool_call_id: str
@@ -44,6 +53,31 @@ class ToolCallResult:
     text: str
     size_bytes: int
     is_error: bool = False
+    truncated: bool = False
+    artifact_id: str | None = None
+
+    @property
+    def untrusted_prefix(self) -> str:
+        """``[mcp:<connector>:<tool>]`` for an MCP tool, ``""`` for a local tool (seed 000 §10, §12)."""
+        if not self.name.startswith(MCP_PREFIX):
+            return ""
+        try:
+            connector, tool = parse_canonical_tool_name(self.name)
+        except PatchbayError:
+            return ""
+        return f"[mcp:{connector}:{tool}]"
+
+    @property
+    def model_text(self) -> str:
+        """The text to hand on to a model: :attr:`text` (or, when there is none, the structured
+        content's JSON). MCP output enters a model's context as untrusted text, so it carries
+        ``[mcp:<connector>:<tool>]`` and a newline in front (seed 000 §10, §12); a local tool's
+        text is as is."""
+        body = self.text
+        if not body and self.structured_content is not None:
+            body = encode_json(self.structured_content)
+        prefix = self.untrusted_prefix
+        return f"{prefix}\n{body}" if prefix else body
 
 
 def _dump(block: Any) -> dict[str, Any]:
@@ -53,26 +87,55 @@ def _dump(block: Any) -> dict[str, Any]:
     return block.model_dump(by_alias=True, exclude_none=True)
 
 
-def to_result(call_id: str, name: str, blocks: list[Any], structured: Any, is_error: bool) -> ToolCallResult:
-    """Build a :class:`ToolCallResult` from MCP content blocks and structured content."""
-    content = [_dump(block) for block in blocks]
-    text = "\n".join([block.text for block in blocks if isinstance(block, types.TextContent)])
+def _result(call_id: str, name: str, out: GuardedOutput, is_error: bool) -> ToolCallResult:
+    return ToolCallResult(
+        call_id,
+        name,
+        out.content,
+        out.structured_content,
+        out.text,
+        out.size_bytes,
+        is_error,
+        out.truncated,
+        out.artifact_id,
+    )
+
+
+def to_result(
+    call_id: str, name: str, blocks: list[Any], structured: Any, is_error: bool, guard: OutputGuard | None = None
+) -> ToolCallResult:
+    """Build a :class:`ToolCallResult` from MCP content blocks (SDK models or wire-form dicts) and
+    structured content; bounded by ``guard`` when given (seed 000 §11), else kept whole."""
+    content = [block if isinstance(block, dict) else _dump(block) for block in blocks]
     if structured is not None and type(structured) is not dict and isinstance(structured, Mapping):
         structured = dict(structured)
-    size = len(encode_json({"content": content, "structuredContent": structured}).encode())
+    if guard is not None:
+        return _result(call_id, name, guard.bound(content, structured), is_error)
+    text = "\n".join(
+        [block["text"] for block in content if block.get("type") == "text" and type(block.get("text")) is str]
+    )
+    size = measure_output(content, structured)
     return ToolCallResult(call_id, name, content, structured, text, size, is_error)
 
 
-def local_result(call_id: str, name: str, value: Any) -> ToolCallResult:
+def mcp_result(call_id: str, name: str, result: types.CallToolResult, guard: OutputGuard) -> ToolCallResult:
+    """A server's ``CallToolResult`` as a :class:`ToolCallResult`, bounded by ``guard``: an oversized
+    result is cut to a preview and stored whole as an artifact (seed 000 §11; see
+    :mod:`patchbay.runtime.output_guard`)."""
+    return to_result(call_id, name, result.content, result.structured_content, bool(result.is_error), guard)
+
+
+def local_result(call_id: str, name: str, value: Any, guard: OutputGuard | None = None) -> ToolCallResult:
     """A local tool's return value as a result: a ``CallToolResult`` as is, a str as one text
     block, a dict as structured content plus its JSON as text, None as no content, anything else
-    as its JSON text."""
+    as its JSON text. Bounded by ``guard`` when given, like :func:`mcp_result`."""
     if isinstance(value, types.CallToolResult):
-        return to_result(call_id, name, value.content, value.structured_content, bool(value.is_error))
+        return to_result(call_id, name, value.content, value.structured_content, bool(value.is_error), guard)
     if isinstance(value, dict):
-        return to_result(call_id, name, [types.TextContent(type="text", text=encode_json(value))], value, False)
+        text_block = types.TextContent(type="text", text=encode_json(value))
+        return to_result(call_id, name, [text_block], value, False, guard)
     text = value if isinstance(value, str) else ("" if value is None else encode_json(value))
-    return to_result(call_id, name, [types.TextContent(type="text", text=text)] if text else [], None, False)
+    return to_result(call_id, name, [types.TextContent(type="text", text=text)] if text else [], None, False, guard)
 
 
 def tool_error(name: str, outcome: ToolCallResult) -> ToolCallError:
@@ -170,13 +233,19 @@ class CallEvents:
         self.log.append_json("mcp.call.failed", self._head("server", self._jserver) + tail, defer=True)
 
     def tool_completed(self, outcome: ToolCallResult, preview_chars: int) -> None:
-        """``resultPreview``: the first ``preview_chars`` of the text (else of the structured JSON)."""
+        """``resultPreview``: the first ``preview_chars`` of the text (else of the structured JSON);
+        ``resultSize``: bytes of the whole result. A cut result adds ``truncated: true`` and, when
+        it was stored, ``artifactId`` (seed 000 §6, §11); the result itself never goes in."""
         preview = outcome.text[:preview_chars]
         if not preview and outcome.structured_content is not None:
             preview = encode_json(outcome.structured_content)[:preview_chars]
         preview_json = encode_json(self.log.redact(preview))
-        tail = ',"resultPreview":' + preview_json + f',"resultSize":{int(outcome.size_bytes)}}}'
-        self.log.append_json("tool.completed", self._head("tool", self._jtool) + tail)
+        tail = ',"resultPreview":' + preview_json + f',"resultSize":{int(outcome.size_bytes)}'
+        if outcome.truncated:
+            tail += ',"truncated":true'
+            if outcome.artifact_id is not None:
+                tail += ',"artifactId":' + self.log.redact_json(outcome.artifact_id)
+        self.log.append_json("tool.completed", self._head("tool", self._jtool) + tail + "}")
 
     def tool_failed(self, reason: str) -> None:
         self.log.append_json("tool.failed", self._head("tool", self._jtool) + f',"reason":"{reason}"}}')

@@ -1,32 +1,50 @@
-"""ServerConnection: one long-lived MCP client connection per connector (seed 000 §2, §3).
+"""ServerConnection: the supervised connection of a runtime to one connector (seed 000 §3, §3.1).
 
-Lifecycle (the SDK requires a ``Client`` to be entered and exited in the same task):
+**One owner task per connection.** The SDK requires a ``Client`` to be entered and exited in the
+same task, so each connection's lifecycle runs in one long-lived task in the runtime's task group:
+it connects (spawn/connect, initialize, tools/list with every page, all within
+``settings.connect_timeout``), publishes the live catalog, then sleeps until something needs it —
+a stop request, the end of the server's message stream, a call that saw the connection die, or
+the idle deadline — and closes the client itself (for stdio: the SDK's stdin-close / SIGTERM /
+SIGKILL sequence plus a sweep of the whole process group, so grandchildren go too).
 
-* **Owner task.** The first use starts one task in the runtime's task group. That task enters
-  :func:`patchbay.adapters.transports.open_client`, lists the tools (following every cursor, at
-  most ``settings.probe_max_pages`` pages; none when the server has no ``tools`` capability),
-  publishes the live catalog, then waits until the
-  connection is asked to stop (runtime exit) or is found dead, and exits the client context itself
-  (for stdio: the SDK's shielded stdin-close/SIGTERM/SIGKILL sequence plus a process-group sweep).
-  Connect + initialize + listing are bounded by ``settings.connect_timeout``.
-* **Calls.** ``tools/call`` requests run in the caller's own task on the shared SDK session (which
-  is safe to use from several tasks at once), so concurrent calls are concurrent on the wire and a
-  caller's cancellation cancels exactly its request (the SDK sends ``notifications/cancelled``).
-  Only the lifecycle lives in the owner task; this avoids a task hop per call on the hot path.
-* **Failures.** A failed connect leaves the connection ``failed``: every call fails fast with
-  ``ToolCallError(mcp_server_unavailable)`` whose ``details["code"]`` is the classified probe code
-  (``command_not_found``, ``timeout``, ``server_closed``, ...). A server that dies mid-call makes
-  the SDK raise ``MCPError(CONNECTION_CLOSED)``: that call fails at once with
-  ``mcp_server_unavailable``, the connection turns ``failed`` and the owner task reaps the server.
-  A call whose result does not arrive within ``settings.request_timeout`` fails with ``timeout``.
+**Calls** run in the caller's task on the shared SDK session (safe from several tasks at once),
+so concurrent calls are concurrent on the wire and a caller's cancellation cancels exactly its
+request (the SDK then sends ``notifications/cancelled``).
 
-Restart policy and lifecycle modes (seed 000 §3.1; eager/keep-alive) are a later addition: they
-hook into the owner task (reconnect loop) and :meth:`ServerConnection._lost`.
+**Lifecycle** (:class:`patchbay.core.models.RuntimeOptions`): ``lazy`` connects on first use;
+``eager`` and ``keep_alive`` connect when the runtime starts (:meth:`start`). ``lazy`` and
+``eager`` connections are closed after ``idle_timeout`` seconds without a call (never while a call
+is in flight) and reopen on the next use; ``keep_alive`` ones are never closed for idleness.
+
+**Restart policy** (seed 000 §3.1, :class:`patchbay.core.models.RestartPolicy`). A *crash* is the
+end of a live connection that nobody asked for (the server exited, its stream ended, a call saw
+the connection close), or a failed reconnect during a restart. Crash ``n`` emits
+``mcp.server.crashed``; while ``n <= max_restarts`` the owner emits ``mcp.server.restarting
+{delaySeconds}``, waits ``policy.delay(n)`` (0.5 s, 1 s, 2 s, ... capped at 10 s) and reconnects.
+Calls in flight at crash 1 fail with ``mcp_server_restarted``, at later crashes with
+``mcp_server_unstable``; none is ever re-sent. Crash ``max_restarts + 1`` is permanent:
+``mcp.server.permanently_failed``, the catalog is withdrawn (the runtime drops the tools from its
+router) and every later call fails fast with ``mcp_server_unavailable``, as do calls during the
+backoff. With ``enabled=False`` the first crash is permanent (in-flight calls:
+``mcp_server_unavailable``). The crash count is per runtime session.
+
+A failed *first* connect is not a crash: the connection is ``failed``; a later use retries once
+``policy.delay(k)`` seconds have passed since the ``k``-th failure, at most ``max_restarts`` times.
+
+**Timeouts** (issue 3 point 3): a call fails with ``timeout`` when no result and no progress
+notification arrived for ``request_timeout`` seconds, or after ``max_call_seconds`` in total
+whatever the progress; the cancellation makes the SDK send ``notifications/cancelled`` and drop a
+late reply, and the connection stays usable.
+
+**Shutdown**: :meth:`request_stop` (runtime exit) and :meth:`shutdown` (user-initiated) close the
+connection for good and emit ``mcp.server.shutdown``; it never restarts.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -44,103 +62,167 @@ from patchbay.adapters.transports.catalog import list_catalog
 from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
 from patchbay.core.models import RuntimeServer, ToolSummary
 from patchbay.core.settings import Settings
+from patchbay.runtime.output_schema import check_tool_result, turn_off_sdk_output_validation
 
 __all__ = ["ConnectionState", "ServerConnection"]
 
-ConnectionState = Literal["idle", "connecting", "connected", "failed", "closed"]
+ConnectionState = Literal["idle", "connecting", "connected", "restarting", "failed", "permanently_failed", "closed"]
 Emit = Callable[[str, dict[str, Any]], object]
+OnCatalog = Callable[[str, "dict[str, ToolSummary] | None"], None]
 
 _CLIENT_INFO = types.Implementation(name="patchbay", version="0.1.0")
 _STDERR_IN_DETAILS = 1000
+_Outcome = Literal["stopped", "idle", "lost", "connect_failed"]
 
 
 class ServerConnection:
-    """The runtime's connection to one connector.
+    """The runtime's supervised connection to one connector.
 
     Args:
-        server: the projected connector (target, settings, grants, cached catalog).
+        server: the projected connector (target, settings, grants, cached catalog, options).
         workspace: the canonical workspace root (stdio ``cwd`` is relative to it).
-        settings: ``connect_timeout``, ``request_timeout``, ``probe_max_pages``,
-            ``stderr_tail_bytes``, ``protocol_mode``.
-        emit: ``emit(event_type, payload)`` for ``mcp.server.connected`` / ``mcp.server.shutdown``.
+        settings: ``connect_timeout``, ``request_timeout``, ``max_call_seconds``, ``idle_timeout``,
+            ``probe_max_pages``, ``probe_max_metadata_bytes``, ``stderr_tail_bytes``,
+            ``protocol_mode``; the connector's :class:`RuntimeOptions` override the per-connector ones.
+        task_group: where the owner task runs (the runtime's).
+        emit: ``emit(event_type, payload)`` for the ``mcp.server.*`` lifecycle events.
+        on_catalog: ``on_catalog(name, tools)`` when a (re)connect published a catalog, and
+            ``on_catalog(name, None)`` when the connector's tools must leave the router
+            (permanent failure, user shutdown).
 
     Must be created inside a running event loop (it holds anyio events).
     """
 
-    def __init__(self, server: RuntimeServer, *, workspace: Path, settings: Settings, emit: Emit | None = None):
+    def __init__(
+        self,
+        server: RuntimeServer,
+        *,
+        workspace: Path,
+        settings: Settings,
+        task_group: TaskGroup,
+        emit: Emit | None = None,
+        on_catalog: OnCatalog | None = None,
+    ):
         self.server = server
         self.name = server.name
+        self.options = server.options
         self._workspace = workspace
         self._settings = settings
+        self._tg = task_group
         self._emit_event = emit
+        self._on_catalog = on_catalog
+        self.request_timeout = self.options.request_timeout or settings.request_timeout
+        self.max_call_seconds = self.options.max_call_seconds or settings.max_call_seconds
+        idle = self.options.idle_timeout or settings.idle_timeout
+        self.idle_timeout = math.inf if self.options.lifecycle == "keep_alive" or idle <= 0 else idle
+
         self._state: ConnectionState = "idle"
         self._ready = anyio.Event()
-        self._stop = anyio.Event()
+        self._wake = anyio.Event()
         self._done = anyio.Event()
+        self._done.set()  # no owner task yet
+        self._stopping = False
+        self._user_shutdown = False
+        self._lost = False
         self._scope: anyio.CancelScope | None = None
         self._client: Client | None = None
         self._conn: ClientConnection | None = None
+        self._generation = 0
+        self._lost_reasons: dict[int, FailureReason] = {}
+        self._inflight = 0
+        self._last_used = anyio.current_time()
+        self._connect_failures = 0
+        self._retry_at = 0.0
+        self.crashes = 0
+        """Crashes so far in this session (see the module docstring)."""
         self.tools: dict[str, ToolSummary] = {}
         """The live catalog by original tool name (empty until connected)."""
         self.failure: tuple[ErrorCode, str] | None = None
-        """``(probe code, message)`` once the connection failed."""
+        """``(code, message)`` of the last failure (connect failure or crash)."""
         self.protocol_version: str | None = None
         self._stderr_tail = ""
+        self._crash_limit: str | None = None
+        self.diagnostics: list[dict[str, Any]] = []
+        """Tools the server listed but the catalog left out (schema bounds), one dict each."""
 
-    def _emit(self, type: str, payload: dict[str, Any]) -> None:
-        # Lifecycle events come from the owner task: a logging failure must not take the
-        # runtime's task group down with it.
-        if self._emit_event is not None:
-            with contextlib.suppress(Exception):
-                self._emit_event(type, payload)
+    # -- public -----------------------------------------------------------------------------
 
     @property
     def state(self) -> ConnectionState:
         return self._state
 
-    async def ensure_connected(self, task_group: TaskGroup) -> None:
-        """Start the owner task on first use and wait until the connection is ready.
+    def start(self) -> None:
+        """Start connecting in the background (``eager``/``keep_alive`` at runtime start)."""
+        if self._state == "idle":
+            self._start_owner()
+
+    async def ensure_connected(self) -> None:
+        """Connect on first use (or after an idle close) and wait until the connection is ready.
 
         Raises:
-            ToolCallError: ``mcp_server_unavailable`` (``details["code"]``: the probe code) when
-                connecting failed now or earlier, or the connection is closed.
+            ToolCallError: ``mcp_server_unavailable`` (``details["code"]``: the probe code,
+                ``details["state"]``) when connecting failed, the server is restarting (backoff),
+                permanently failed, or shut down.
         """
+        self._last_used = anyio.current_time()
         if self._state == "idle":
-            self._state = "connecting"
-            task_group.start_soon(self._run, name=f"patchbay-connector-{self.name}")
+            self._start_owner()
+        elif self._state == "failed" and self._may_retry():
+            self._start_owner()
         if self._state == "connecting":
             await self._ready.wait()
         if self._state != "connected":
             raise self._unavailable()
 
-    async def call_tool(
-        self, tool: str, arguments: dict[str, Any] | None, *, read_timeout_seconds: float | None = None
-    ) -> types.CallToolResult:
+    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         """Send ``tools/call`` for ``tool`` (the server's original name) on the live session.
 
         Returns the server's ``CallToolResult`` as is (``is_error`` results included).
 
         Raises:
-            ToolCallError: ``mcp_server_unavailable`` (not connected, or the server went away,
-                ``details["code"] == "server_closed"``), ``timeout`` (no result within
-                ``read_timeout_seconds``, default ``settings.request_timeout``), ``tool_error`` (the
-                server answered with a JSON-RPC error, ``details["mcpCode"]``, or an invalid result).
+            ToolCallError: ``mcp_server_unavailable`` (not connected), ``mcp_server_restarted`` /
+                ``mcp_server_unstable`` (the server crashed during the call; seed 000 §3.1),
+                ``timeout`` (``request_timeout`` seconds without a result or progress, or
+                ``max_call_seconds`` in total; ``details["timeoutSeconds"]``, ``details["capped"]``),
+                ``tool_error`` (a JSON-RPC error, ``details["mcpCode"]``; an invalid result; or a
+                successful result whose structuredContent is missing or violates the tool's
+                outputSchema, ``details["problem"]``, ``details["jsonPath"]``: issue 3 point 5).
         """
         client = self._client
         if client is None or self._state != "connected":
             raise self._unavailable()
-        seconds = self._settings.request_timeout if read_timeout_seconds is None else read_timeout_seconds
+        generation = self._generation
+        idle, cap = self.request_timeout, self.max_call_seconds
+        started = anyio.current_time()
+        scope = anyio.CancelScope(deadline=started + min(idle, cap))
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            # A sign of life: the idle part of the timeout starts again, never past the hard cap.
+            scope.deadline = min(started + cap, anyio.current_time() + idle)
+
+        self._inflight += 1
         try:
-            return await client.call_tool(tool, arguments, read_timeout_seconds=seconds)
+            with scope:
+                result = await client.call_tool(tool, arguments, progress_callback=on_progress)
+            if not scope.cancelled_caught:
+                await self._check_output(tool, result)
+                return result
+            capped = anyio.current_time() - started >= cap - 1e-3
+            seconds = cap if capped else idle
+            raise ToolCallError(
+                FailureReason.TIMEOUT,
+                f"{self.name}: no result for {tool!r} within {seconds:g}s"
+                + (" (the total cap for one call)" if capped else " without progress"),
+                details={"connector": self.name, "timeoutSeconds": seconds, "capped": capped},
+            )
         except MCPError as exc:
             if exc.error.code == types.CONNECTION_CLOSED:
-                self._lost(exc.error.message or "connection closed")
-                raise self._unavailable() from exc
+                raise self._crashed_during_call(generation, exc.error.message or "connection closed") from exc
             if exc.error.code == types.REQUEST_TIMEOUT:
                 raise ToolCallError(
                     FailureReason.TIMEOUT,
-                    f"{self.name}: no result for {tool!r} within {seconds:g}s",
-                    details={"connector": self.name, "timeoutSeconds": seconds},
+                    f"{self.name}: no result for {tool!r} within {idle:g}s",
+                    details={"connector": self.name, "timeoutSeconds": idle, "capped": False},
                 ) from exc
             raise ToolCallError(
                 FailureReason.TOOL_ERROR,
@@ -148,26 +230,56 @@ class ServerConnection:
                 details={"connector": self.name, "mcpCode": exc.error.code},
             ) from exc
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-            self._lost(f"the connection closed ({type(exc).__name__})")
-            raise self._unavailable() from exc
+            raise self._crashed_during_call(generation, f"the connection closed ({type(exc).__name__})") from exc
         except (RuntimeError, pydantic.ValidationError) as exc:
-            if self._state != "connected":
-                raise self._unavailable() from exc
+            if self._state != "connected" or self._generation != generation:
+                raise self._crashed_during_call(generation, "the connection closed") from exc
             raise ToolCallError(
                 FailureReason.TOOL_ERROR,
                 f"{self.name}: {tool!r} returned an invalid result: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
                 details={"connector": self.name},
             ) from exc
+        finally:
+            self._inflight -= 1
+            self._last_used = anyio.current_time()
+            if self._inflight == 0:
+                self._wake.set()  # the idle clock starts now
+
+    async def _check_output(self, tool: str, result: types.CallToolResult) -> None:
+        """Apply the outputSchema rules (runtime/output_schema.py); isError results pass unchecked."""
+        listed = self.tools.get(tool)
+        output_schema = listed.output_schema if listed is not None else None
+        if output_schema is None or result.is_error:
+            return
+        # Off the event loop: validating a large result takes a while (~1.5 s for ~0.9 MB).
+        await anyio.to_thread.run_sync(
+            functools.partial(check_tool_result, tool, output_schema, result, connector=self.name)
+        )
 
     def request_stop(self) -> None:
-        """Ask the owner task to close the connection (returns at once; see :meth:`wait_closed`)."""
-        if self._state == "idle":
+        """Close the connection for good (runtime exit); returns at once, see :meth:`wait_closed`."""
+        self._stopping = True
+        if self._state in ("idle", "failed"):
             self._state = "closed"
             self._ready.set()
-            self._done.set()
         elif self._state == "connecting" and self._scope is not None:
             self._scope.cancel()
-        self._stop.set()
+        self._wake.set()
+
+    async def shutdown(self) -> None:
+        """User-initiated shutdown: close now, emit ``mcp.server.shutdown``, never restart.
+
+        The connector's tools leave the router; later calls fail with ``mcp_server_unavailable``.
+        """
+        self._user_shutdown = True
+        was = self._state
+        self.request_stop()
+        await self.wait_closed()
+        if was in ("idle", "failed", "restarting", "permanently_failed") and self._state != "closed":
+            self._state = "closed"
+        if was in ("idle", "failed", "restarting"):
+            self._emit("mcp.server.shutdown", {"server": self.name, "reason": "requested"})
+        self._catalog(None)
 
     async def wait_closed(self) -> None:
         """Wait until the owner task has exited its client context (the server is gone)."""
@@ -175,9 +287,65 @@ class ServerConnection:
 
     # -- owner task -------------------------------------------------------------------------
 
-    async def _run(self) -> None:
+    def _start_owner(self) -> None:
+        self._state = "connecting"
+        self._ready = anyio.Event()
+        self._done = anyio.Event()
+        self._tg.start_soon(self._own, name=f"patchbay-connector-{self.name}")
+
+    def _may_retry(self) -> bool:
+        policy = self.options.restart
+        return (
+            policy.enabled and self._connect_failures <= policy.max_restarts and anyio.current_time() >= self._retry_at
+        )
+
+    async def _own(self) -> None:
+        restarting = False
+        try:
+            while True:
+                outcome = await self._attempt()
+                if outcome in ("stopped", "idle"):
+                    break
+                if outcome == "connect_failed" and not restarting:
+                    self._connect_failures += 1
+                    self._retry_at = anyio.current_time() + self.options.restart.delay(self._connect_failures)
+                    break
+                if outcome == "connect_failed":
+                    self._count_crash(self.failure[1] if self.failure else "reconnecting failed")
+                self._after_crash()
+                if self._state == "permanently_failed":
+                    break
+                restarting = True
+                delay = self.options.restart.delay(self.crashes)
+                self._emit(
+                    "mcp.server.restarting",
+                    {"server": self.name, "attempt": self.crashes, "delaySeconds": delay},
+                )
+                with anyio.move_on_after(delay):
+                    while not self._stopping:
+                        self._wake = anyio.Event()
+                        await self._wake.wait()
+                if self._stopping:
+                    self._state = "closed"
+                    break
+        finally:
+            self._client = None
+            self._conn = None
+            if self._state == "connecting":  # stopped (or cancelled) while connecting
+                self._state = "closed" if self._stopping else "failed"
+                self.failure = self.failure or (ErrorCode.SERVER_CLOSED, "the runtime closed while connecting")
+            self._ready.set()
+            self._done.set()
+
+    async def _attempt(self) -> _Outcome:
+        """One connection: connect, publish, serve until stopped/idle/lost, close."""
         settings = self._settings
         links: list[Any] = []
+        if self._ready.is_set():  # a restart: calls arriving now wait for this attempt
+            self._ready = anyio.Event()
+        self._state = "connecting"
+        self._lost = False
+        outcome: _Outcome = "stopped"
         scope = self._scope = anyio.CancelScope(deadline=anyio.current_time() + settings.connect_timeout)
         try:
             with scope:
@@ -187,74 +355,199 @@ class ServerConnection:
                     stderr_tail_bytes=settings.stderr_tail_bytes,
                     mode=settings.protocol_mode,
                     link_holder=links,
+                    limits=self.options.limits,
                     client_info=_CLIENT_INFO,
                 ) as conn:
+                    # Patchbay checks structured results itself (after the call, see call_tool).
+                    turn_off_sdk_output_validation(conn.client.session)
                     catalog = await list_catalog(
                         conn.client,
                         max_pages=settings.probe_max_pages,
                         max_metadata_bytes=settings.probe_max_metadata_bytes,
                         resources=False,
+                        max_schema_depth=settings.schema_max_depth,
+                        max_schema_nodes=settings.schema_max_nodes,
+                        max_schema_bytes=settings.schema_max_bytes,
                     )
-                    tools = catalog.tools
+                    self.diagnostics = [diagnostic.to_dict() for diagnostic in catalog.diagnostics]
                     scope.deadline = math.inf
-                    self._publish(conn, tools)
-                    await self._stop.wait()
-            if scope.cancelled_caught and self._state == "connecting" and not self._stop.is_set():
-                self._fail(ErrorCode.TIMEOUT, f"connecting took longer than {settings.connect_timeout:g}s", links)
+                    self._publish(conn, catalog.tools)
+                    async with anyio.create_task_group() as watch:
+                        watch.start_soon(self._watch_end, conn, self._generation)
+                        outcome = await self._serve()
+                        watch.cancel_scope.cancel()
+                    if outcome == "lost" and self._conn is not None:
+                        self._stderr_tail = self._conn.stderr_tail()[-_STDERR_IN_DETAILS:]
+            if scope.cancelled_caught and self._state == "connecting" and not self._stopping:
+                self._fail_connect(
+                    ErrorCode.TIMEOUT, f"connecting took longer than {settings.connect_timeout:g}s", links
+                )
+                return "connect_failed"
         except Exception as exc:
             if self._state == "connecting":
                 status = getattr(links[0], "last_status", None) if links else None
                 code, message = classify(exc, http_status=status)
-                self._fail(code, message, links)
+                self._fail_connect(code, message, links)
+                return "connect_failed"
             # An error while closing an established connection changes nothing for callers.
         finally:
             self._client = None
             self._conn = None
-            if self._state == "connecting":  # the runtime closed (or was cancelled) while connecting
-                self._fail(ErrorCode.SERVER_CLOSED, "the runtime closed while connecting", links)
-            if self._state == "connected":
-                self._state = "closed"
-                self._emit("mcp.server.shutdown", {"server": self.name})
-            self._ready.set()
-            self._done.set()
+        if outcome == "lost" and links:
+            self._stderr_tail = _tail_of(links[0]) or self._stderr_tail
+            limit = getattr(links[0], "limit_exceeded", None)
+            self._crash_limit = limit() if callable(limit) else None
+        if outcome == "idle":
+            self._state = "idle"
+            self._emit("mcp.server.shutdown", {"server": self.name, "reason": "idle"})
+        elif outcome == "stopped" and self._state == "connected":
+            self._state = "closed"
+            self._emit(
+                "mcp.server.shutdown",
+                {"server": self.name, "reason": "requested" if self._user_shutdown else "runtime_closed"},
+            )
+        elif self._state == "connecting":  # stopped while connecting
+            self._state = "closed"
+        return outcome
+
+    async def _serve(self) -> _Outcome:
+        while True:
+            if self._lost:
+                return "lost"
+            if self._stopping:
+                return "stopped"
+            deadline = math.inf if self._inflight else self._last_used + self.idle_timeout
+            if anyio.current_time() >= deadline:
+                return "idle"
+            self._wake = anyio.Event()
+            with anyio.CancelScope(deadline=deadline):
+                await self._wake.wait()
+
+    async def _watch_end(self, conn: ClientConnection, generation: int) -> None:
+        await conn.ended.wait()
+        self._mark_lost(generation, "the server closed the connection")
 
     def _publish(self, conn: ClientConnection, tools: list[ToolSummary]) -> None:
         self._conn = conn
         self._client = conn.client
+        self._generation += 1
         self.tools = {tool.name: tool for tool in tools}
         self.protocol_version = str(conn.client.protocol_version) if conn.client.protocol_version else "unknown"
         self._state = "connected"
+        self._last_used = anyio.current_time()
         self._emit(
             "mcp.server.connected",
-            {"server": self.name, "toolCount": len(self.tools), "protocolVersion": self.protocol_version},
+            {
+                "server": self.name,
+                "toolCount": len(self.tools),
+                "protocolVersion": self.protocol_version,
+                "restarts": self.crashes,
+                **({"toolsLeftOut": [d["tool"] for d in self.diagnostics]} if self.diagnostics else {}),
+            },
         )
+        self._catalog(self.tools)
         self._ready.set()
 
-    def _fail(self, code: ErrorCode, message: str, links: list[Any]) -> None:
+    def _fail_connect(self, code: ErrorCode, message: str, links: list[Any]) -> None:
         self.failure = (code, message)
         self._state = "failed"
-        if links and hasattr(links[0], "stderr"):
-            self._stderr_tail = links[0].stderr.text()[-_STDERR_IN_DETAILS:]
+        if links:
+            self._stderr_tail = _tail_of(links[0])
+        self._ready.set()
 
-    def _lost(self, message: str) -> None:
-        """The server went away under a live session: fail fast from now on, reap it.
+    # -- crashes ----------------------------------------------------------------------------
 
-        Not a crash when the runtime is closing the connection anyway (an in-flight call then
-        just fails as unavailable).
+    def _count_crash(self, message: str) -> FailureReason:
+        """Count one crash and decide what follows it; returns the in-flight calls' reason."""
+        self.crashes += 1
+        policy = self.options.restart
+        will_restart = policy.enabled and self.crashes <= policy.max_restarts
+        if self.crashes == 1:
+            reason = FailureReason.MCP_SERVER_RESTARTED if will_restart else FailureReason.MCP_SERVER_UNAVAILABLE
+        else:
+            reason = FailureReason.MCP_SERVER_UNSTABLE
+        self.failure = (ErrorCode.SERVER_CLOSED, message)
+        self._state = "restarting" if will_restart else "permanently_failed"
+        self._crash_limit = None
+        return reason
+
+    def _mark_lost(self, generation: int, message: str) -> FailureReason:
+        """The connection of ``generation`` died; the first to notice counts the crash.
+
+        Synchronous, so a call that saw the connection close learns its reason at once.
         """
-        if self._state == "connected" and not self._stop.is_set():
-            self.failure = (ErrorCode.SERVER_CLOSED, message)
-            self._state = "failed"
-            if self._conn is not None:
-                self._stderr_tail = self._conn.stderr_tail()[-_STDERR_IN_DETAILS:]
-            self._emit("mcp.server.crashed", {"server": self.name, "code": str(ErrorCode.SERVER_CLOSED)})
-        self._stop.set()
+        if generation in self._lost_reasons:
+            return self._lost_reasons[generation]
+        if generation != self._generation or self._state != "connected" or self._stopping:
+            return FailureReason.MCP_SERVER_UNAVAILABLE
+        reason = self._lost_reasons[generation] = self._count_crash(message)
+        self._lost = True
+        self._wake.set()
+        return reason
+
+    def _after_crash(self) -> None:
+        payload: dict[str, Any] = {
+            "server": self.name,
+            "crashCount": self.crashes,
+            "code": str(self.failure[0] if self.failure else ErrorCode.SERVER_CLOSED),
+            "willRestart": self._state == "restarting",
+        }
+        if self._crash_limit:
+            payload["limit"] = self._crash_limit
+        if self._stderr_tail:
+            payload["stderrTail"] = self._stderr_tail[-500:]
+        self._emit("mcp.server.crashed", payload)
+        if self._state == "permanently_failed":
+            self._emit(
+                "mcp.server.permanently_failed",
+                {"server": self.name, "crashCount": self.crashes, "restarts": self.crashes - 1},
+            )
+            self._catalog(None)
+
+    def _crashed_during_call(self, generation: int, message: str) -> ToolCallError:
+        reason = self._mark_lost(generation, message)
+        if reason is FailureReason.MCP_SERVER_UNAVAILABLE:
+            return self._unavailable()
+        text = {
+            FailureReason.MCP_SERVER_RESTARTED: "crashed during the call and is being restarted",
+            FailureReason.MCP_SERVER_UNSTABLE: f"crashed during the call (crash {self.crashes})",
+        }[reason]
+        return ToolCallError(
+            reason,
+            f"MCP server {self.name!r} {text}; the call was not re-sent",
+            details={"connector": self.name, "code": str(ErrorCode.SERVER_CLOSED), "crashCount": self.crashes},
+        )
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _emit(self, type: str, payload: dict[str, Any]) -> None:
+        # Lifecycle events come from the owner task: a logging failure must not take the
+        # runtime's task group down with it.
+        if self._emit_event is not None:
+            with contextlib.suppress(Exception):
+                self._emit_event(type, payload)
+
+    def _catalog(self, tools: dict[str, ToolSummary] | None) -> None:
+        if self._on_catalog is not None:
+            self._on_catalog(self.name, tools)
 
     def _unavailable(self) -> ToolCallError:
         code, message = self.failure or (ErrorCode.SERVER_CLOSED, "the connection is closed")
-        details: dict[str, Any] = {"connector": self.name, "code": str(code)}
+        state = self._state
+        if state == "permanently_failed":
+            message = f"it failed permanently after {self.crashes} crashes ({message})"
+        elif state == "restarting":
+            message = f"it crashed and is restarting ({message})"
+        elif state == "closed":
+            message = "it was shut down"
+        details: dict[str, Any] = {"connector": self.name, "code": str(code), "state": state}
         if self._stderr_tail:
             details["stderrTail"] = self._stderr_tail
         return ToolCallError(
             FailureReason.MCP_SERVER_UNAVAILABLE, f"MCP server {self.name!r} is unavailable: {message}", details=details
         )
+
+
+def _tail_of(link: Any) -> str:
+    stderr = getattr(link, "stderr", None)
+    return stderr.text()[-_STDERR_IN_DETAILS:] if stderr is not None else ""

@@ -11,7 +11,7 @@ later event of the call carries it::
     mcp.call.started          {server, toolCallId, method: "tools/call", args: {name, arguments}}
     tool.started              {tool, toolCallId}
     mcp.call.completed        {server, toolCallId, durationMs}
-    tool.completed            {tool, toolCallId, resultPreview, resultSize}
+    tool.completed            {tool, toolCallId, resultPreview, resultSize[, truncated, artifactId]}
 
 Failures end in ``tool.failed {tool, toolCallId, reason}`` and a raised ``ToolCallError`` with that
 reason: ``unknown_tool``, ``ambiguous_call`` (after ``tool.ambiguous_call``),
@@ -30,26 +30,33 @@ import enum
 import functools
 import inspect
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+import pydantic
 from anyio.abc import TaskGroup
 
 from patchbay.core.errors import ConfigError, FailureReason, PatchbayError, ToolCallError, ValidationError
 from patchbay.core.models import GrantDecision, RuntimeConfig, RuntimeServer
-from patchbay.core.names import MCP_PREFIX, parse_canonical_tool_name, validate_connector_name
+from patchbay.core.names import (
+    MCP_PREFIX,
+    parse_canonical_tool_name,
+    validate_connector_name,
+)
 from patchbay.core.policy import Decision, is_visible
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_tool_arguments
-from patchbay.runtime.calls import CallEvents, ToolCallResult, local_result, to_result, tool_error
+from patchbay.runtime.calls import CallEvents, ToolCallResult, local_result, mcp_result, tool_error
 from patchbay.runtime.connection import ServerConnection
 from patchbay.runtime.events import EventLog, new_session_id, session_log_path
+from patchbay.runtime.output_guard import OutputGuard
 from patchbay.runtime.permissions import Approver, PermissionEngine, Resolution
 from patchbay.runtime.router import Route, ToolRouter
+from patchbay.runtime.scope import tool_scope
 
 __all__ = ["LocalTool", "Runtime", "RuntimeTool", "ToolCallResult"]
 
@@ -108,14 +115,23 @@ class Runtime:
         approver: asked for ``ask`` decisions; None is headless (``ask`` → ``approval_unavailable``).
         session_id: continue a session (its log is appended to); default: a new ``ses_…`` id.
         local_tools: bare name → callable (see :data:`LocalTool`).
+        allowed_tools: capability scope (seed 003 "能力范围"): when given, only these tools exist
+            for this runtime — full MCP names (``mcp.<connector>.<tool>`` or
+            ``mcp__<connector>__<tool>``) and local bare names. Connectors none of them names are
+            dropped before anything starts (never spawned, contacted, or given credentials); of
+            the rest, only the listed tools that pass include/exclude are registered. An empty
+            list (or only local names) means no MCP discovery at all. Local tools are the host's
+            own and are not scoped.
 
     Raises:
         ValidationError: ``validation_error`` for a bad ``session_id`` or local tool name.
         ConfigError: ``invalid_config`` for a bad or duplicate connector name.
 
-    Connections start lazily, one owner task each, in a task group the runtime opens on entry; so
-    enter and exit the runtime in the same task. Exit closes every connection (no child process
-    is left). A runtime can be entered once.
+    Connections are supervised, one owner task each, in a task group the runtime opens on entry
+    (see :mod:`patchbay.runtime.connection` for lifecycle, restart policy and timeouts); so enter
+    and exit the runtime in the same task. ``eager``/``keep_alive`` connectors start connecting on
+    entry, ``lazy`` ones on first use. Exit closes every connection and leaves no child process
+    (nor grandchild: the process group is swept). A runtime can be entered once.
     """
 
     def __init__(
@@ -126,14 +142,17 @@ class Runtime:
         approver: Approver | None = None,
         session_id: str | None = None,
         local_tools: Mapping[str, LocalTool] | None = None,
+        allowed_tools: Iterable[str] | None = None,
     ):
         self.config = config
         self.settings = settings
         self._session_id = session_id if session_id is not None else new_session_id()
         self._log_path = session_log_path(settings.sessions_dir, self._session_id)
         self._permissions = PermissionEngine(session_id=self._session_id, approver=approver)
+        self._output_guard = OutputGuard(settings)
         self._router = ToolRouter()
         self._local: dict[str, LocalTool] = {}
+        self._allowed = tool_scope(allowed_tools)
         for name, fn in (local_tools or {}).items():
             try:
                 self._router.add_local(name)
@@ -147,6 +166,15 @@ class Runtime:
             if server.name.lower() in seen:
                 raise ConfigError("servers", f"connector name {server.name!r} appears twice")
             seen.add(server.name.lower())
+            if self._allowed is not None and server.name not in self._allowed.connectors:
+                continue  # out of scope: never started, contacted, or resolved
+            try:
+                server.options  # noqa: B018 - validates runtime_config before anything starts
+            except pydantic.ValidationError as exc:
+                raise ConfigError(
+                    "runtime_config",
+                    f"connector {server.name!r} has invalid runtime options ({exc.error_count()} errors)",
+                ) from None
             if server.settings.enabled:
                 self._servers[server.name] = server
                 # Cached catalogs make bare-name ambiguity checks and wire names work before connecting.
@@ -156,7 +184,6 @@ class Runtime:
         self._tg: TaskGroup | None = None
         self._log: EventLog | None = None
         self._connections: dict[str, ServerConnection] = {}
-        self._live: set[str] = set()
         self._decisions: dict[tuple[str, str], Decision] = {}
 
     @property
@@ -180,9 +207,19 @@ class Runtime:
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             workspace = Path(self.config.workspace)
             self._connections = {
-                name: ServerConnection(server, workspace=workspace, settings=self.settings, emit=self._log.append)
+                name: ServerConnection(
+                    server,
+                    workspace=workspace,
+                    settings=self.settings,
+                    task_group=self._tg,
+                    emit=self._log.append,
+                    on_catalog=self._catalog_changed,
+                )
                 for name, server in self._servers.items()
             }
+            for connection in self._connections.values():
+                if connection.options.lifecycle in ("eager", "keep_alive"):
+                    connection.start()
             self._stack = stack.pop_all()
         self._state = _State.OPENED
         return self
@@ -338,24 +375,45 @@ class Runtime:
         return connector
 
     def _is_live(self, name: str) -> bool:
-        return name in self._live and self._connections[name].state == "connected"
+        return self._connections[name].state == "connected"
 
     async def _connect(self, name: str) -> ServerConnection:
         connection = self._connections[name]
-        if self._is_live(name):
-            return connection
-        assert self._tg is not None
-        await connection.ensure_connected(self._tg)
-        if name not in self._live:
-            self._router.set_connector_tools(name, self._visible(self._servers[name], list(connection.tools)))
-            self._decisions = {key: value for key, value in self._decisions.items() if key[0] != name}
-            self._live.add(name)
+        if connection.state != "connected":
+            await connection.ensure_connected()
         return connection
 
-    @staticmethod
-    def _visible(server: RuntimeServer, tools: list[str]) -> list[str]:
+    def _catalog_changed(self, name: str, tools: Mapping[str, Any] | None) -> None:
+        """A connection published a (new) live catalog, or withdrew it (None)."""
+        visible = [] if tools is None else self._visible(self._servers[name], list(tools))
+        self._router.set_connector_tools(name, visible)
+        self._decisions = {key: value for key, value in self._decisions.items() if key[0] != name}
+
+    def _visible(self, server: RuntimeServer, tools: list[str]) -> list[str]:
         settings = server.settings
-        return [tool for tool in tools if is_visible(tool, settings.include_tools, settings.exclude_tools)]
+        visible = [tool for tool in tools if is_visible(tool, settings.include_tools, settings.exclude_tools)]
+        if self._allowed is not None:
+            visible = [tool for tool in visible if self._allowed.admits(server.name, tool)]
+        return visible
+
+    def server_states(self) -> dict[str, str]:
+        """Each enabled, in-scope connector's connection state (``idle``, ``connecting``,
+        ``connected``, ``restarting``, ``failed``, ``permanently_failed``, ``closed``)."""
+        return {name: connection.state for name, connection in self._connections.items()}
+
+    async def shutdown_server(self, name: str) -> None:
+        """User-initiated shutdown of one connector (seed 000 §3.1): its connection closes,
+        ``mcp.server.shutdown`` is emitted, its tools leave the router, and it never restarts in
+        this runtime; later calls fail with ``mcp_server_unavailable``.
+
+        Raises:
+            ValidationError: ``validation_error`` when ``name`` is no connector of this runtime.
+        """
+        self._opened()
+        connection = self._connections.get(name)
+        if connection is None:
+            raise ValidationError(f"no connector {name!r} in this runtime", details={"field": "name"})
+        await connection.shutdown()
 
     def _decision(self, connector: str, tool: str, connection: ServerConnection) -> Decision:
         # Inputs are fixed once the live catalog is in (frozen RuntimeServer, live annotations).
@@ -382,7 +440,7 @@ class Runtime:
         events.tool_started()
         started = time.perf_counter()
         try:
-            result = await connection.call_tool(tool, events.args, read_timeout_seconds=self.settings.request_timeout)
+            result = await connection.call_tool(tool, events.args)
         except ToolCallError as exc:
             events.mcp_failed(_ms_since(started), str(exc.reason), exc.message[: self.settings.result_preview_chars])
             raise
@@ -390,7 +448,13 @@ class Runtime:
             events.mcp_failed(_ms_since(started), str(FailureReason.CANCELLED), "the call was cancelled")
             raise
         duration_ms = _ms_since(started)
-        outcome = to_result(events.id, route.name, result.content, result.structured_content, bool(result.is_error))
+        if _rough_size(result) > _GUARD_IN_THREAD_BYTES:
+            # Measuring, cutting and storing a big result takes a while: not on the event loop.
+            outcome = await anyio.to_thread.run_sync(
+                functools.partial(mcp_result, events.id, route.name, result, self._output_guard)
+            )
+        else:
+            outcome = mcp_result(events.id, route.name, result, self._output_guard)
         if outcome.is_error:
             message = outcome.text[: self.settings.result_preview_chars] or "the tool reported an error"
             events.mcp_failed(duration_ms, str(FailureReason.TOOL_ERROR), message)
@@ -414,11 +478,43 @@ class Runtime:
             raise ToolCallError(
                 FailureReason.TOOL_ERROR, f"local tool {name!r} raised {type(exc).__name__}: {exc}"
             ) from exc
-        outcome = local_result(events.id, name, value)
+        outcome = local_result(events.id, name, value, self._output_guard)
         if outcome.is_error:
             raise tool_error(name, outcome)
         events.tool_completed(outcome, self.settings.result_preview_chars)
         return outcome
+
+
+_GUARD_IN_THREAD_BYTES = 1024 * 1024
+
+
+def _rough_size(result: Any) -> int:
+    """Characters of text and base64 data in a result (cheap; no encoding)."""
+    size = 0
+    for block in result.content:
+        size += len(getattr(block, "text", "") or "") + len(getattr(block, "data", "") or "")
+        resource = getattr(block, "resource", None)
+        if resource is not None:
+            size += len(getattr(resource, "text", "") or "") + len(getattr(resource, "blob", "") or "")
+    return size
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+_GUARD_IN_THREAD_BYTES = 1024 * 1024
+
+
+def _rough_size(result: Any) -> int:
+    """Characters of text and base64 data in a result (cheap; no encoding)."""
+    size = 0
+    for block in result.content:
+        size += len(getattr(block, "text", "") or "") + len(getattr(block, "data", "") or "")
+        resource = getattr(block, "resource", None)
+        if resource is not None:
+            size += len(getattr(resource, "text", "") or "") + len(getattr(resource, "blob", "") or "")
+    return size
 
 
 def _ms_since(started: float) -> float:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp import Client
 from mcp.client._transport import TransportStreams
 
@@ -22,7 +23,8 @@ from patchbay.adapters.transports.errors import classify, leaf_exceptions
 from patchbay.adapters.transports.http import HttpLink, open_http
 from patchbay.adapters.transports.socket import SocketLink, open_socket
 from patchbay.adapters.transports.stdio import StderrTail, StdioLink, open_stdio, process_group_alive, resolve_command
-from patchbay.core.models import ConnectorTarget, HttpTarget, SocketTarget, StdioTarget
+from patchbay.adapters.transports.watch import WatchedReceiveStream
+from patchbay.core.models import ConnectorTarget, HttpTarget, ResourceLimits, SocketTarget, StdioTarget
 
 __all__ = [
     "ClientConnection",
@@ -47,6 +49,8 @@ class ClientConnection:
 
     client: Client
     link: Link
+    ended: anyio.Event
+    """Set once the server's message stream ended (for stdio: the server exited)."""
 
     def stderr_tail(self, known_secrets: tuple[str, ...] = ()) -> str:
         """The redacted stderr tail of a stdio server ("" for other transports)."""
@@ -65,10 +69,17 @@ async def open_link(
     env: dict[str, str] | None = None,
     headers: dict[str, str] | None = None,
     stderr_tail_bytes: int = 16 * 1024,
+    limits: ResourceLimits | None = None,
 ) -> AsyncIterator[Link]:
-    """Open the transport for ``target`` (no MCP handshake yet)."""
+    """Open the transport for ``target`` (no MCP handshake yet); ``limits`` apply to stdio only."""
     if isinstance(target, StdioTarget):
-        async with open_stdio(target, workspace=workspace, env=env, stderr_tail_bytes=stderr_tail_bytes) as link:
+        async with open_stdio(
+            target,
+            workspace=workspace,
+            env=env,
+            stderr_tail_bytes=stderr_tail_bytes,
+            **({"limits": limits} if limits is not None and limits.any else {}),
+        ) as link:
             yield link
     elif isinstance(target, HttpTarget):
         async with open_http(target, headers=headers) as link:
@@ -95,6 +106,7 @@ async def open_client(
     stderr_tail_bytes: int = 16 * 1024,
     mode: str = "legacy",
     link_holder: list[Link] | None = None,
+    limits: ResourceLimits | None = None,
     **client_kwargs: Any,
 ) -> AsyncIterator[ClientConnection]:
     """Open the transport and run the MCP handshake; yield the connected client.
@@ -106,14 +118,19 @@ async def open_client(
         mode: the SDK ``Client`` mode; ``legacy`` runs the initialize handshake.
         link_holder: if given, the link is appended as soon as the transport is open, so a caller
             can read the stderr tail even when the handshake then fails.
+        limits: setrlimit bounds for a stdio child (ignored for other transports).
         client_kwargs: passed to ``mcp.Client`` (callbacks, ``read_timeout_seconds``, ...).
 
     Raises:
         ProbeError: from the transport (``command_not_found``, ``spawn_failed``, ``server_closed``);
         anything else the SDK raises propagates; map it with :func:`classify`.
     """
-    async with open_link(target, workspace=workspace, env=env, headers=headers, stderr_tail_bytes=stderr_tail_bytes) as link:
+    async with open_link(
+        target, workspace=workspace, env=env, headers=headers, stderr_tail_bytes=stderr_tail_bytes, limits=limits
+    ) as link:
         if link_holder is not None:
             link_holder.append(link)
-        async with Client(_given(link.streams), mode=mode, **client_kwargs) as client:  # type: ignore[arg-type]
-            yield ClientConnection(client=client, link=link)
+        read_stream, write_stream = link.streams
+        watched = WatchedReceiveStream(read_stream)
+        async with Client(_given((watched, write_stream)), mode=mode, **client_kwargs) as client:  # type: ignore[arg-type]
+            yield ClientConnection(client=client, link=link, ended=watched.ended)

@@ -3,6 +3,11 @@
 The SDK returns one page per call (shared/notes/mcp-sdk-2.3-client.md §1.8); this walks
 ``next_cursor`` under a page budget and a metadata byte budget (seed 003 §9.2). Both the probe and
 the runtime's connections list through here, so they agree on what a server offers.
+
+Each listed tool's schemas are screened one by one (issue 3 point 5): a tool whose
+``inputSchema`` + ``outputSchema`` break a bound of :mod:`patchbay.core.schema_bounds` (depth,
+JSON values, compact-JSON bytes), or whose schemas are malformed, is left out with one
+:class:`ToolDiagnostic` on :attr:`Catalog.diagnostics`; every other tool is kept.
 """
 
 from __future__ import annotations
@@ -18,8 +23,19 @@ from mcp.shared.exceptions import MCPError
 from patchbay.adapters.transports.errors import classify
 from patchbay.core.errors import ErrorCode, ProbeError
 from patchbay.core.models import ResourceSummary, ToolSummary
+from patchbay.core.schema_bounds import DEFAULT_SCHEMA_BOUNDS, SchemaBounds, exceeded_bounds
 
-__all__ = ["Catalog", "CatalogError", "list_catalog", "resource_summary", "tool_summary"]
+__all__ = [
+    "Catalog",
+    "CatalogError",
+    "ToolDiagnostic",
+    "list_catalog",
+    "resource_summary",
+    "screen_tool",
+    "tool_summary",
+]
+
+_NAME_IN_MESSAGE = 80  # characters of a (server-chosen) tool name quoted in a diagnostic message
 
 
 class CatalogError(ProbeError):
@@ -29,9 +45,47 @@ class CatalogError(ProbeError):
         super().__init__(message, code=ErrorCode.TOOL_LIST_FAILED)
 
 
+@dataclass(frozen=True)
+class ToolDiagnostic:
+    """A listed tool that was left out of the catalog, and why.
+
+    Args:
+        tool: the tool's name as the server listed it (untrusted text).
+        problem: ``"depth"``, ``"nodes"`` or ``"bytes"`` (a schema bound, see
+            :mod:`patchbay.core.schema_bounds`) or ``"malformed"`` (a schema is not a JSON object,
+            the ``inputSchema`` root is not ``type: "object"``, ``$schema`` is not a string).
+        message: one human sentence naming the tool, e.g. ``tool 'deep' left out: its schemas'
+            depth 41 exceeds the limit of 32``.
+        measured: the measured value for a bound (a lower bound when ``exact`` is False), else None.
+        limit: the limit for a bound, else None.
+        exact: False when the measure stopped early at the node or byte limit.
+    """
+
+    tool: str
+    problem: str
+    message: str
+    measured: int | None = None
+    limit: int | None = None
+    exact: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"tool", "problem", "message", "measured", "limit", "exact"}`` (JSON-able)."""
+        return {
+            "tool": self.tool,
+            "problem": self.problem,
+            "message": self.message,
+            "measured": self.measured,
+            "limit": self.limit,
+            "exact": self.exact,
+        }
+
+
 @dataclass
 class Catalog:
-    """What the list requests gathered from one connected server."""
+    """What the list requests gathered from one connected server.
+
+    ``diagnostics`` has one :class:`ToolDiagnostic` per listed tool left out of ``tools``.
+    """
 
     tools: list[ToolSummary] = field(default_factory=list)
     resources: list[ResourceSummary] = field(default_factory=list)
@@ -39,6 +93,7 @@ class Catalog:
     protocol_version: str | None = None
     pages: int = 0
     metadata_bytes: int = 0
+    diagnostics: list[ToolDiagnostic] = field(default_factory=list)
 
 
 def tool_summary(tool: types.Tool) -> ToolSummary:
@@ -63,20 +118,98 @@ def _wire_size(model: types.Tool | types.Resource) -> int:
     return len(model.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8"))
 
 
+def _malformed(tool: types.Tool) -> str | None:
+    """Why the tool's schemas cannot be used as JSON Schemas, or None.
+
+    Only cheap structural rules: the SDK's wire models already refuse most shapes on 2025-era
+    connections (and then the whole page fails, not one tool), but 2026-07-28 admits any JSON
+    Schema, and a model built in process skips validation. Full metaschema validation of an
+    ``outputSchema`` happens when a result is first checked against it
+    (:mod:`patchbay.runtime.output_schema`).
+    """
+    input_schema: Any = tool.input_schema
+    output_schema: Any = tool.output_schema
+    if not isinstance(input_schema, dict):
+        return f"its inputSchema is a {type(input_schema).__name__}, not a JSON object"
+    if input_schema.get("type") != "object":
+        return 'its inputSchema root is not {"type": "object"} (MCP tools take a JSON object)'
+    if output_schema is not None and not isinstance(output_schema, dict):
+        return f"its outputSchema is a {type(output_schema).__name__}, not a JSON object"
+    for label, schema in (("inputSchema", input_schema), ("outputSchema", output_schema)):
+        if isinstance(schema, dict) and "$schema" in schema and not isinstance(schema["$schema"], str):
+            return f"its {label} has a $schema that is not a string"
+    return None
+
+
+def screen_tool(tool: types.Tool, bounds: SchemaBounds = DEFAULT_SCHEMA_BOUNDS) -> ToolDiagnostic | None:
+    """Whether one listed tool may enter the catalog: None if so, else why not.
+
+    Checks, in order: the schemas' bounds (depth, nodes, bytes of ``inputSchema`` +
+    ``outputSchema`` together; the diagnostic's fields carry the first broken bound, its message
+    all of them), then the structural rules (both schemas JSON objects, an ``inputSchema`` root
+    of ``type: "object"``, a string ``$schema``). The measure is iterative and stops at the node
+    or byte limit, so screening costs at most ``bounds.max_nodes`` steps per tool. Whether an
+    ``outputSchema`` is a valid JSON Schema is not checked here (the metaschema check costs about
+    a second for a few thousand properties); :mod:`patchbay.runtime.output_schema` checks it once,
+    when a result is first validated.
+
+    Args:
+        tool: the tool as the SDK parsed it.
+        bounds: the limits (``SchemaBounds.from_settings(settings)``; default the Settings defaults).
+
+    Returns:
+        ``None`` or a :class:`ToolDiagnostic` (``problem`` ``depth``/``nodes``/``bytes``/``malformed``).
+
+    Source: issue 3 point 5 (bounded schemas; one bad tool never costs the server its other tools).
+    """
+    shown = tool.name if len(tool.name) <= _NAME_IN_MESSAGE else tool.name[:_NAME_IN_MESSAGE] + "…"
+    broken = exceeded_bounds(tool.input_schema, tool.output_schema, bounds)
+    if broken:
+        first = broken[0]
+        return ToolDiagnostic(
+            tool=tool.name,
+            problem=first.bound,
+            message=f"tool {shown!r} left out: its schemas' {'; '.join(b.describe() for b in broken)}",
+            measured=first.measured,
+            limit=first.limit,
+            exact=first.exact,
+        )
+    reason = _malformed(tool)
+    if reason is not None:
+        return ToolDiagnostic(tool=tool.name, problem="malformed", message=f"tool {shown!r} left out: {reason}")
+    return None
+
+
 async def list_catalog(
-    client: Client, *, max_pages: int, max_metadata_bytes: int, resources: bool = True
+    client: Client,
+    *,
+    max_pages: int,
+    max_metadata_bytes: int,
+    resources: bool = True,
+    max_schema_depth: int = DEFAULT_SCHEMA_BOUNDS.max_depth,
+    max_schema_nodes: int = DEFAULT_SCHEMA_BOUNDS.max_nodes,
+    max_schema_bytes: int = DEFAULT_SCHEMA_BOUNDS.max_bytes,
 ) -> Catalog:
     """List tools, and resources when ``resources`` and the server advertises them.
 
     A server without the tools capability, or one answering the first tools/list with -32601
     (Method not found), has 0 tools: that is not an error (issue 2, seed 003 §9).
 
+    A tool whose schemas break a schema bound or are malformed (:func:`screen_tool`) is left out
+    of ``tools`` and gets one :class:`ToolDiagnostic` on ``diagnostics``; the server keeps its
+    other tools (issue 3 point 5). Left-out tools still count towards ``max_metadata_bytes``.
+
     Args:
         max_pages: list pages allowed in total (tools and resources together; seed: 50).
         max_metadata_bytes: bytes of listed metadata (wire JSON) allowed in total (seed: 2 MiB).
+        max_schema_depth: deepest nesting of one tool's schemas (``Settings.schema_max_depth``, 32).
+        max_schema_nodes: most JSON values in one tool's schemas (``schema_max_nodes``, 10,000).
+        max_schema_bytes: most compact-JSON bytes of one tool's schemas (``schema_max_bytes``,
+            256 KiB).
 
     Raises:
-        CatalogError: ``tool_list_failed`` when a request fails or a bound is exceeded.
+        CatalogError: ``tool_list_failed`` when a request fails or a page or metadata bound is
+            exceeded (a schema bound only ever costs the one tool).
     """
     capabilities = client.server_capabilities
     info = client.server_info
@@ -85,10 +218,18 @@ async def list_catalog(
         protocol_version=client.protocol_version,
     )
     budget = _Budget(catalog, max_pages, max_metadata_bytes)
+    bounds = SchemaBounds(max_schema_depth, max_schema_nodes, max_schema_bytes)
     if capabilities is None or capabilities.tools is not None:
-        catalog.tools = [tool_summary(t) for t in await budget.list_all("tools/list", client.list_tools)]
+        for tool in await budget.list_all("tools/list", client.list_tools):
+            diagnostic = screen_tool(tool, bounds)
+            if diagnostic is None:
+                catalog.tools.append(tool_summary(tool))
+            else:
+                catalog.diagnostics.append(diagnostic)
     if resources and capabilities is not None and capabilities.resources is not None:
-        catalog.resources = [resource_summary(r) for r in await budget.list_all("resources/list", client.list_resources)]
+        catalog.resources = [
+            resource_summary(r) for r in await budget.list_all("resources/list", client.list_resources)
+        ]
     return catalog
 
 
