@@ -297,3 +297,25 @@ async def test_a_crash_looping_server_does_not_disturb_the_others(tmp_path: Path
     assert len(answered) == 90 and during >= 1
     crashed = {event["payload"]["server"] for event in events_of(runtime, "mcp.server.crashed")}
     assert crashed == {"loop"}
+
+
+async def test_a_server_stopped_by_its_resource_limit_is_reported_crashed_with_the_limit(
+    tmp_path: Path, settings: Settings
+) -> None:
+    server = RuntimeServer(
+        connector_id="id-hog",
+        name="hog",
+        target=fixture_server("hog_server.py"),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+        runtime_config={"limits": {"open_files": 64}, "restart": {"enabled": False}},
+    )
+    with anyio.fail_after(30):
+        async with Runtime(config(tmp_path, server), settings=settings) as runtime:
+            assert (await runtime.call("mcp.hog.echo", {"text": "fine"})).text == "fine"
+            with pytest.raises(ToolCallError) as info:
+                await runtime.call("mcp.hog.open_files")
+            assert info.value.reason is FailureReason.MCP_SERVER_UNAVAILABLE
+            await wait_until(lambda: runtime.server_states()["hog"] == "permanently_failed")
+    crashed = [event["payload"] for event in events_of(runtime, "mcp.server.crashed")]
+    assert len(crashed) == 1 and crashed[0]["limit"] == "open_files"
+    assert "open_files limit" in crashed[0]["stderrTail"]

@@ -376,8 +376,11 @@ class ServerConnection:
                         watch.start_soon(self._watch_end, conn, self._generation)
                         outcome = await self._serve()
                         watch.cancel_scope.cancel()
-                    if outcome == "lost" and self._conn is not None:
-                        self._stderr_tail = self._conn.stderr_tail()[-_STDERR_IN_DETAILS:]
+                    if outcome == "lost":
+                        # The launcher writes its limit marker after the server's stdout closed.
+                        wait_limit = getattr(conn.link, "wait_limit_exceeded", None)
+                        self._crash_limit = await wait_limit() if wait_limit is not None else None
+                        self._stderr_tail = conn.stderr_tail()[-_STDERR_IN_DETAILS:]
             if scope.cancelled_caught and self._state == "connecting" and not self._stopping:
                 self._fail_connect(
                     ErrorCode.TIMEOUT, f"connecting took longer than {settings.connect_timeout:g}s", links
@@ -395,8 +398,6 @@ class ServerConnection:
             self._conn = None
         if outcome == "lost" and links:
             self._stderr_tail = _tail_of(links[0]) or self._stderr_tail
-            limit = getattr(links[0], "limit_exceeded", None)
-            self._crash_limit = limit() if callable(limit) else None
         if outcome == "idle":
             self._state = "idle"
             self._emit("mcp.server.shutdown", {"server": self.name, "reason": "idle"})

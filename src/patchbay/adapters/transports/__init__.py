@@ -78,7 +78,7 @@ async def open_link(
             workspace=workspace,
             env=env,
             stderr_tail_bytes=stderr_tail_bytes,
-            **({"limits": limits} if limits is not None and limits.any else {}),
+            limits=limits,
         ) as link:
             yield link
     elif isinstance(target, HttpTarget):

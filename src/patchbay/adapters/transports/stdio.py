@@ -13,6 +13,11 @@ Contract:
   grandchildren in its group (``sh -c``, ``npx``); after the SDK is done we signal the whole group
   again, so nothing the connector started survives the connection. Shutdown is shielded from
   cancellation and every wait in it is bounded.
+* With resource limits (seed 003 addendum 2026-09-04) the command runs through
+  :mod:`patchbay.adapters.transports.rlimit_exec`: the launcher is the spawned process (the group
+  leader, whose fd 2 is our stderr pipe), applies ``setrlimit`` in its child before exec, passes
+  the environment on unchanged and, when a limit stopped the server, writes a marker line as the
+  last line of stderr; :meth:`StdioLink.limit_exceeded` reads it.
 """
 
 from __future__ import annotations
@@ -32,8 +37,9 @@ import psutil
 from mcp.client._transport import TransportStreams
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from patchbay.adapters.transports.rlimit_exec import launcher_argv, limit_from_marker
 from patchbay.core.errors import ConfigError, ErrorCode, ProbeError
-from patchbay.core.models import StdioTarget
+from patchbay.core.models import ResourceLimits, StdioTarget
 from patchbay.core.redaction import redact_text
 
 __all__ = ["StderrTail", "StdioLink", "open_stdio", "process_group_alive", "resolve_command", "workspace_cwd"]
@@ -105,9 +111,42 @@ class StdioLink:
     streams: TransportStreams
     stderr: StderrTail
     pgid: int | None = None
-    """The server's process group id (= its pid), or None if the child was gone before we saw it."""
+    """The server's process group id, or None if the child was gone before we saw it.
+
+    It is the pid of the process the SDK spawned: the server itself, or, with limits, the
+    ``rlimit_exec`` launcher, which leads the group the server and its children run in."""
     command: str = ""
     extra: dict[str, object] = field(default_factory=dict)
+    limits: ResourceLimits | None = None
+    """The setrlimit bounds the server runs under (None: no launcher, no limits)."""
+    stderr_closed: anyio.Event | None = field(default=None, repr=False)
+    """Set when stderr reached EOF (every process holding the pipe is gone) or the link closed."""
+
+    def limit_exceeded(self) -> str | None:
+        """The limit that stopped the server, as far as stderr has been read so far.
+
+        Returns ``"cpu_seconds"``, ``"address_space_bytes"`` or ``"open_files"`` when the launcher's
+        marker line is the last line of stderr, else None (also when no limits were set). Reliable
+        once the link has closed (the pipe is drained then) or :meth:`wait_limit_exceeded` returned;
+        while the server is alive it is None. A server that prints the marker itself can only
+        misname why it stopped; it is never treated as anything but a stopped server.
+        """
+        if self.limits is None or not self.limits.any:
+            return None
+        return limit_from_marker(self.stderr.text())
+
+    async def wait_limit_exceeded(self, grace: float = 2.0) -> str | None:
+        """Like :meth:`limit_exceeded`, after waiting up to ``grace`` seconds for stderr's EOF.
+
+        Use it when a call failed because the connection dropped: the server's stdout closes as
+        it dies, possibly before the launcher has written its marker and exited.
+        """
+        if self.limits is None or not self.limits.any:
+            return None
+        if self.stderr_closed is not None:
+            with anyio.move_on_after(grace):
+                await self.stderr_closed.wait()
+        return self.limit_exceeded()
 
 
 def workspace_cwd(workspace: Path, relative: str) -> Path:
@@ -139,13 +178,19 @@ def resolve_command(command: str, env_path: str | None = None, base: Path | None
         if not path.is_absolute() and base is not None:
             path = base / path
         if not path.exists():
-            raise ProbeError(f"command not found: {command}", code=ErrorCode.COMMAND_NOT_FOUND, details={"command": command})
+            raise ProbeError(
+                f"command not found: {command}", code=ErrorCode.COMMAND_NOT_FOUND, details={"command": command}
+            )
         if path.is_dir() or not os.access(path, os.X_OK):
-            raise ProbeError(f"command is not executable: {command}", code=ErrorCode.SPAWN_FAILED, details={"command": command})
+            raise ProbeError(
+                f"command is not executable: {command}", code=ErrorCode.SPAWN_FAILED, details={"command": command}
+            )
         return str(path)
     found = shutil.which(command, path=env_path if env_path is not None else os.environ.get("PATH"))
     if found is None:
-        raise ProbeError(f"command not found on PATH: {command}", code=ErrorCode.COMMAND_NOT_FOUND, details={"command": command})
+        raise ProbeError(
+            f"command not found on PATH: {command}", code=ErrorCode.COMMAND_NOT_FOUND, details={"command": command}
+        )
     return found
 
 
@@ -162,6 +207,9 @@ def process_group_alive(pgid: int) -> bool:
 
 def _find_child_by_stderr_pipe(read_fd: int) -> int | None:
     """The pid of our child whose fd 2 is the write end of our stderr pipe.
+
+    With resource limits that child is the ``rlimit_exec`` launcher (the group leader); the server
+    under it writes to a pipe of the launcher's, so it never matches by mistake.
 
     Matching on the pipe's inode identifies our child exactly even when several connectors spawn
     at once. Linux exposes fds under /proc; elsewhere fall back to the newest child.
@@ -248,6 +296,7 @@ async def open_stdio(
     workspace: Path,
     env: dict[str, str] | None = None,
     stderr_tail_bytes: int = 16 * 1024,
+    limits: ResourceLimits | None = None,
 ) -> AsyncIterator[StdioLink]:
     """Spawn ``target`` and yield a :class:`StdioLink` whose streams an ``mcp.Client`` can use.
 
@@ -257,25 +306,53 @@ async def open_stdio(
         env: extra environment variables, merged over the SDK's minimal inherited set (HOME, PATH,
             ...); Patchbay's own environment is not passed on.
         stderr_tail_bytes: bytes of stderr kept.
+        limits: setrlimit bounds for the server (seed 003 addendum 2026-09-04); when any is set the
+            command runs through the ``rlimit_exec`` launcher (POSIX only), see the module docstring.
 
     Raises:
-        ProbeError: ``command_not_found``, ``spawn_failed`` (not executable, exec failed, bad cwd).
+        ProbeError: ``command_not_found``, ``spawn_failed`` (not executable, exec failed, bad cwd,
+            limits asked for where ``setrlimit`` does not exist).
     """
     try:
         cwd = workspace_cwd(workspace, target.cwd)
     except ConfigError as exc:
         raise ProbeError(exc.message, code=ErrorCode.INVALID_CONFIG, details={"field": "cwd"}) from None
     if not cwd.is_dir():
-        raise ProbeError(f"working directory does not exist: {cwd}", code=ErrorCode.SPAWN_FAILED, details={"field": "cwd"})
+        raise ProbeError(
+            f"working directory does not exist: {cwd}", code=ErrorCode.SPAWN_FAILED, details={"field": "cwd"}
+        )
     search_path = (env or {}).get("PATH", os.environ.get("PATH", os.defpath))
     executable = resolve_command(target.command, search_path, base=cwd)
-    params = StdioServerParameters(command=executable, args=list(target.args), env=env or None, cwd=str(cwd))
+    command, args = executable, list(target.args)
+    if limits is not None and limits.any:
+        if sys.platform == "win32":  # pragma: no cover - no setrlimit on Windows
+            raise ProbeError(
+                "resource limits need setrlimit (POSIX)", code=ErrorCode.SPAWN_FAILED, details={"field": "limits"}
+            )
+        try:
+            command, *args = launcher_argv(
+                executable,
+                args,
+                cpu_seconds=limits.cpu_seconds,
+                address_space_bytes=limits.address_space_bytes,
+                open_files=limits.open_files,
+            )
+        except RuntimeError as exc:
+            raise ProbeError(str(exc), code=ErrorCode.SPAWN_FAILED, details={"field": "limits"}) from None
+    else:
+        limits = None
+    params = StdioServerParameters(command=command, args=args, env=env or None, cwd=str(cwd))
 
     tail = StderrTail(stderr_tail_bytes)
     read_fd, write_fd = os.pipe()
     os.set_blocking(read_fd, False)
     errlog = os.fdopen(write_fd, "w")
     group: list[int] = []
+    stderr_closed = anyio.Event()
+
+    async def pump() -> None:
+        await tail.pump(read_fd)
+        stderr_closed.set()
 
     async def kill_leftovers() -> None:
         with anyio.CancelScope(shield=True):
@@ -287,8 +364,9 @@ async def open_stdio(
         # then what is left in the pipe is read and the pump is cancelled.
         async with AsyncExitStack() as stack:
             pump_group = await stack.enter_async_context(anyio.create_task_group())
-            pump_group.start_soon(tail.pump, read_fd)
+            pump_group.start_soon(pump)
             stack.callback(pump_group.cancel_scope.cancel)
+            stack.callback(stderr_closed.set)
             stack.callback(tail.drain, read_fd)
             stack.push_async_callback(kill_leftovers)
             try:
@@ -302,6 +380,13 @@ async def open_stdio(
             pgid = _find_child_by_stderr_pipe(read_fd)
             if pgid is not None:
                 group.append(pgid)
-            yield StdioLink(streams=streams, stderr=tail, pgid=pgid, command=target.command)
+            yield StdioLink(
+                streams=streams,
+                stderr=tail,
+                pgid=pgid,
+                command=target.command,
+                limits=limits,
+                stderr_closed=stderr_closed,
+            )
     finally:
         os.close(read_fd)

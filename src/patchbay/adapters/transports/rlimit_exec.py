@@ -1,0 +1,353 @@
+"""A tiny launcher that runs a stdio server under setrlimit bounds (seed 003 addendum 2026-09-04).
+
+The SDK spawns a stdio server itself (``anyio.open_process``, new session) and offers no hook
+between fork and exec, so when a connector has resource limits Patchbay spawns this launcher
+instead::
+
+    python -I -S .../rlimit_exec.py [--cpu-seconds N] [--address-space-bytes N] [--open-files N] \\
+        -- /resolved/server arg...
+
+What it does:
+
+* It forks once. The child resets the signal state Python changed (``SIGPIPE``/``SIGXFSZ``
+  ignored, handlers, mask), applies the limits with ``setrlimit`` (soft and hard, so the server
+  cannot raise them; a lower existing hard limit is kept) and ``execve``\\ s the server with
+  exactly the environment the launcher was given: on Linux it is read back from
+  ``/proc/self/environ``, because Python's locale coercion may add ``LC_CTYPE`` to
+  ``os.environ`` at start-up. Nothing is expanded: values are passed as they are.
+* The launcher stays the process-group leader (the pid the SDK and Patchbay signal); the server
+  and everything it starts stay in that group, so a group kill still reaches all of them.
+* It never reads the server's stdin or stdout: it points its own fds 0 and 1 at ``/dev/null``,
+  so the server alone decides when stdout reaches EOF. The server's stderr goes through the
+  launcher (a pipe relayed byte for byte to the launcher's stderr) so the last bytes can be
+  checked for an allocation or file-table failure.
+* ``SIGTERM``, ``SIGINT`` and ``SIGHUP`` sent to the launcher are forwarded to the server (one
+  the launcher was started with ignored stays ignored, for both). A group-wide signal reaches the
+  server directly as well, so it may see such a signal twice.
+* When the server is gone, the launcher exits with its status (``128 + signal`` for a signal).
+  If it died abnormally in a way a configured limit explains, the launcher first writes one
+  marker line to stderr, e.g. ``patchbay: server stopped by its cpu_seconds limit (2 s)``:
+
+  - ``cpu_seconds``: killed by ``SIGXCPU``, or by ``SIGKILL`` once its CPU time (from ``wait4``)
+    had reached the limit (the kernel's kill at the hard limit, one second later);
+  - ``address_space_bytes``: its stderr tail shows an allocation failure (``MemoryError``,
+    ``Cannot allocate memory``, ``out of memory``, ``Allocation failed``, ``bad_alloc``), or it
+    died of ``SIGSEGV``/``SIGABRT``/``SIGBUS``;
+  - ``open_files``: its stderr tail shows ``Too many open files`` / ``EMFILE``.
+
+  The marker is the last thing written to the pipe (nothing else holds its write end), so
+  :func:`limit_from_marker` trusts only the last line.
+
+It imports a few standard-library modules only (not ``argparse`` and not Patchbay: ``python -m
+patchbay...`` would import the SDK, seconds of start-up) and runs with ``-I -S``, so nothing in the
+server's environment (``PYTHONPATH``, ``PYTHONHOME``...) can change it. Measured cost per spawn
+on a 2-vCPU box: ~45 ms CPU (a bare ``python -I -S -c pass`` is ~19 ms; ``signal``'s enum import
+is most of the rest), ~55 ms wall at best.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+
+__all__ = ["LIMIT_NAMES", "MARKER_PREFIX", "launcher_argv", "limit_from_marker", "main", "marker_line"]
+
+LIMIT_NAMES = ("cpu_seconds", "address_space_bytes", "open_files")
+"""The limit names, as in :class:`patchbay.core.models.ResourceLimits` and in the marker line."""
+MARKER_PREFIX = "patchbay: server stopped by its "
+_UNITS = {"cpu_seconds": "s", "address_space_bytes": "bytes", "open_files": "files"}
+_FORWARDED = ("SIGTERM", "SIGINT", "SIGHUP")
+_TAIL_BYTES = 8192
+_MEMORY_WORDS = (b"memoryerror", b"cannot allocate memory", b"out of memory", b"allocation failed", b"bad_alloc")
+_FILES_WORDS = (b"too many open files", b"emfile")
+_MEMORY_SIGNALS = ("SIGSEGV", "SIGABRT", "SIGBUS")
+_COERCED_LC_CTYPE = (b"C.UTF-8", b"C.utf8", b"UTF-8")
+
+
+def launcher_argv(
+    command: str,
+    args: list[str] | tuple[str, ...] = (),
+    *,
+    cpu_seconds: int | None = None,
+    address_space_bytes: int | None = None,
+    open_files: int | None = None,
+    python: str | None = None,
+) -> list[str]:
+    """The argv that runs ``command *args`` through this launcher under the given limits.
+
+    Args:
+        command: the resolved executable path (it is ``execve``\\ d, never looked up on PATH).
+        args: its arguments, passed as they are.
+        cpu_seconds / address_space_bytes / open_files: positive limits; ``None`` = not limited.
+        python: the interpreter to run the launcher with; default ``sys.executable``.
+
+    Raises:
+        RuntimeError: when there is no interpreter path to run the launcher with.
+    """
+    interpreter = python or sys.executable
+    if not interpreter:
+        raise RuntimeError("no Python interpreter path (sys.executable is empty) to run the limit launcher")
+    argv = [interpreter, "-I", "-S", os.path.abspath(__file__)]
+    for option, value in (
+        ("--cpu-seconds", cpu_seconds),
+        ("--address-space-bytes", address_space_bytes),
+        ("--open-files", open_files),
+    ):
+        if value is not None:
+            argv += [option, str(int(value))]
+    return [*argv, "--", command, *args]
+
+
+def marker_line(limit: str, value: int) -> str:
+    """The line the launcher writes when ``limit`` (one of :data:`LIMIT_NAMES`) stopped the server."""
+    return f"{MARKER_PREFIX}{limit} limit ({value} {_UNITS[limit]})"
+
+
+def limit_from_marker(stderr_text: str) -> str | None:
+    """The limit named by the launcher's marker, if it is the last non-empty line of ``stderr_text``.
+
+    Returns one of :data:`LIMIT_NAMES`, or None.
+    """
+    lines = [line for line in stderr_text.splitlines() if line.strip()]
+    if not lines or not lines[-1].startswith(MARKER_PREFIX):
+        return None
+    name = lines[-1][len(MARKER_PREFIX) :].split(" ", 1)[0]
+    return name if name in LIMIT_NAMES else None
+
+
+# -- the launcher process ---------------------------------------------------------------------
+
+
+def _given_environ() -> dict[bytes, bytes]:
+    """The environment this process was started with, before Python changed ``os.environ``."""
+    try:
+        with open("/proc/self/environ", "rb") as handle:
+            raw = handle.read()
+    except OSError:  # pragma: no cover - not Linux
+        env = dict(os.environb)
+        env.pop(b"__PYVENV_LAUNCHER__", None)
+        # Coercion only ever sets one of these values, and only when LC_ALL is unset; an explicit
+        # LC_CTYPE with the same value is indistinguishable here and is dropped as well.
+        if b"LC_ALL" not in env and env.get(b"LC_CTYPE") in _COERCED_LC_CTYPE:
+            del env[b"LC_CTYPE"]
+        return env
+    env = {}
+    for entry in raw.split(b"\0"):
+        key, sep, value = entry.partition(b"=")
+        if sep and key:
+            env.setdefault(key, value)
+    return env
+
+
+def _set_limit(which: str, soft: int, hard: int) -> None:
+    import resource  # POSIX only; this module stays importable elsewhere for its helpers
+
+    which_id = getattr(resource, which)
+    _, current_hard = resource.getrlimit(which_id)
+    if current_hard != resource.RLIM_INFINITY:
+        hard = min(hard, current_hard)
+        soft = min(soft, hard)
+    resource.setrlimit(which_id, (soft, hard))
+
+
+def _exec_child(
+    options: _Options,
+    env: dict[bytes, bytes],
+    stderr_fd: int,
+    close: tuple[int, ...] | list[int],
+    mask: set[signal.Signals],
+    ignored: tuple[int, ...] | list[int],
+) -> None:
+    """In the forked child: restore signals, move stderr, apply the limits, exec. Never returns."""
+    try:
+        signal.set_wakeup_fd(-1)
+        for name in (*_FORWARDED, "SIGCHLD", "SIGPIPE", "SIGXFSZ"):
+            signum = getattr(signal, name)
+            signal.signal(signum, signal.SIG_IGN if signum in ignored else signal.SIG_DFL)
+        os.dup2(stderr_fd, 2)
+        for fd in close:
+            os.close(fd)
+        if options.cpu_seconds is not None:
+            # SIGXCPU at the soft limit; the kernel's SIGKILL one second later if it is ignored.
+            _set_limit("RLIMIT_CPU", options.cpu_seconds, options.cpu_seconds + 1)
+        if options.address_space_bytes is not None:
+            _set_limit("RLIMIT_AS", options.address_space_bytes, options.address_space_bytes)
+        if options.open_files is not None:
+            _set_limit("RLIMIT_NOFILE", options.open_files, options.open_files)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.execve(options.command[0], options.command, env)
+    except BaseException as exc:  # nothing may escape a forked child
+        os.write(2, f"patchbay: could not start {options.command[0]}: {exc}\n".encode(errors="replace"))
+        os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
+
+
+def _explain(options: _Options, status: int, cpu_used: float, tail: bytes) -> str | None:
+    """The limit that explains an abnormal end with wait ``status``, if any."""
+    signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    if signum is None and os.WEXITSTATUS(status) == 0:
+        return None
+    if options.cpu_seconds is not None and (
+        signum == signal.SIGXCPU or (signum == signal.SIGKILL and cpu_used >= options.cpu_seconds - 0.01)
+    ):
+        return "cpu_seconds"
+    lowered = tail.lower()
+    if options.address_space_bytes is not None and any(word in lowered for word in _MEMORY_WORDS):
+        return "address_space_bytes"
+    if options.open_files is not None and any(word in lowered for word in _FILES_WORDS):
+        return "open_files"
+    if options.address_space_bytes is not None and signum in {getattr(signal, name) for name in _MEMORY_SIGNALS}:
+        return "address_space_bytes"
+    return None
+
+
+class _Relay:
+    """Copies the server's stderr to ours and keeps the last bytes for :func:`_explain`."""
+
+    def __init__(self) -> None:
+        self.tail = bytearray()
+        self.open = True
+
+    def feed(self, data: bytes) -> None:
+        self.tail += data
+        del self.tail[:-_TAIL_BYTES]
+        view = memoryview(data)
+        while self.open and view:
+            try:
+                view = view[os.write(2, view) :]
+            except OSError:  # our reader is gone: keep draining so the server never blocks
+                self.open = False
+
+
+class _Options:
+    """The parsed command line: the limits (None = not limited) and the command to exec."""
+
+    def __init__(self, command: list[str], limits: dict[str, int | None]):
+        self.command = command
+        self.cpu_seconds = limits["cpu_seconds"]
+        self.address_space_bytes = limits["address_space_bytes"]
+        self.open_files = limits["open_files"]
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _parse(argv: list[str] | tuple[str, ...]) -> _Options:
+    """``[--cpu-seconds N] [--address-space-bytes N] [--open-files N] -- command [args...]``."""
+    limits: dict[str, int | None] = dict.fromkeys(LIMIT_NAMES)
+    index = 0
+    while index < len(argv) and argv[index] != "--":
+        option = argv[index]
+        name = option[2:].replace("-", "_") if option.startswith("--") else ""
+        if name not in limits or index + 1 >= len(argv):
+            raise _UsageError(f"unknown option or missing value: {option}")
+        try:
+            value = int(argv[index + 1])
+        except ValueError:
+            raise _UsageError(f"{option} needs an integer, not {argv[index + 1]!r}") from None
+        if value <= 0:
+            raise _UsageError(f"{option} must be positive")
+        limits[name] = value
+        index += 2
+    command = list(argv[index + 1 :])
+    if not command:
+        raise _UsageError("no command given after --")
+    return _Options(command, limits)
+
+
+def main(argv: list[str] | tuple[str, ...] | None = None) -> int:
+    """Run the launcher; returns the exit status to use (the server's, ``128 + signal`` for a signal)."""
+    try:
+        options = _parse(sys.argv[1:] if argv is None else argv)
+    except _UsageError as exc:
+        os.write(
+            2,
+            f"rlimit_exec: {exc}\nusage: rlimit_exec [--cpu-seconds N] [--address-space-bytes N] "
+            "[--open-files N] -- command [args...]\n".encode(),
+        )
+        return 2
+    env = _given_environ()
+    err_r, err_w = os.pipe()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    child = 0
+
+    def forward(signum: int, _frame: object) -> None:
+        if child > 0:
+            try:
+                os.kill(child, signum)
+            except ProcessLookupError:
+                pass
+
+    # Signals stay blocked across the fork, so neither side handles one before it is ready.
+    # Python ignores SIGPIPE/SIGXFSZ itself (the SDK's spawn had reset them to the default);
+    # any other signal found ignored here was ignored by whoever started us.
+    ignored = [
+        getattr(signal, name) for name in _FORWARDED if signal.getsignal(getattr(signal, name)) == signal.SIG_IGN
+    ]
+    forwarded = [getattr(signal, name) for name in _FORWARDED if getattr(signal, name) not in ignored]
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [*forwarded, signal.SIGCHLD])
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+    for signum in forwarded:
+        signal.signal(signum, forward)
+    try:
+        child = os.fork()
+    except OSError as exc:
+        os.write(2, f"patchbay: could not start {options.command[0]}: {exc}\n".encode(errors="replace"))
+        return 126
+    if child == 0:
+        _exec_child(options, env, err_w, (err_r, err_w, wake_r, wake_w), mask, ignored)
+    os.close(err_w)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+    relay = _Relay()
+    readers = [err_r, wake_r]
+    while True:
+        ready, _, _ = select.select(readers, [], [])
+        if wake_r in ready:
+            while True:
+                try:
+                    if not os.read(wake_r, 512):
+                        break
+                except BlockingIOError:
+                    break
+        if err_r in ready:
+            data = os.read(err_r, 65536)
+            if data:
+                relay.feed(data)
+            else:
+                readers.remove(err_r)
+        pid, status, usage = os.wait4(child, os.WNOHANG)
+        if pid:
+            break
+    # What the server wrote just before it died; descendants that keep writing are not waited for.
+    if err_r in readers:
+        os.set_blocking(err_r, False)
+        for _ in range(64):
+            try:
+                data = os.read(err_r, 65536)
+            except BlockingIOError:
+                break
+            if not data:
+                break
+            relay.feed(data)
+    limit = _explain(options, status, usage.ru_utime + usage.ru_stime, bytes(relay.tail))
+    if limit is not None and relay.open:
+        prefix = b"" if not relay.tail or relay.tail.endswith(b"\n") else b"\n"
+        try:
+            os.write(2, prefix + (marker_line(limit, getattr(options, limit)) + "\n").encode())
+        except OSError:
+            pass
+    return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+if __name__ == "__main__":
+    os._exit(main())
