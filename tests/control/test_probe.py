@@ -448,3 +448,53 @@ async def test_a_unix_socket_server_is_ready_with_its_tools(settings: Settings, 
         result = await Prober(settings).probe(connector(validate_socket_path(path)), workspace=tmp_path)
     assert_ready(result)
     assert [tool.name for tool in result.tools] == ["echo"]
+
+
+# --- credentials echoed into the catalog ---------------------------------------------------------
+
+ECHOING_SERVER = '''
+"""A stdio MCP server that puts its PB_BOUND credential into its name and its tool's metadata."""
+import os
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+BOUND = os.environ["PB_BOUND"]
+TOOL = types.Tool(
+    name="whoami",
+    description=f"Acts as {BOUND}.",
+    input_schema={"type": "object", "properties": {"as": {"type": "string", "default": BOUND}}},
+)
+
+
+async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[TOOL])
+
+
+async def main() -> None:
+    server = Server(f"echoing-{BOUND}", version="1.0.0", on_list_tools=list_tools)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+anyio.run(main)
+'''
+
+
+async def test_bound_env_values_a_server_echoes_into_its_catalog_are_masked(settings: Settings, tmp_path: Path) -> None:
+    # The catalog is cached in the store, which never holds a credential value (seed 003 §11).
+    script = tmp_path / "echoing_server.py"
+    script.write_text(ECHOING_SERVER)
+    bound = "bound-cnry-3141"
+    target = StdioTarget(command=sys.executable, args=(str(script),))
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(target), workspace=tmp_path, env={"PB_BOUND": bound})
+    assert_ready(result)
+    assert bound not in result.model_dump_json()
+    (tool,) = result.tools
+    assert tool.name == "whoami" and tool.description == f"Acts as {REDACTED}."
+    assert tool.input_schema["properties"]["as"]["default"] == REDACTED
+    assert result.server_info is not None and result.server_info["name"] == f"echoing-{REDACTED}"

@@ -1,8 +1,25 @@
-"""Redaction keeps secrets out of stderr tails, events and messages (seed 003 §14.3)."""
+"""Redaction keeps secrets out of stderr tails, events, messages and logs (seed 003 §14.3)."""
 
 from __future__ import annotations
 
-from patchbay.core.redaction import REDACTED, redact_text, redact_value
+import json
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from patchbay.core.redaction import (
+    REDACTED,
+    RedactingFilter,
+    is_secret_key,
+    redact_known,
+    redact_text,
+    redact_value,
+    register_secret,
+    registered_secrets,
+    registry_version,
+)
 
 
 def test_secret_shapes_in_text_are_redacted() -> None:
@@ -36,11 +53,223 @@ def test_key_value_secrets_with_affixed_key_names_are_redacted() -> None:
     assert out.count(REDACTED) == 3
 
 
-def test_redaction_of_long_unbroken_text_finishes(tmp_path) -> None:
-    # A quadratic pattern took ~1 s at 5,000 chars and hours at 200,000: run it in a child so a
-    # regression shows up as a failure, not a hung suite. The bound is a hang guard, not a benchmark.
-    import subprocess
-    import sys
+# --- headers: the value goes, the name (and an Authorization scheme) stays -------------------------
 
-    code = "from patchbay.core.redaction import redact_text; redact_text('a' * 200_000 + ' token=' + 'b' * 200_000)"
+HEADER_CASES = [
+    ("Authorization: Bearer abcdefghijklmnop", "Authorization: Bearer [REDACTED]"),
+    ("authorization: raw-token-value", "authorization: [REDACTED]"),
+    ("Proxy-Authorization: Basic dXNlcjpwYXNzd29yZA==", "Proxy-Authorization: Basic [REDACTED]"),
+    ("Cookie: sid=abc123; theme=dark", "Cookie: [REDACTED]"),
+    (
+        "Set-Cookie: id=a3fWa; Expires=Thu, 21 Oct 2021 07:28:00 GMT; Secure\nVary: Accept",
+        "Set-Cookie: [REDACTED]\nVary: Accept",
+    ),
+    (
+        '{"Authorization": "Bearer abc.def", "Cookie": "sid=1; theme=dark", "Accept": "*/*"}',
+        '{"Authorization": "Bearer [REDACTED]", "Cookie": "[REDACTED]", "Accept": "*/*"}',
+    ),
+    ("{'cookie': 'sid=1', 'x': 1}", "{'cookie': '[REDACTED]', 'x': 1}"),
+    ('{\\"Cookie\\": \\"sid=abc\\"}', '{\\"Cookie\\": \\"[REDACTED]\\"}'),
+    ("curl -H 'Authorization: token ghx_notashape_1234'", "curl -H 'Authorization: token [REDACTED]'"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), HEADER_CASES)
+def test_header_values_are_masked_and_header_names_stay(text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+
+
+# --- key shapes ------------------------------------------------------------------------------------
+
+SHAPES = [
+    "sk-proj-0123456789abcdefghijKLMN",
+    "sk-ant-api03-0123456789abcdefghij",
+    "sk_live_0123456789abcdefABCD",
+    "ghp_0123456789abcdefghijABCDEFGHIJ",
+    "gho_0123456789abcdefghijABCDEFGHIJ",
+    "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+    "glpat-0123456789abcdefghij",
+    "xoxb-1234567890-abcdefghij",
+    "xoxp-1234567890-1234567890-abcdef",
+    "xapp-1-A0123456789-abcdefghij",
+    "AKIAIOSFODNN7EXAMPLE",
+    "ASIAIOSFODNN7EXAMPLE",
+    "AIzaSyA0123456789abcdefghijklmnopqrstuv",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+]
+
+
+@pytest.mark.parametrize("key", SHAPES)
+def test_well_known_key_shapes_are_masked_wherever_they_stand(key: str) -> None:
+    for text in (key, f"using {key} now", f"({key})", f"[{key}]", f"'{key}',"):
+        out = redact_text(text)
+        assert key not in out and REDACTED in out, (text, out)
+
+
+# --- secret-named keys, query values, OAuth callbacks, URL userinfo --------------------------------
+
+KEY_CASES = [
+    ("token=abc", "token=[REDACTED]"),
+    ('password: "two words here" then', 'password: "[REDACTED]" then'),
+    ("{'db_pass': 'x1'}", "{'db_pass': '[REDACTED]'}"),
+    ('{\\"client_secret\\":\\"abc def\\"}', '{\\"client_secret\\":\\"[REDACTED]\\"}'),
+    ("GET /cb?access_token=abc123&api_key=zzz&page=2", "GET /cb?access_token=[REDACTED]&api_key=[REDACTED]&page=2"),
+    (
+        "https://app.example/callback?code=SplxlOBeZQQYbYS6WxSbIA&state=af0ifjsldkj&x=1",
+        "https://app.example/callback?code=[REDACTED]&state=[REDACTED]&x=1",
+    ),
+    ("https://app.example/cb#state=abc&code=def", "https://app.example/cb#state=[REDACTED]&code=[REDACTED]"),
+    ("https://store.example/blob?sv=1&sig=abc%2Bdef", "https://store.example/blob?sv=1&sig=[REDACTED]"),
+    ("postgres://bob:s3cr3t@db.internal/x", "postgres://[REDACTED]@db.internal/x"),
+    ("İstanbul TOKEN=abc", "İstanbul TOKEN=[REDACTED]"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), KEY_CASES)
+def test_values_of_secret_named_keys_and_one_time_url_parameters_are_masked(text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mcp.time.get_current_time",
+        "The author: Jane; bypass=1; passage: 2; compass: N",
+        "Authorization failed: invalid token",
+        "ssh://git@github.com/org/repo.git",
+        "https://example.com/search?q=code&page=2",
+        "Basic usage",
+        "token=''",
+        "The current time in Asia/Tokyo is 2026-09-04T10:00:00+09:00.",
+        "sk-short",
+    ],
+)
+def test_text_without_secrets_is_returned_unchanged(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_redaction_is_idempotent() -> None:
+    texts = [text for text, _ in HEADER_CASES + KEY_CASES] + [f"a {key} b" for key in SHAPES]
+    for text in texts:
+        once = redact_text(text)
+        assert redact_text(once) == once, text
+
+
+def test_a_cut_pydantic_input_value_is_masked_whole() -> None:
+    # pydantic quotes a long input cut in the middle: the name a rule needs may be gone.
+    line = "Invalid JSON [type=json_invalid, input_value='https://api.example.com/...y=abc123secret&page=2', input_type=str]"
+    assert redact_text(line) == "Invalid JSON [type=json_invalid, input_value=[REDACTED], input_type=str]"
+    whole = "[type=json_invalid, input_value='progress: 50%', input_type=str]"
+    assert redact_text(whole) == whole
+
+
+def test_secret_key_names() -> None:
+    for key in (
+        "token",
+        "api_key",
+        "X-Api-Key",
+        "password",
+        "db_pass",
+        "Authorization",
+        "Set-Cookie",
+        "client_secret",
+        "aws_access_key_id",
+    ):
+        assert is_secret_key(key), key
+    for key in ("author", "authority", "bypass", "passage", "city", "code", "state", "description"):
+        assert not is_secret_key(key), key
+
+
+# --- exact values: passed, registered, encoded ------------------------------------------------------
+
+
+def test_known_secrets_are_masked_in_their_url_and_json_forms_too() -> None:
+    secret = 'p@ss/w"rd 9'
+    text = f"raw {secret} url https://x/?k=p%40ss%2Fw%22rd%209 json {json.dumps(secret)}"
+    out = redact_text(text, (secret,))
+    assert "p@ss" not in out and "p%40ss" not in out and 'w\\"rd' not in out
+    assert out.count(REDACTED) == 3
+
+
+def test_registered_secrets_are_masked_everywhere_without_being_passed() -> None:
+    value = "reg-cnry-7c1e0f"
+    assert redact_text(f"got {value}") == f"got {value}"
+    before = registry_version()
+    register_secret(value)
+    assert registry_version() == before + 1
+    register_secret("abc")  # too short to mask text safely: ignored
+    assert value in registered_secrets() and "abc" not in registered_secrets()
+    assert redact_text(f"got {value}") == f"got {REDACTED}"
+    assert redact_value({"note": [f"x{value}x"]}) == {"note": [f"x{REDACTED}x"]}
+    assert redact_text("abc") == "abc"
+
+
+def test_redact_known_masks_only_exact_values_and_keeps_the_object_when_nothing_matched() -> None:
+    catalog = {
+        "name": "t",
+        "description": "Acts as exact-cnry-42; token: stays",
+        "schema": {"default": ["exact-cnry-42"]},
+    }
+    masked = redact_known(catalog, ("exact-cnry-42",))
+    assert masked == {
+        "name": "t",
+        "description": f"Acts as {REDACTED}; token: stays",
+        "schema": {"default": [REDACTED]},
+    }
+    clean = {"name": "t", "description": "token: stays"}
+    assert redact_known(clean, ("exact-cnry-42",)) is clean
+
+
+# --- the logging filter ----------------------------------------------------------------------------
+
+
+def test_the_logging_filter_redacts_message_arguments_and_traceback() -> None:
+    record = logging.LogRecord(
+        "mcp.client.stdio", logging.ERROR, __file__, 1, "sent %s to %r", ("token=abc123", {"password": "pw"}), None
+    )
+    try:
+        raise ValueError("line was Authorization: Bearer abcdefghijklmnop")
+    except ValueError:
+        record.exc_info = sys.exc_info()
+    record.stack_info = "Stack (most recent call last):\n  cookie: sid=zzz"
+    assert RedactingFilter().filter(record) is True
+    assert record.args is None and record.exc_info is None
+    rendered = logging.Formatter().format(record)
+    for secret in ("abc123", "'pw'", "abcdefghijklmnop", "sid=zzz"):
+        assert secret not in rendered, rendered
+    assert "token=[REDACTED]" in rendered and "Authorization: Bearer [REDACTED]" in rendered
+    assert "Traceback" in rendered and "ValueError" in rendered
+
+
+def test_the_logging_filter_masks_its_known_secrets_and_survives_a_bad_format_string() -> None:
+    record = logging.LogRecord("x", logging.WARNING, __file__, 1, "value %s %s", ("filter-cnry-99",), None)
+    assert RedactingFilter(known_secrets=("filter-cnry-99",)).filter(record) is True
+    assert "filter-cnry-99" not in record.getMessage() and REDACTED in record.getMessage()
+
+
+# --- linear time -----------------------------------------------------------------------------------
+
+
+def test_redaction_of_long_hostile_text_finishes(tmp_path) -> None:
+    # Quadratic patterns took ~1 s at 5,000 chars and minutes at 100,000 (``"a." * 50_000`` took
+    # 94 s before the scheme of a URL was bounded): run them in a child so a regression shows up
+    # as a failure, not a hung suite. The bound is a hang guard, not a benchmark.
+    inputs = [
+        "'a' * 200_000 + ' token=' + 'b' * 200_000",
+        "'a.' * 100_000",
+        "'eyJa-' * 40_000",
+        "'sk-' * 60_000",
+        "'xoxb-' * 40_000",
+        "'cookie:' * 30_000",
+        "('x' * 31 + 'authorization') * 5_000",
+        "'token=\"' * 30_000",
+        "'pass' * 50_000",
+        "'a://b:' * 30_000",
+        "'?code=' * 30_000",
+        "'bearer ' * 30_000",
+        "'input_value=' * 20_000",
+        "('input_value=' + '...' * 30) * 5_000",
+        "'\\\\' * 200_000",
+    ]
+    code = "from patchbay.core.redaction import redact_text\n" + "\n".join(f"redact_text({expr})" for expr in inputs)
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

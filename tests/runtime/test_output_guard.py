@@ -457,16 +457,6 @@ def test_the_runtime_adds_at_most_1x_on_top_of_what_the_sdk_needs(fifty_mib_call
     assert ratios["total"] <= ratios["sdk"] + 0.25, ratios
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the SDK's stdio reader alone peaks at ~3.0x a 50 MiB line and takes 60-110 s for it: "
-        "mcp.client.stdio.stdout_reader grows its buffer by `buffer + chunk` per 64 KiB read "
-        "(quadratic) and then splits it, so old buffer, new buffer and the line copy coexist. A "
-        "linear bytes reader (anyio BufferedByteReceiveStream.receive_until, as in "
-        "adapters/transports/socket.py) measured 2.04x in 4 s; see the issue 3 report"
-    ),
-)
 def test_a_50_mib_result_grows_peak_memory_by_at_most_2x(fifty_mib_call: dict[str, Any]) -> None:
     # ~2x: the transport's line and the parsed text (2.0x) plus the runtime's own ~0.1x.
     assert fifty_mib_call["ratios"]["total"] <= 2.2, fifty_mib_call["ratios"]

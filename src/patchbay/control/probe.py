@@ -14,6 +14,10 @@ the connection again. It never calls a tool. Everything is bounded (seed 003 §9
 * the server process (and its process group) is gone when :meth:`Prober.probe` returns, whether
   it succeeded, failed, timed out or the caller was cancelled (the transports shield teardown).
 
+The result's diagnostics (message, stderr tail) are redacted (:mod:`patchbay.core.redaction`),
+and the exact values of ``env``/``headers`` (credentials) are masked everywhere in it, the
+catalog and server info included (seed 003 §11, §14.3).
+
 A server failure never raises: it becomes a :class:`~patchbay.core.models.ProbeResult` with
 ``state="error"`` and one stable code of seed 003 §9.3, chosen by
 :func:`patchbay.adapters.transports.classify`. Front ends switch on that code, never on the text.
@@ -43,7 +47,7 @@ from patchbay.core.models import (
     SocketTarget,
     StdioTarget,
 )
-from patchbay.core.redaction import redact_text
+from patchbay.core.redaction import redact_known, redact_text, registered_secrets
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target
 
@@ -79,6 +83,21 @@ def _checked_target(target: ConnectorTarget, workspace: Path) -> ConnectorTarget
     if isinstance(target, SocketTarget):
         return validate_socket_path(target.path)
     raise ConfigError("transport", f"unknown target {type(target).__name__}")  # pragma: no cover
+
+
+def _without_known(items: list[Any], known_secrets: tuple[str, ...]) -> tuple[Any, ...]:
+    """Catalog entries (``ToolSummary``/``ResourceSummary``) with every exact known secret value
+    masked; an entry without one is kept as it is. The catalog is cached in the store, which
+    never holds a credential value (seed 003 §11), and the pattern rules are not applied to it:
+    a tool's description or schema is data, not a diagnostic."""
+    if not known_secrets and not registered_secrets():
+        return tuple(items)
+    out = []
+    for item in items:
+        data = item.model_dump()
+        masked = redact_known(data, known_secrets)
+        out.append(item if masked is data else type(item).model_validate(masked))
+    return tuple(out)
 
 
 class Prober:
@@ -145,8 +164,8 @@ class Prober:
             connector: the connector to probe; its target is validated again (seed 003 §7.3).
             workspace: the canonical workspace root; a stdio server runs in ``workspace / cwd``.
             env: resolved extra environment variables for a stdio server (credential values
-                arrive here and are never stored); they are also redacted from the stderr tail and
-                the message.
+                arrive here and are never stored); their exact values are masked in the stderr
+                tail, the message, the server info and the listed tools and resources.
             headers: resolved extra HTTP headers for a remote server (same treatment).
 
         Returns:
@@ -198,9 +217,9 @@ class Prober:
                 state="ready",
                 tool_count=len(catalog.tools),
                 resource_count=len(catalog.resources),
-                tools=tuple(catalog.tools),
-                resources=tuple(catalog.resources),
-                server_info=catalog.server_info,
+                tools=_without_known(catalog.tools, known_secrets),
+                resources=_without_known(catalog.resources, known_secrets),
+                server_info=redact_known(catalog.server_info, known_secrets),
                 protocol_version=catalog.protocol_version,
                 stderr_tail=tail,
                 duration_ms=duration_ms,

@@ -19,6 +19,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from patchbay.core.redaction import redact_text
+
 __all__ = [
     "BuiltinConnectorError",
     "CanonicalStateUnavailable",
@@ -85,6 +87,8 @@ class PatchbayError(Exception):
     default_code: ErrorCode = ErrorCode.UNKNOWN
 
     def __init__(self, message: str, *, code: ErrorCode | str | None = None, details: dict[str, Any] | None = None):
+        # Messages quote servers, users and tools; none of that may carry a secret onward.
+        message = redact_text(message) if isinstance(message, str) else str(message)
         super().__init__(message)
         self.message = message
         self.code = ErrorCode(code) if code is not None else self.default_code

@@ -1,80 +1,397 @@
-"""Secret redaction for text and JSON-like payloads (seed 003 §14.3, seed 000 §10).
+"""Secret redaction: one module for events, logs, probe diagnostics, stderr tails and messages.
 
-Applied to stderr tails, event payloads and error messages before they are stored or printed.
-It is a safety net, not the primary defence: secrets are kept out by reference in the first place.
-Kept cheap because it runs on every event (the call-overhead benchmark budgets ~70 µs per call).
+Seed 003 §14.3 (audit and redaction), seed 000 §10 (security model). Applied to every text
+Patchbay stores or prints that could carry a secret: session event payloads, stderr tails, probe
+results, error messages, CLI output and Python log records (:class:`RedactingFilter`). It is a
+safety net, not the primary defence: secrets are kept out by reference in the first place.
+
+What is masked (the name stays visible, only the value becomes ``[REDACTED]``):
+
+* header values of ``Authorization``/``Proxy-Authorization`` (the scheme stays:
+  ``Authorization: Bearer [REDACTED]``) and ``Cookie``/``Set-Cookie``, in header, JSON
+  (``"Cookie": "..."``), Python-repr and ``name=value`` form;
+* values of keys named like a secret (``*token*``, ``*secret*``, ``*password*``, ``*api_key*``,
+  ``*credential*``, ``*private_key*``, ``*access_key*``) in ``k=v``, ``k: v`` and ``"k": "v"``
+  form, URL query values of such keys (``?access_token=...``) included;
+* the OAuth ``code``/``state`` (and ``oauth_verifier``, ``sig``/``signature``) query values of
+  URLs such as callback URLs (``?code=...&state=...``);
+* well-known key shapes: ``sk-…``/``pk-…``/``rk-…``, Stripe ``sk_live_…``, GitHub ``ghp_…``
+  (``gho_``/``ghu_``/``ghs_``/``ghr_``) and ``github_pat_…``, GitLab ``glpat-…``, Slack
+  ``xox?-…``/``xapp-…``, AWS access key ids (``AKIA…``/``ASIA…``), Google ``AIza…`` keys, JWTs
+  (``eyJ….….…``) and ``Bearer``/``Basic`` credentials anywhere;
+* URL userinfo with a password (``https://user:pw@host`` → ``https://[REDACTED]@host``);
+* an input a pydantic validation error quotes cut in the middle (``input_value='ab...yz'``),
+  whose pieces no other rule would recognise;
+* the exact value of every secret the process knows: the ``known_secrets`` a caller passes and
+  every value given to :func:`register_secret` (credential values resolved at runtime), also in
+  their URL-encoded and JSON-escaped forms.
+
+Cost: it runs on every event (the call-overhead benchmark budgets ~70 µs for a whole call), so a
+rule's regex only runs when a cheap substring test on the text says it could match, and every
+pattern is linear in the length of the text: no unbounded run is ever re-scanned from a later
+start (bounded name affixes, look-behinds that only start at the beginning of a run, possessive
+quantifiers), so hostile input cannot make it quadratic (tests feed it hundreds of KiB).
+
+Every rule is idempotent, so redacted text is a fixed point: ``redact_text(redact_text(t)) ==
+redact_text(t)`` (the event log relies on it).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import re
+import threading
+from functools import lru_cache
 from typing import Any
+from urllib.parse import quote, quote_plus
 
-__all__ = ["REDACTED", "redact_text", "redact_value", "is_secret_key"]
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "RedactingFilter",
+    "is_secret_key",
+    "redact_known",
+    "redact_text",
+    "redact_value",
+    "register_secret",
+    "registered_secrets",
+    "registry_version",
+]
 
 REDACTED = "[REDACTED]"
 
+MIN_SECRET_LENGTH = 4
+"""Exact secret values shorter than this are not masked: they would mask ordinary text."""
+
+_MAX_REGISTERED = 4096
+
+# -- names ---------------------------------------------------------------------------------------
+
+# A mapping key that names a secret. ``pass`` alone only as a whole word part (``db_pass``,
+# not ``bypass``/``passage``); ``auth`` but not ``author``/``authority``.
 _SECRET_KEY = re.compile(
-    r"(pass(word|wd)?|secret|token|api[-_]?key|apikey|authorization|auth|credential|cookie|session[-_]?id|private[-_]?key)",
+    r"passw(?:or)?d|passphrase|(?<![a-z])pass(?![a-z])|secret|token|api[-_]?key|apikey|"
+    r"authorization|auth(?!or)|credential|cookie|session[-_]?id|private[-_]?key|access[-_]?key",
     re.IGNORECASE,
 )
-_TEXT_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # Authorization: Bearer xxx / Basic xxx
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
-    # well-known token shapes
-    (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}"), REDACTED),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), REDACTED),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), REDACTED),
-    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), REDACTED),
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), REDACTED),
-    # userinfo in URLs
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"), r"\1" + REDACTED + "@"),
+
+# -- text rules ----------------------------------------------------------------------------------
+#
+# The case-insensitive rules are written in lower case and run on ``text.lower()`` (which the
+# engine scans much faster than an IGNORECASE pattern: it can skip to the keyword's first
+# letters); the replacement is rebuilt from the original text, so the names keep their case.
+
+# Header-like names whose whole value is secret; the value may contain spaces and ``;``
+# (``Cookie: a=1; b=2``). Matching starts at the keyword (a prefix such as ``proxy-``/``set-``
+# stays as it is), the name's suffix is bounded. Group 1 is kept; the value is masked.
+_HEADER = re.compile(
+    r"""(?x)
+    ((?:authorization|cookie)[a-z0-9_.-]{0,32}+                            # the name (its end)
+     \\{0,2}["']?[ \t]{0,8}[:=][ \t]{0,8}                                 # separator
+     (?:\\{0,2}["'])?                                                      # opening quote
+     (?:(?:bearer|basic|digest|token|negotiate|ntlm|dpop|hoba|mutual|aws4-hmac-sha256)[ \t]++)?)
+    ([^"'\\\r\n&]++)                                                       # the value
+    """
 )
 
-
-_KEYWORD = re.compile(r"(?i)pass(?:word|wd)?|secret|token|api[-_]?key|apikey|authorization|credential|private[-_]?key")
-# key=value / key: value / "key": "value" where the key names a secret; the key's affixes are
-# bounded so a long run of word characters cannot make the match quadratic.
+# key=value / key: value / "key": "value" where the key names a secret (matched from the keyword
+# on, like _HEADER). A quoted value runs to its closing quote (spaces included), a bare one to
+# whitespace or a delimiter. Group 1 (name, separator, opening quote) is kept.
 _KEY_VALUE = re.compile(
-    r"""(?i)((?<![A-Za-z0-9_.-])["']?[A-Za-z0-9_.-]{0,32}?"""
-    r"""(?:pass(?:word|wd)?|secret|token|api[-_]?key|apikey|authorization|credential|private[-_]?key)"""
-    r"""[A-Za-z0-9_.-]{0,32}["']?\s{0,8}[:=]\s{0,8}["']?)([^\s"',;&}]{4,})"""
+    r"""(?x)
+    ((?:passw(?:or)?d|passphrase|pass(?<![a-z]pass)(?![a-z])|secret|token|api[-_]?key|apikey|
+        private[-_]?key|access[-_]?key|credential)
+     [a-z0-9_.-]{0,32}+
+     \\{0,2}["']?[ \t]{0,8}[:=][ \t]{0,8}
+     (?:\\{0,2}["'])?)
+    (?:(?<=["'])[^"'\\\r\n]++|(?<!["'])[^\s"',;&}]++)
+    """
 )
+_KEY_VALUE_HINTS = ("pass", "secret", "token", "key", "credential")
+
+# URL query/fragment parameters that carry one-time secrets (OAuth callbacks, signed URLs).
+_QUERY = re.compile(r"""(?<=[?&#;])((?:code|state|oauth_verifier|sig|signature)=)[^&#\s"'<>]++""")
+_QUERY_HINTS = ("code=", "state=", "oauth_verifier=", "sig=", "signature=")
+
+# "Bearer <token>" / "Basic <credentials>" anywhere (a header rule may have missed the name).
+_BEARER = re.compile(r"((?:bearer|basic)(?<![a-z0-9_-]bearer)(?<![a-z0-9_-]basic)[ \t]++)[a-z0-9._~+/=-]{8,}+")
+
+# scheme://user:password@ -- the scheme starts a run and is bounded; the "@" stays.
+_USERINFO = re.compile(r"(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,31}://)[^/\s:@?#]++:[^/\s@?#]++(?=@)")
+
+# A pydantic validation error quotes the offending input cut in the middle when it is long
+# (``input_value='https://api.example.com/...y=abc123&page=2'``): the cut can remove the name
+# or prefix another rule needs and leave the rest of a secret, so a cut input is masked whole.
+# (The SDK logs such errors with every non-JSON line a server prints.) pydantic cuts to about
+# 50 characters; the match is bounded to 120.
+_CUT_INPUT = re.compile(
+    r"(input_value=)(?=(?:(?!, input_type=)[^\r\n]){0,120}?\.\.\.)(?:(?!, input_type=)[^\r\n]){1,120}+(?=, input_type=)"
+)
+
+# Well-known key shapes (case-sensitive, on the text itself), one pass. Each alternative starts
+# with its literal prefix (so the engine can skip ahead) followed by a look-behind that the
+# prefix starts a run; each either matches a whole run or fails within a bounded distance.
+_SHAPES = re.compile(
+    r"""(?x)
+      [spr]k-(?<![A-Za-z0-9_][spr]k-)[A-Za-z0-9_-]{16,}+
+    | [spr]k_(?<![A-Za-z0-9_][spr]k_)(?:live|test)_[A-Za-z0-9]{16,}+
+    | gh[pousr]_(?<![A-Za-z0-9_]gh[pousr]_)[A-Za-z0-9]{20,}+
+    | github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{20,}+
+    | glpat-(?<![A-Za-z0-9_]glpat-)[A-Za-z0-9_-]{20,}+
+    | xox[abeoprs]-(?<![A-Za-z0-9_]xox[abeoprs]-)[A-Za-z0-9-]{10,}+
+    | xapp-(?<![A-Za-z0-9_]xapp-)[A-Za-z0-9-]{10,}+
+    | A(?:KIA|SIA|BIA|CCA)(?<![A-Za-z0-9_]A[A-Z]{3})[0-9A-Z]{16}(?![0-9A-Za-z])
+    | AIza(?<![A-Za-z0-9_]AIza)[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])
+    | eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+
+    """
+)
+# Case-sensitive substrings, at least one of which every shape contains.
+_SHAPE_HINTS = tuple(
+    "sk- pk- rk- k_live_ k_test_ ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ glpat- xox xapp- AKIA ASIA ABIA ACCA AIza eyJ".split()
+)
+
+# The lower-case rules in order, each with the substrings (of the lower-cased text) at least one
+# of which a match contains.
+_LOWER_RULES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (_HEADER, ("authorization", "cookie")),
+    (_KEY_VALUE, _KEY_VALUE_HINTS),
+    (_QUERY, _QUERY_HINTS),
+    (_BEARER, ("bearer", "basic")),
+    (_USERINFO, ("://",)),
+    (_CUT_INPUT, ("input_value=",)),
+)
+
+# One search for every hint above (shape hints lower-cased): most texts match none of them and
+# cost one lower() and one scan.
+_TRIGGER = re.compile(
+    "|".join(
+        re.escape(hint)
+        for hint in sorted(
+            {h for _, hints in _LOWER_RULES for h in hints} | {h.lower() for h in _SHAPE_HINTS}, key=len, reverse=True
+        )
+    )
+)
+
+# Lower-cases ASCII letters only: used when str.lower() would change the length (e.g. "İ").
+_ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
+
+# -- known secret values -------------------------------------------------------------------------
+
+_registry_lock = threading.Lock()
+_registered: dict[str, None] = {}
+_registered_forms: tuple[str, ...] = ()
+_registry_version = 0
+
+
+def _forms(secret: str) -> tuple[str, ...]:
+    """The value plus its URL-encoded and JSON-escaped forms (where they differ)."""
+    forms = {secret, quote(secret, safe=""), quote_plus(secret, safe=""), json.dumps(secret, ensure_ascii=False)[1:-1]}
+    # A value inside "[REDACTED]" itself would make redaction grow the text on every pass.
+    return tuple(form for form in forms if len(form) >= MIN_SECRET_LENGTH and form not in REDACTED)
+
+
+@lru_cache(maxsize=256)
+def _known_forms(known_secrets: tuple[str, ...]) -> tuple[str, ...]:
+    forms = {form for secret in known_secrets if isinstance(secret, str) for form in _forms(secret)}
+    return tuple(sorted(forms, key=len, reverse=True))  # a longer value first: never half-masked
+
+
+def register_secret(value: str) -> None:
+    """Remember ``value`` as a secret: from now on every redaction in this process masks it.
+
+    For credential values resolved at runtime (seed 003 §11: values are resolved by reference
+    and never stored): register them when they are resolved, so events, logs, stderr tails and
+    messages mask them even on paths that do not pass ``known_secrets``. Values shorter than
+    :data:`MIN_SECRET_LENGTH` characters are ignored; at most 4096 values are kept (the oldest
+    are forgotten first).
+
+    Args:
+        value: the exact secret text.
+    """
+    global _registered_forms, _registry_version
+    if not isinstance(value, str) or len(value) < MIN_SECRET_LENGTH:
+        return
+    with _registry_lock:
+        if value in _registered:
+            return
+        _registered[value] = None
+        while len(_registered) > _MAX_REGISTERED:
+            del _registered[next(iter(_registered))]
+        forms = {form for secret in _registered for form in _forms(secret)}
+        _registered_forms = tuple(sorted(forms, key=len, reverse=True))
+        _registry_version += 1
+
+
+def registry_version() -> int:
+    """A number that grows whenever :func:`register_secret` adds a value.
+
+    A cache of redacted text (the event log memoises short strings) is stale once it changes.
+    """
+    return _registry_version
+
+
+def registered_secrets() -> tuple[str, ...]:
+    """The values given to :func:`register_secret` (oldest first)."""
+    with _registry_lock:
+        return tuple(_registered)
+
+
+# -- public API ----------------------------------------------------------------------------------
 
 
 def is_secret_key(key: str) -> bool:
-    """Whether a mapping key names a secret (``token``, ``password``, ``api_key``, ...)."""
+    """Whether a mapping key names a secret (``token``, ``password``, ``api_key``, ``Cookie``, ...).
+
+    Args:
+        key: a mapping key, e.g. a JSON object member name or an HTTP header name.
+    """
     return bool(_SECRET_KEY.search(key))
 
 
-def redact_text(text: str, known_secrets: tuple[str, ...] = ()) -> str:
-    """Replace secret-looking substrings and every exact ``known_secrets`` value with ``[REDACTED]``.
+def _lower(text: str) -> str:
+    """``text`` with ASCII letters lower-cased, always of the same length as ``text``."""
+    lower = text.lower()
+    return lower if len(lower) == len(text) else text.translate(_ASCII_LOWER)
 
-    Linear in ``len(text)``: every pattern is bounded (no unbounded prefix before a keyword), and
-    the ``key=value`` rule only runs when a secret keyword occurs at all.
+
+def _sub_lower(pattern: re.Pattern[str], text: str, lower: str) -> str:
+    """Replace each match of ``pattern`` in ``lower`` (the same length as ``text``) by the
+    original text of its group 1 followed by ``[REDACTED]``."""
+    pieces: list[str] = []
+    last = 0
+    for match in pattern.finditer(lower):
+        pieces.append(text[last : match.end(1)])
+        pieces.append(REDACTED)
+        last = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def redact_text(text: str, known_secrets: tuple[str, ...] = ()) -> str:
+    """Mask secrets in ``text`` (see the module docstring for the rules); names stay visible.
+
+    Args:
+        text: any text (a message, a stderr tail, a log line, an event string).
+        known_secrets: exact secret values to mask in addition to the registered ones and the
+            pattern rules (values shorter than :data:`MIN_SECRET_LENGTH` are ignored).
+
+    Returns:
+        The text with each secret value replaced by ``[REDACTED]``; ``text`` itself when
+        nothing matched. Linear in ``len(text)``; a rule's regex runs only when a substring
+        test says it could match.
     """
-    for secret in known_secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, REDACTED)
-    for pattern, replacement in _TEXT_PATTERNS:
-        text = pattern.sub(replacement, text)
-    if _KEYWORD.search(text):
-        text = _KEY_VALUE.sub(r"\1" + REDACTED, text)
+    for form in _known_forms(tuple(known_secrets)) if known_secrets else ():
+        text = text.replace(form, REDACTED)
+    for form in _registered_forms:
+        text = text.replace(form, REDACTED)
+    lower = _lower(text)
+    if _TRIGGER.search(lower) is None:
+        return text
+    for pattern, hints in _LOWER_RULES:
+        if any(hint in lower for hint in hints):
+            replaced = _sub_lower(pattern, text, lower)
+            if replaced is not text:
+                text, lower = replaced, _lower(replaced)
+    if any(hint in text for hint in _SHAPE_HINTS):
+        text = _SHAPES.sub(REDACTED, text)
     return text
 
 
 def redact_value(value: Any, known_secrets: tuple[str, ...] = ()) -> Any:
     """Redact a JSON-like value: secret-named keys lose their values, strings are scanned.
 
-    Returns a new value; the input is not modified.
+    Args:
+        value: a JSON-like value (dicts, lists, tuples, strings, numbers, None); other leaves are
+            returned as they are.
+        known_secrets: as for :func:`redact_text`.
+
+    Returns:
+        A new value (tuples become lists); the input is not modified. Keys stay as they are; a
+        secret-named key's non-empty value becomes ``"[REDACTED]"``.
     """
     if isinstance(value, str):
         return redact_text(value, known_secrets)
     if isinstance(value, dict):
         return {
-            k: (REDACTED if isinstance(k, str) and is_secret_key(k) and v not in (None, "", {}, []) else redact_value(v, known_secrets))
+            k: (
+                REDACTED
+                if isinstance(k, str) and is_secret_key(k) and v not in (None, "", {}, [])
+                else redact_value(v, known_secrets)
+            )
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):
         return [redact_value(v, known_secrets) for v in value]
     return value
+
+
+def redact_known(value: Any, known_secrets: tuple[str, ...] = ()) -> Any:
+    """Mask only exact secret values (``known_secrets`` and registered ones) in a JSON-like value.
+
+    For data that must otherwise stay as it is, such as a server's tool catalog (descriptions,
+    schemas): no pattern rule runs and no key loses its value, but a credential value the server
+    echoed is never stored or shown.
+
+    Args:
+        value: a JSON-like value; strings anywhere in it (dict keys included) are masked.
+        known_secrets: as for :func:`redact_text`.
+
+    Returns:
+        ``value`` itself when nothing matched, else a new value (tuples become lists).
+    """
+    forms = (_known_forms(tuple(known_secrets)) if known_secrets else ()) + _registered_forms
+    if not forms:
+        return value
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            for form in forms:
+                if form in item:
+                    item = item.replace(form, REDACTED)
+            return item
+        if isinstance(item, dict):
+            return {walk(k): walk(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(v) for v in item]
+        return item
+
+    masked = walk(value)
+    return value if masked == value else masked
+
+
+class RedactingFilter(logging.Filter):
+    """A ``logging.Filter`` that redacts each record before a handler formats it.
+
+    Renders the message (``msg % args``), redacts it and stores it back with ``args`` cleared,
+    so no handler can render the raw arguments again; a traceback (``exc_info``) and
+    ``stack_info`` are rendered and redacted the same way (``exc_info`` is cleared, the redacted
+    text is kept in ``exc_text``, which ``logging.Formatter`` prints). Attach it to a handler
+    (``handler.addFilter(RedactingFilter())``): a handler filter sees records propagated from
+    every logger, a logger filter only its own. Never drops a record.
+
+    Args:
+        known_secrets: extra exact values to mask (registered ones are always masked).
+    """
+
+    def __init__(self, known_secrets: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.known_secrets = known_secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format string: keep what there is, redacted
+            message = f"{record.msg} {record.args!r}"
+        record.msg = redact_text(str(message), self.known_secrets)
+        record.args = None
+        if record.exc_info:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+        if record.exc_text:
+            record.exc_text = redact_text(record.exc_text, self.known_secrets)
+        if record.stack_info:
+            record.stack_info = redact_text(record.stack_info, self.known_secrets)
+        return True

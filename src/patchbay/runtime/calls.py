@@ -236,10 +236,12 @@ class CallEvents:
         """``resultPreview``: the first ``preview_chars`` of the text (else of the structured JSON);
         ``resultSize``: bytes of the whole result. A cut result adds ``truncated: true`` and, when
         it was stored, ``artifactId`` (seed 000 §6, §11); the result itself never goes in."""
-        preview = outcome.text[:preview_chars]
+        # Redact, then cut: a cut through a key would leave an unrecognisable piece of a secret.
+        margin = preview_chars + 256
+        preview = self.log.redact(outcome.text[:margin])[:preview_chars]
         if not preview and outcome.structured_content is not None:
-            preview = encode_json(outcome.structured_content)[:preview_chars]
-        preview_json = encode_json(self.log.redact(preview))
+            preview = self.log.redact(encode_json(outcome.structured_content)[:margin])[:preview_chars]
+        preview_json = encode_json(preview)
         tail = ',"resultPreview":' + preview_json + f',"resultSize":{int(outcome.size_bytes)}'
         if outcome.truncated:
             tail += ',"truncated":true'

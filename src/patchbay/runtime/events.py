@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbay.core.errors import PatchbayError, ValidationError
-from patchbay.core.redaction import REDACTED, is_secret_key, redact_text
+from patchbay.core.redaction import REDACTED, is_secret_key, redact_text, registry_version
 
 try:  # pragma: no cover - POSIX everywhere the SDK's stdio transport runs
     import fcntl
@@ -218,6 +218,7 @@ class EventLog:
         self._lock = threading.Lock()
         self._text_cache: dict[str, str] = {}
         self._json_cache: dict[str, str] = {}
+        self._registry_seen = registry_version()
         self._key_cache: dict[str, bool] = {}
         self._ts_second = -1
         self._ts_prefix = ""
@@ -336,6 +337,8 @@ class EventLog:
 
     def redact_json(self, text: str) -> str:
         """``encode_json(redact(text))`` for a string, memoised (tool and connector names repeat)."""
+        if self._registry_seen != registry_version():
+            self._text("")  # clears both caches
         cached = self._json_cache.get(text)
         if cached is None:
             cached = encode_json(self._text(text))
@@ -399,6 +402,10 @@ class EventLog:
         return value
 
     def _text(self, value: str) -> str:
+        if self._registry_seen != registry_version():  # a secret registered since: forget
+            self._registry_seen = registry_version()
+            self._text_cache.clear()
+            self._json_cache.clear()
         cached = self._text_cache.get(value)
         if cached is None:
             cached = redact_text(value, self._known_secrets)

@@ -8,9 +8,11 @@ Closing it closes the socket; pending requests then fail with CONNECTION_CLOSED 
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -27,6 +29,7 @@ from patchbay.core.models import SocketTarget
 __all__ = ["SocketLink", "check_socket_ownership", "ndjson_streams", "open_socket"]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
+_logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -95,18 +98,27 @@ async def open_socket(target: SocketTarget) -> AsyncIterator[SocketLink]:
 
 
 @asynccontextmanager
-async def ndjson_streams(sock: ByteStream) -> AsyncIterator[TransportStreams]:
+async def ndjson_streams(
+    sock: ByteStream, *, close: Callable[[], Awaitable[None]] | None = None
+) -> AsyncIterator[TransportStreams]:
     """Frame a byte stream as newline-delimited JSON-RPC and yield SDK session streams.
 
     Works for either end (client or server): messages read become ``SessionMessage`` (parse
     errors are delivered as exception values, like the SDK's stdio transport); messages written
-    are serialised by alias, one per line.
+    are serialised by alias, one per line. Reading is linear in the message size (one growing
+    buffer, one copy per line), so a 50 MiB line costs about 2x its size at peak.
+
+    Args:
+        sock: the byte stream (a socket, or a process's stdin+stdout stapled together).
+        close: run (shielded) on exit instead of ``sock.aclose()``, while the reader still
+            drains; the stdio transport uses it for the stdin-EOF / SIGTERM / SIGKILL sequence.
     """
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     buffered = BufferedByteReceiveStream(sock)
 
     async def reader() -> None:
+        deliver = True
         async with read_writer:
             while True:
                 try:
@@ -114,20 +126,24 @@ async def ndjson_streams(sock: ByteStream) -> AsyncIterator[TransportStreams]:
                 except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     return
                 except anyio.DelimiterNotFound as exc:
-                    await read_writer.send(exc)
+                    if deliver:
+                        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            await read_writer.send(exc)
                     return
-                if not line.strip():
-                    continue
+                if not deliver or not line.strip():
+                    continue  # once the session is gone, keep draining so a flushing peer can exit
                 try:
                     message: SessionMessage | Exception = SessionMessage(
                         types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                     )
                 except ValueError as exc:
+                    _logger.debug("Failed to parse JSONRPC message from server: %s", exc)
                     message = exc
+                del line  # the parsed message is all that stays (peak ~2x a big line, not 3x)
                 try:
                     await read_writer.send(message)
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    return
+                    deliver = False
 
     async def writer() -> None:
         try:
@@ -145,7 +161,8 @@ async def ndjson_streams(sock: ByteStream) -> AsyncIterator[TransportStreams]:
             yield read_stream, write_stream
         finally:
             with anyio.CancelScope(shield=True):
-                await sock.aclose()
+                read_stream.close()  # the reader stops delivering and only drains from here
+                await (close() if close is not None else sock.aclose())
                 for stream in (read_stream, write_stream, read_writer, write_reader):
                     await stream.aclose()
             tg.cancel_scope.cancel()

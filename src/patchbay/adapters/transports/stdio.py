@@ -1,4 +1,4 @@
-"""stdio transport: the SDK's ``stdio_client`` plus what a connector manager needs around it.
+"""stdio transport: a server process whose stdin/stdout carry newline-delimited JSON-RPC.
 
 Contract:
 
@@ -8,11 +8,18 @@ Contract:
 * The child's stderr goes to a pipe that a task reads continuously into a ring buffer of the last
   ``stderr_tail_bytes`` bytes, so a chatty server never blocks on a full pipe (seed 003 §9.2).
   The tail is redacted when read.
-* The SDK spawns the server in a new session (its own process group) and, on exit, closes stdin,
-  waits, then SIGTERMs and SIGKILLs the group. A server that exits gracefully can still leave
-  grandchildren in its group (``sh -c``, ``npx``); after the SDK is done we signal the whole group
-  again, so nothing the connector started survives the connection. Shutdown is shielded from
-  cancellation and every wait in it is bounded.
+* The server is spawned in a new session (its own process group) with the SDK's minimal inherited
+  environment (``mcp.client.stdio.get_default_environment``) plus the connector's bindings. On
+  exit stdin is closed, the server gets ``PROCESS_EXIT_GRACE`` seconds to exit, then the whole
+  group is SIGTERMed and SIGKILLed — the spec's shutdown sequence, as the SDK's ``stdio_client``
+  does it. A server that exits gracefully can still leave grandchildren in its group (``sh -c``,
+  ``npx``); they are signalled too, so nothing the connector started survives the connection.
+  Shutdown is shielded from cancellation and every wait in it is bounded.
+* Why not the SDK's ``stdio_client`` itself (it was used until issue 3): its stdout reader grows a
+  ``str`` buffer by ``buffer + chunk`` for every 64 KiB read, which is quadratic in the line
+  length: a 50 MiB tool result took 62 s and peaked at 3.0x its size (measured with mcp 2.3.0).
+  The framing here is the socket transport's (:func:`ndjson_streams`, bytes, ``receive_until``,
+  the SDK's own ``jsonrpc_message_adapter``): 4 s and 2.0x for the same result.
 * With resource limits (seed 003 addendum 2026-09-04) the command runs through
   :mod:`patchbay.adapters.transports.rlimit_exec`: the launcher is the spawned process (the group
   leader, whose fd 2 is our stderr pipe), applies ``setrlimit`` in its child before exec, passes
@@ -23,6 +30,7 @@ Contract:
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -34,16 +42,21 @@ from pathlib import Path
 
 import anyio
 import psutil
+from anyio.abc import Process
+from anyio.streams.stapled import StapledByteStream
 from mcp.client._transport import TransportStreams
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import get_default_environment
 
 from patchbay.adapters.transports.rlimit_exec import launcher_argv, limit_from_marker
+from patchbay.adapters.transports.socket import ndjson_streams
 from patchbay.core.errors import ConfigError, ErrorCode, ProbeError
 from patchbay.core.models import ResourceLimits, StdioTarget
 from patchbay.core.redaction import redact_text
 
 __all__ = ["StderrTail", "StdioLink", "open_stdio", "process_group_alive", "resolve_command", "workspace_cwd"]
 
+PROCESS_EXIT_GRACE = 2.0
+"""Seconds a server gets to exit on its own after its stdin closed (the SDK's value)."""
 _GROUP_TERM_GRACE = 1.0
 _GROUP_REAP_GRACE = 3.0
 _GROUP_POLL = 0.02
@@ -113,7 +126,7 @@ class StdioLink:
     pgid: int | None = None
     """The server's process group id, or None if the child was gone before we saw it.
 
-    It is the pid of the process the SDK spawned: the server itself, or, with limits, the
+    It is the pid of the process spawned: the server itself, or, with limits, the
     ``rlimit_exec`` launcher, which leads the group the server and its children run in."""
     command: str = ""
     extra: dict[str, object] = field(default_factory=dict)
@@ -205,25 +218,28 @@ def process_group_alive(pgid: int) -> bool:
     return True
 
 
-def _find_child_by_stderr_pipe(read_fd: int) -> int | None:
-    """The pid of our child whose fd 2 is the write end of our stderr pipe.
+async def _stop(process: Process, pgid: int) -> None:
+    """The spec's shutdown sequence: close stdin, give the server ``PROCESS_EXIT_GRACE`` seconds
+    to exit on its own, then SIGTERM/SIGKILL its whole group (bounded waits; run shielded)."""
+    assert process.stdin is not None
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdin.aclose()
+    # Polling returncode, not process.wait(): that also waits for stdout EOF, which a grandchild
+    # holding the pipe would delay.
+    await _wait_until(lambda: process.returncode is None, PROCESS_EXIT_GRACE)
+    await _kill_group(pgid)
+    await _wait_until(lambda: process.returncode is None, _GROUP_REAP_GRACE)
 
-    With resource limits that child is the ``rlimit_exec`` launcher (the group leader); the server
-    under it writes to a pipe of the launcher's, so it never matches by mistake.
 
-    Matching on the pipe's inode identifies our child exactly even when several connectors spawn
-    at once. Linux exposes fds under /proc; elsewhere fall back to the newest child.
-    """
-    inode = os.fstat(read_fd).st_ino
-    children = psutil.Process().children(recursive=False)
-    if sys.platform.startswith("linux"):
-        target = f"pipe:[{inode}]"
-        for child in children:
-            with contextlib.suppress(OSError):
-                if os.readlink(f"/proc/{child.pid}/fd/2") == target:
-                    return child.pid
-        return None
-    return max(children, key=lambda p: p.create_time()).pid if children else None  # pragma: no cover
+async def _close_process(process: Process) -> None:
+    with anyio.CancelScope(shield=True):
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await stream.aclose()
+        if process.returncode is None:  # pragma: no cover - the group kill above made it exit
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
 
 
 def _group_members(pgid: int) -> list[psutil.Process]:
@@ -341,7 +357,7 @@ async def open_stdio(
             raise ProbeError(str(exc), code=ErrorCode.SPAWN_FAILED, details={"field": "limits"}) from None
     else:
         limits = None
-    params = StdioServerParameters(command=command, args=args, env=env or None, cwd=str(cwd))
+    child_env = get_default_environment() | (env or {})
 
     tail = StderrTail(stderr_tail_bytes)
     read_fd, write_fd = os.pipe()
@@ -370,16 +386,25 @@ async def open_stdio(
             stack.callback(tail.drain, read_fd)
             stack.push_async_callback(kill_leftovers)
             try:
-                streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
-            except OSError as exc:
+                process = await anyio.open_process(
+                    [command, *args], env=child_env, cwd=str(cwd), stderr=errlog, start_new_session=True
+                )
+            except (OSError, ValueError) as exc:
                 code = ErrorCode.COMMAND_NOT_FOUND if isinstance(exc, FileNotFoundError) else ErrorCode.SPAWN_FAILED
-                raise ProbeError(f"could not start {target.command}: {exc.strerror or exc}", code=code) from None
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                raise ProbeError(f"could not start {target.command}: {reason}", code=code) from None
             finally:
                 # Only the child keeps the write end now, so EOF means every holder is gone.
                 errlog.close()
-            pgid = _find_child_by_stderr_pipe(read_fd)
-            if pgid is not None:
-                group.append(pgid)
+            pgid = process.pid  # the leader of its own new session and process group
+            group.append(pgid)
+            stack.push_async_callback(_close_process, process)
+            assert process.stdin is not None and process.stdout is not None
+            streams = await stack.enter_async_context(
+                ndjson_streams(
+                    StapledByteStream(process.stdin, process.stdout), close=functools.partial(_stop, process, pgid)
+                )
+            )
             yield StdioLink(
                 streams=streams,
                 stderr=tail,

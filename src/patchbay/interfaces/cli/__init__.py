@@ -1,21 +1,25 @@
 """The ``patchbay`` command line (Typer + Rich). Every command takes ``--json``.
 
 ``--home DIR`` (or ``PATCHBAY_HOME``) picks the data home; the default is the platform user-data
-directory.
+directory. Everything the CLI writes is redacted (seed 003 §14.3): its console output and JSON
+(see ``_context``) and Python log records (:func:`configure_logging`), with ``PATCHBAY_DEBUG=1``
+as well.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 
 import typer
 
+from patchbay.core.redaction import RedactingFilter
 from patchbay.interfaces.cli import connectors, governed
 from patchbay.interfaces.cli._context import state
 
-__all__ = ["app", "main"]
+__all__ = ["app", "configure_logging", "main"]
 
 app = typer.Typer(
     name="patchbay",
@@ -38,23 +42,61 @@ def _global(
 ) -> None:
     state.home = home
     state._service = None
-    _quiet_sdk_logs()
+    configure_logging(debug=bool(os.environ.get("PATCHBAY_DEBUG")))
 
 
-def _quiet_sdk_logs() -> None:
-    """Keep the SDK's own log records (tracebacks quoting raw server output) off the terminal.
+_SDK_LOGGERS = ("mcp", "httpx2", "httpcore2")
+_DEBUG_LOGGERS = ("patchbay", "mcp")
 
-    The SDK logs e.g. every non-JSON stdout line of a server with a traceback that quotes the line,
-    which can hold secrets. What matters reaches the user through probe results and events,
-    redacted; ``PATCHBAY_DEBUG=1`` lets the records through.
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time of the record (as ``logging.lastResort``
+    does), so a replaced stderr (a test runner's, a redirected one) is honoured."""
+
+    def __init__(self) -> None:
+        logging.Handler.__init__(self)
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+
+def configure_logging(*, debug: bool) -> None:
+    """Route Python log records to stderr through :class:`~patchbay.core.redaction.RedactingFilter`.
+
+    One handler on the root logger (added once per process, whatever the number of commands run
+    in it) writes every record that reaches it to stderr, redacted: the message with its
+    arguments, tracebacks and stack info (seed 003 §14.3). Without ``debug`` the handler passes
+    warnings and above, and the SDK's own loggers (``mcp``, ``httpx2``, ``httpcore2``) are kept
+    off the terminal entirely: the SDK logs e.g. every non-JSON stdout line of a server with a
+    traceback that quotes the line, and what matters reaches the user through probe results and
+    events. With ``debug`` (``PATCHBAY_DEBUG=1``) those records come through, ``patchbay`` and
+    ``mcp`` down to DEBUG, still redacted.
+
+    Args:
+        debug: whether ``PATCHBAY_DEBUG`` is set.
     """
-    if os.environ.get("PATCHBAY_DEBUG"):
-        return
-    for name in ("mcp", "httpx2", "httpcore2"):
+    root = logging.getLogger()
+    handler = next((h for h in root.handlers if isinstance(h, _StderrHandler)), None)
+    if handler is None:
+        handler = _StderrHandler()
+        handler.addFilter(RedactingFilter())
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    handler.setLevel(logging.DEBUG if debug else logging.WARNING)
+    for name in _SDK_LOGGERS:
         logger = logging.getLogger(name)
-        logger.propagate = False
-        if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
-            logger.addHandler(logging.NullHandler())
+        quiet = [h for h in logger.handlers if isinstance(h, logging.NullHandler)]
+        if debug:
+            logger.propagate = True
+            for null in quiet:
+                logger.removeHandler(null)
+        else:
+            logger.propagate = False
+            if not quiet:
+                logger.addHandler(logging.NullHandler())
+    for name in _DEBUG_LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG if debug else logging.NOTSET)
 
 
 def main() -> None:

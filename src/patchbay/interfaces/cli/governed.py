@@ -27,23 +27,35 @@ from patchbay.interfaces.cli._context import (
     state,
 )
 
-PROJECT_OPTION = typer.Option(None, "--project", help="Show decisions in this workspace's project (default: the global decisions).")
+PROJECT_OPTION = typer.Option(
+    None, "--project", help="Show decisions in this workspace's project (default: the global decisions)."
+)
 
 
 @handle_errors
-def probe(name: str, project: Path = typer.Option(Path("."), "--project", help="Workspace the server runs in."), as_json: bool = JSON_OPTION) -> None:
+def probe(
+    name: str,
+    project: Path = typer.Option(Path("."), "--project", help="Workspace the server runs in."),
+    as_json: bool = JSON_OPTION,
+) -> None:
     """Connect for real (initialize, tools/list, resources/list), cache the catalog. Exit 0 only when ready."""
     service = state.service()
     workspace = service.project(project).path
     with err_console.status(f"probing {name}…", spinner="dots") if not as_json and err_console.is_terminal else _null():
         result = anyio.run(lambda: service.probe(name, workspace=Path(workspace)))
     if as_json:
-        emit_json(result.model_dump(mode="json", exclude={"tools", "resources"}) | {"tools": [t.name for t in result.tools]})
+        emit_json(
+            result.model_dump(mode="json", exclude={"tools", "resources"}) | {"tools": [t.name for t in result.tools]}
+        )
     else:
         out_console.print(f"{result.connector}: {result.state} ({result.duration_ms} ms)")
         if result.state == "ready":
             info = result.server_info or {}
-            out_console.print(f"  server: {info.get('name', '?')} {info.get('version', '')}  protocol {result.protocol_version}")
+            out_console.print(
+                safe_text(
+                    f"  server: {info.get('name', '?')} {info.get('version', '')}  protocol {result.protocol_version}"
+                )
+            )
             out_console.print(f"  tools: {result.tool_count}  resources: {result.resource_count}")
         else:
             out_console.print(Text(f"  error[{result.code}]: {one_line(result.message or '')}"))
@@ -126,7 +138,9 @@ def grant(
     out_console.print(Text(f"{name}.{tool}: {what} ({scope})"))
     if not clear and result["matches_known_tool"] is False:
         err_console.print(
-            Text(f"note: {tool!r} is not in {name}'s cached tools (probe it?); the grant is kept but matches nothing yet")
+            Text(
+                f"note: {tool!r} is not in {name}'s cached tools (probe it?); the grant is kept but matches nothing yet"
+            )
         )
 
 
@@ -141,7 +155,10 @@ def _terminal_approver():
                 )
             )
             choice = Prompt.ask(
-                Text("Allow? [o]nce, for this [s]ession, [d]eny"), choices=["o", "s", "d"], default="d", console=err_console
+                Text("Allow? [o]nce, for this [s]ession, [d]eny"),
+                choices=["o", "s", "d"],
+                default="d",
+                console=err_console,
             )
             return {"o": "allow_once", "s": "allow_session", "d": "deny"}[choice]
 
@@ -209,7 +226,9 @@ def call(
         if block.get("type") == "text":
             out_console.print(Text(safe_text(block.get("text", ""))))
         elif block.get("type") == "resource_link":
-            out_console.print(Text(f"[resource link: {safe_text(str(block.get('uri')))} {safe_text(str(block.get('name') or ''))}]"))
+            out_console.print(
+                Text(f"[resource link: {safe_text(str(block.get('uri')))} {safe_text(str(block.get('name') or ''))}]")
+            )
         else:
             mime = block.get("mimeType") or (block.get("resource") or {}).get("mimeType") or ""
             out_console.print(Text(f"[{block.get('type')} content {mime}, {len(json.dumps(block))} bytes; see --json]"))
@@ -231,7 +250,9 @@ def _parse_arguments(text: str | None) -> dict[str, Any]:
     try:
         value = json.loads(text, parse_constant=no_constants)
     except json.JSONDecodeError as exc:
-        raise ValidationError(f"arguments: not valid JSON ({exc.msg} at position {exc.pos})", details={"field": "arguments"}) from None
+        raise ValidationError(
+            f"arguments: not valid JSON ({exc.msg} at position {exc.pos})", details={"field": "arguments"}
+        ) from None
     except RecursionError:
         raise ValidationError("arguments: nested too deeply", details={"field": "arguments"}) from None
     return validate_tool_arguments(value)
