@@ -319,3 +319,22 @@ async def test_a_server_stopped_by_its_resource_limit_is_reported_crashed_with_t
     crashed = [event["payload"] for event in events_of(runtime, "mcp.server.crashed")]
     assert len(crashed) == 1 and crashed[0]["limit"] == "open_files"
     assert "open_files limit" in crashed[0]["stderrTail"]
+
+
+async def test_keep_alive_retries_a_failed_first_connect_in_the_background(tmp_path: Path, settings: Settings) -> None:
+    marker = tmp_path / "failed-once"
+    server = fixture_server("lifecycle_server.py")
+    script = f'[ -e "{marker}" ] || {{ touch "{marker}"; exit 1; }}; exec {server.command} {" ".join(server.args)}'
+    kept = RuntimeServer(
+        connector_id="id-kept",
+        name="kept",
+        target=StdioTarget(command="sh", args=("-c", script)),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+        runtime_config={"lifecycle": "keep_alive", "restart": FAST},
+    )
+    with anyio.fail_after(30):
+        async with Runtime(config(tmp_path, kept), settings=settings) as runtime:
+            await wait_until(lambda: runtime.server_states()["kept"] == "connected")
+            assert marker.exists()
+            assert (await runtime.call("mcp.kept.echo", {"text": "up"})).text == "up"
+    assert events_of(runtime, "mcp.server.crashed") == []

@@ -47,7 +47,7 @@ from patchbay.core.models import (
     SocketTarget,
     StdioTarget,
 )
-from patchbay.core.redaction import redact_known, redact_text, registered_secrets
+from patchbay.core.redaction import redact_known, redact_text, redact_value, registered_secrets
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target
 
@@ -223,6 +223,7 @@ class Prober:
                 protocol_version=catalog.protocol_version,
                 stderr_tail=tail,
                 duration_ms=duration_ms,
+                diagnostics=tuple(redact_value(d.to_dict()) for d in catalog.diagnostics),
             )
 
         try:
@@ -259,6 +260,9 @@ class Prober:
                                 connection.client,
                                 max_pages=settings.probe_max_pages,
                                 max_metadata_bytes=settings.probe_max_metadata_bytes,
+                                max_schema_depth=settings.schema_max_depth,
+                                max_schema_nodes=settings.schema_max_nodes,
+                                max_schema_bytes=settings.schema_max_bytes,
                             )
                         except CatalogError as exc:
                             failure = (ErrorCode.TOOL_LIST_FAILED, exc.message)

@@ -118,7 +118,8 @@ _QUERY_HINTS = ("code=", "state=", "oauth_verifier=", "sig=", "signature=")
 _BEARER = re.compile(r"((?:bearer|basic)(?<![a-z0-9_-]bearer)(?<![a-z0-9_-]basic)[ \t]++)[a-z0-9._~+/=-]{8,}+")
 
 # scheme://user:password@ -- the scheme starts a run and is bounded; the "@" stays.
-_USERINFO = re.compile(r"(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,31}://)[^/\s:@?#]++:[^/\s@?#]++(?=@)")
+# A password already masked as ``***`` (SQLAlchemy's rendering) keeps the user name visible.
+_USERINFO = re.compile(r"(?<![a-z0-9+.-])([a-z][a-z0-9+.-]{0,31}://)[^/\s:@?#]++:(?!\*\*\*@)[^/\s@?#]++(?=@)")
 
 # A pydantic validation error quotes the offending input cut in the middle when it is long
 # (``input_value='https://api.example.com/...y=abc123&page=2'``): the cut can remove the name

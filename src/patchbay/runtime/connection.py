@@ -30,7 +30,8 @@ backoff. With ``enabled=False`` the first crash is permanent (in-flight calls:
 ``mcp_server_unavailable``). The crash count is per runtime session.
 
 A failed *first* connect is not a crash: the connection is ``failed``; a later use retries once
-``policy.delay(k)`` seconds have passed since the ``k``-th failure, at most ``max_restarts`` times.
+``policy.delay(k)`` seconds have passed since the ``k``-th failure, at most ``max_restarts`` times
+(``keep_alive`` connections retry in the background on the same delays).
 
 **Timeouts** (issue 3 point 3): a call fails with ``timeout`` when no result and no progress
 notification arrived for ``request_timeout`` seconds, or after ``max_call_seconds`` in total
@@ -293,11 +294,11 @@ class ServerConnection:
         self._done = anyio.Event()
         self._tg.start_soon(self._own, name=f"patchbay-connector-{self.name}")
 
-    def _may_retry(self) -> bool:
+    def _may_retry(self, *, at: float | None = None) -> bool:
+        """Whether a failed first connect may be retried (now, or at time ``at``)."""
         policy = self.options.restart
-        return (
-            policy.enabled and self._connect_failures <= policy.max_restarts and anyio.current_time() >= self._retry_at
-        )
+        when = anyio.current_time() if at is None else at
+        return policy.enabled and self._connect_failures <= policy.max_restarts and when >= self._retry_at
 
     async def _own(self) -> None:
         restarting = False
@@ -308,8 +309,14 @@ class ServerConnection:
                     break
                 if outcome == "connect_failed" and not restarting:
                     self._connect_failures += 1
-                    self._retry_at = anyio.current_time() + self.options.restart.delay(self._connect_failures)
-                    break
+                    delay = self.options.restart.delay(self._connect_failures)
+                    self._retry_at = anyio.current_time() + delay
+                    if self.options.lifecycle != "keep_alive" or not self._may_retry(at=self._retry_at):
+                        break
+                    # keep_alive keeps trying in the background, on the restart policy's delays.
+                    if not await self._backoff(delay):
+                        break
+                    continue
                 if outcome == "connect_failed":
                     self._count_crash(self.failure[1] if self.failure else "reconnecting failed")
                 self._after_crash()
@@ -321,12 +328,7 @@ class ServerConnection:
                     "mcp.server.restarting",
                     {"server": self.name, "attempt": self.crashes, "delaySeconds": delay},
                 )
-                with anyio.move_on_after(delay):
-                    while not self._stopping:
-                        self._wake = anyio.Event()
-                        await self._wake.wait()
-                if self._stopping:
-                    self._state = "closed"
+                if not await self._backoff(delay):
                     break
         finally:
             self._client = None
@@ -336,6 +338,17 @@ class ServerConnection:
                 self.failure = self.failure or (ErrorCode.SERVER_CLOSED, "the runtime closed while connecting")
             self._ready.set()
             self._done.set()
+
+    async def _backoff(self, delay: float) -> bool:
+        """Wait ``delay`` seconds unless stopped; False (and ``closed``) when stopped."""
+        with anyio.move_on_after(delay):
+            while not self._stopping:
+                self._wake = anyio.Event()
+                await self._wake.wait()
+        if self._stopping:
+            self._state = "closed"
+            return False
+        return True
 
     async def _attempt(self) -> _Outcome:
         """One connection: connect, publish, serve until stopped/idle/lost, close."""
@@ -432,6 +445,8 @@ class ServerConnection:
         self._conn = conn
         self._client = conn.client
         self._generation += 1
+        for old in [g for g in self._lost_reasons if g < self._generation - 8]:
+            del self._lost_reasons[old]
         self.tools = {tool.name: tool for tool in tools}
         self.protocol_version = str(conn.client.protocol_version) if conn.client.protocol_version else "unknown"
         self._state = "connected"

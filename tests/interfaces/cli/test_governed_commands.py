@@ -214,3 +214,19 @@ def test_sdk_tracebacks_quoting_server_output_never_reach_the_terminal(tmp_path:
     probe = subprocess.run(["patchbay", "probe", "banner"], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert probe.returncode == 0, probe.stderr
     assert "Traceback" not in probe.stderr and "Banner Server" not in probe.stderr
+
+
+def test_probe_names_the_tools_left_out_for_their_schemas(run, workspace: Path) -> None:
+    import sys
+
+    from support import FIXTURES
+
+    added = run("connector", "add", "schemas", "--", sys.executable, str(FIXTURES / "schema_server.py"))
+    assert added.exit_code == 0, added.output
+    text = run("probe", "schemas", "--project", str(workspace))
+    assert text.exit_code == 0, text.output
+    left_out = [line for line in text.stdout.splitlines() if line.startswith("  left out:")]
+    assert len(left_out) == 3 and any("deep_input" in line for line in left_out)
+    probed = json.loads(run("probe", "schemas", "--project", str(workspace), "--json").stdout)
+    assert sorted(d["tool"] for d in probed["diagnostics"]) == ["deep_input", "huge_schema", "many_nodes"]
+    assert "echo" in probed["tools"] and "deep_input" not in probed["tools"]

@@ -57,6 +57,8 @@ def probe(
                 )
             )
             out_console.print(f"  tools: {result.tool_count}  resources: {result.resource_count}")
+            for diagnostic in result.diagnostics:
+                out_console.print(Text(f"  left out: {one_line(str(diagnostic.get('message', '')))}"))
         else:
             out_console.print(Text(f"  error[{result.code}]: {one_line(result.message or '')}"))
         if result.stderr_tail:
