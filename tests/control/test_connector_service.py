@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from egress_support import audit_lines
 from patchbay.adapters.store import open_store
 from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ConfigError
@@ -383,3 +384,35 @@ def test_add_exist_ok_is_idempotent_only_when_the_options_would_not_change(
         service.add("c", target, exist_ok=True, runtime_options={"request_timeout": 6.0})
     assert exc.value.details["field"] == "runtime_config"
     assert service.get("c").runtime_config == {"request_timeout": 5.0}
+
+
+def test_allow_private_is_stored_for_remote_connectors_only_and_strictly_boolean(
+    service: ConnectorService, tmp_path: Path
+) -> None:
+    remote, _ = service.add(
+        "remote", service.remote_target("http://127.0.0.1:9/mcp"), runtime_options={"allow_private": True}
+    )
+    assert remote.runtime_config == {"allow_private": True}
+    assert service.effective_runtime_options(remote).allow_private is True
+    for bad in ("yes", 1):
+        with pytest.raises(ConfigError) as exc:
+            service.update_runtime_options("remote", allow_private=bad)
+        assert exc.value.details["field"] == "allow_private"
+    assert service.update_runtime_options("remote", allow_private=None).runtime_config == {}
+    local = service.stdio_target("true", [], cwd=None, workspace=tmp_path)
+    with pytest.raises(ConfigError) as exc:
+        service.add("local", local, runtime_options={"allow_private": True})
+    assert exc.value.details["field"] == "allow_private"
+    assert [c.name for c in service.list()] == ["remote"]
+
+
+async def test_a_probe_is_audited_under_the_workspace_project(service: ConnectorService, tmp_path: Path) -> None:
+    service.add("time", service.stdio_target("mcp-server-time", [], cwd=None, workspace=tmp_path))
+    result = await service.probe("time", workspace=tmp_path)
+    assert result.state == "ready"
+    (line,) = audit_lines(service.settings.home)
+    assert (line["note"], line["connector_id"], line["project_id"]) == (
+        "mcp_probe",
+        service.get("time").connector_id,
+        service.project(tmp_path).project_id,
+    )

@@ -14,6 +14,7 @@ import anyio.abc
 import pytest
 
 import patchbay.control.probe as probe_module
+from egress_support import AUDIT_KEYS, audit_lines, http_fixture, listening, recorded_requests
 from patchbay.adapters.transports import StdioLink
 from patchbay.control.probe import Prober
 from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeResult, StdioTarget
@@ -38,19 +39,20 @@ EVERYTHING_BASE_TOOLS = {"echo", "get-sum", "get-env", "get-tiny-image", "trigge
 # --- helpers -------------------------------------------------------------------------------------
 
 
+def connector(target: ConnectorTarget, name: str = "probe-me", **runtime_config: Any) -> Connector:
+    return Connector(
+        connector_id=f"id-{name}", name=name, display_name=name, target=target, runtime_config=runtime_config
+    )
 
 
-def connector(target: ConnectorTarget, name: str = "probe-me") -> Connector:
-    return Connector(connector_id=f"id-{name}", name=name, display_name=name, target=target)
+def local(target: ConnectorTarget, name: str = "probe-me") -> Connector:
+    """A remote connector on this machine: loopback is reachable only with ``allow_private``."""
+    return connector(target, name, allow_private=True)
 
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home")
-
-
-
-
 
 
 def spy_on_links(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], anyio.Event]:
@@ -75,10 +77,6 @@ def spy_on_links(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], anyio.Even
 
     monkeypatch.setattr(probe_module, "open_client", open_client)
     return seen, appeared
-
-
-
-
 
 
 @asynccontextmanager
@@ -179,7 +177,7 @@ async def test_server_everything_over_http_is_ready_with_tools_and_resources(
         assert url.endswith(path)
         target = HttpTarget(url=url, transport=transport)  # type: ignore[arg-type]
         with anyio.fail_after(30):
-            result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+            result = await Prober(settings).probe(local(target), workspace=tmp_path)
     assert_ready(result)
     assert EVERYTHING_BASE_TOOLS <= {tool.name for tool in result.tools}
     assert result.resource_count == 7
@@ -307,7 +305,7 @@ async def test_an_html_page_instead_of_an_mcp_endpoint_is_protocol_error(setting
         for transport in ("streamable_http", "sse"):
             target = HttpTarget(url=f"http://127.0.0.1:{port}/mcp", transport=transport)  # type: ignore[arg-type]
             with anyio.fail_after(20):
-                result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+                result = await Prober(settings).probe(local(target), workspace=tmp_path)
             assert (result.state, result.code) == ("error", "protocol_error"), (transport, result.message)
             assert result.message is not None and "text/html" in result.message
 
@@ -317,7 +315,7 @@ async def test_a_closed_port_is_server_closed(settings: Settings, tmp_path: Path
     for transport in ("streamable_http", "sse"):
         target = HttpTarget(url=f"http://127.0.0.1:{port}/mcp", transport=transport)  # type: ignore[arg-type]
         with anyio.fail_after(20):
-            result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+            result = await Prober(settings).probe(local(target), workspace=tmp_path)
         assert (result.state, result.code) == ("error", "server_closed"), (transport, result.message)
 
 
@@ -498,3 +496,64 @@ async def test_bound_env_values_a_server_echoes_into_its_catalog_are_masked(sett
     assert tool.name == "whoami" and tool.description == f"Acts as {REDACTED}."
     assert tool.input_schema["properties"]["as"]["default"] == REDACTED
     assert result.server_info is not None and result.server_info["name"] == f"echoing-{REDACTED}"
+
+
+# --- egress guard and audit (seed 003 §14.2) -----------------------------------------------------
+
+
+async def test_a_loopback_server_is_network_blocked_without_allow_private_and_never_contacted(
+    settings: Settings, tmp_path: Path
+) -> None:
+    async with listening() as listener:
+        for transport in ("streamable_http", "sse"):
+            target = HttpTarget(url=f"{listener.origin}/mcp", transport=transport)  # type: ignore[arg-type]
+            with anyio.fail_after(20):
+                result = await Prober(settings).probe(connector(target), workspace=tmp_path, project_id="prj_egress")
+            assert (result.state, result.code) == ("error", "network_blocked"), result.message
+            assert "loopback" in (result.message or "") and "allow_private" in (result.message or "")
+        assert listener.connections == 0
+    lines = audit_lines(settings.home)
+    assert [(line["note"], line["origin"], line["approved"], line["project_id"]) for line in lines] == [
+        ("mcp_probe", listener.origin, False, "prj_egress")
+    ] * 2
+    assert {line["connector_id"] for line in lines} == {"id-probe-me"}
+
+
+async def test_a_probe_leaves_one_metadata_only_audit_line(settings: Settings, tmp_path: Path) -> None:
+    record = tmp_path / "requests.jsonl"
+    header_value, query_value = "hdr-cnry-2718", "qry-cnry-1618"
+    with http_fixture(record) as port:
+        target = HttpTarget(url=f"http://127.0.0.1:{port}/mcp?tenant={query_value}")
+        with anyio.fail_after(30):
+            result = await Prober(settings).probe(
+                local(target), workspace=tmp_path, headers={"X-Api-Key": header_value}, project_id="prj_audit"
+            )
+    assert_ready(result)
+    assert [tool.name for tool in result.tools] == ["echo"]
+    assert recorded_requests(record)  # the probe really went out
+    (line,) = audit_lines(settings.home)
+    assert set(line) == AUDIT_KEYS
+    assert line["note"] == "mcp_probe" and line["approved"] is True
+    assert (line["origin"], line["project_id"]) == (f"http://127.0.0.1:{port}", "prj_audit")
+    text = (settings.home / "egress-audit.jsonl").read_text()
+    for leak in ("/mcp", "tenant", query_value, header_value, "X-Api-Key", "echo"):
+        assert leak not in text
+
+
+async def test_a_stdio_probe_is_audited_as_unguardable(settings: Settings, tmp_path: Path) -> None:
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(StdioTarget(command="mcp-server-time")), workspace=tmp_path)
+    assert_ready(result)
+    (line,) = audit_lines(settings.home)
+    assert line["note"] == "mcp_probe" and line["approved"] is True
+    assert (line["origin"], line["runtime_call_audit"], line["project_id"]) == (None, "unavailable", None)
+
+
+async def test_a_probe_refused_by_validation_never_reaches_the_guard_or_the_audit(
+    settings: Settings, tmp_path: Path
+) -> None:
+    result = await Prober(settings).probe(
+        connector(HttpTarget(url="ftp://127.0.0.1/mcp"), allow_private=True), workspace=tmp_path
+    )
+    assert (result.state, result.code) == ("error", "invalid_config")
+    assert audit_lines(settings.home) == []

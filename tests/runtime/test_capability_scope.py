@@ -1,5 +1,6 @@
 """Capability scope (seed 003 "能力范围"; issue 3 point 9): a runtime built with ``allowed_tools``
-starts only the connectors the list names, and registers only the listed tools."""
+starts only the connectors the list names, and registers only the listed tools; the credential
+references of the others are never resolved (issue 4 point 1)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import anyio
 import pytest
 
 from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallError
+from patchbay.adapters.credentials import CredentialStore
+from patchbay.core.credentials import CredentialBinding
 from patchbay.core.errors import FailureReason, ValidationError
 from patchbay.core.models import ConnectorSettings, HttpTarget
 from support import fixture_server
@@ -53,7 +56,8 @@ async def test_only_the_allowed_connector_starts_and_only_listed_tools_register(
             connector_id="id-remote",
             name="remote",
             target=HttpTarget(url=f"http://127.0.0.1:{port}/mcp"),
-            runtime_config={"lifecycle": "eager"},
+            # Reachable if it were started: the zero count below is the scope's doing, not the guard's.
+            runtime_config={"lifecycle": "eager", "allow_private": True},
         )
         servers = (
             stdio("allowed", allowed_log),
@@ -82,7 +86,7 @@ async def test_only_the_allowed_connector_starts_and_only_listed_tools_register(
     assert (launches(other_log), launches(eager_log), listener.contacts) == (0, 0, 0)
 
 
-@pytest.mark.parametrize("allowed", [[], ["local_tool"]])
+@pytest.mark.parametrize("allowed", [[], ["local_tool"], ["mcp.s", "mcp.s.", "mcp__s", "mcp__s__"]])
 async def test_an_empty_or_local_only_scope_skips_discovery(tmp_path: Path, allowed: list[str]) -> None:
     log = tmp_path / "s.jsonl"
     config = RuntimeConfig(project_id="p1", workspace=str(tmp_path), servers=(stdio("s", log, lifecycle="eager"),))
@@ -103,3 +107,39 @@ def test_a_bare_string_scope_is_refused(tmp_path: Path) -> None:
     config = RuntimeConfig(project_id="p1", workspace=str(tmp_path))
     with pytest.raises(ValidationError):
         Runtime(config, settings=Settings(home=tmp_path / "home"), allowed_tools="mcp.a.b")  # type: ignore[arg-type]
+
+
+class RecordingStore(CredentialStore):
+    """The real credential store, remembering which connectors asked for their references."""
+
+    def __init__(self, home: Path) -> None:
+        super().__init__(home)
+        self.asked: list[str] = []
+
+    def resolve(self, bindings: Any, *, connector_id: str, connector: str | None = None) -> Any:
+        self.asked.append(connector_id)
+        return super().resolve(bindings, connector_id=connector_id, connector=connector)
+
+
+async def test_out_of_scope_connectors_never_have_their_references_resolved(tmp_path: Path) -> None:
+    store = RecordingStore(tmp_path / "home")
+    refs = {}
+    for name in ("allowed", "other", "eager"):
+        record = store.new_record(owner_id=f"id-{name}", kind="api_key", value=f"cnry-scope-{name}-value")
+        store.apply(upserts=[record])
+        refs[name] = record.credential_id
+    servers = tuple(
+        stdio(name, tmp_path / f"{name}.jsonl", **({"lifecycle": "keep_alive"} if name == "eager" else {})).model_copy(
+            update={"bindings": (CredentialBinding(ref=refs[name], delivery="env", name="PB_SCOPED"),)}
+        )
+        for name in ("allowed", "other", "eager")
+    )
+    config = RuntimeConfig(project_id="p1", workspace=str(tmp_path), servers=servers)
+    with anyio.fail_after(20):
+        async with Runtime(
+            config, settings=Settings(home=tmp_path / "home"), allowed_tools=["mcp.allowed.echo"], credentials=store
+        ) as runtime:
+            assert (await runtime.call("mcp.allowed.echo", {"text": "scoped"})).text == "scoped"
+    assert store.asked == ["id-allowed"]
+    used = {c.credential_id: c.last_used_at for c in store.list()}
+    assert used[refs["allowed"]] is not None and used[refs["other"]] is None and used[refs["eager"]] is None

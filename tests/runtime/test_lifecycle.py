@@ -338,3 +338,56 @@ async def test_keep_alive_retries_a_failed_first_connect_in_the_background(tmp_p
             assert marker.exists()
             assert (await runtime.call("mcp.kept.echo", {"text": "up"})).text == "up"
     assert events_of(runtime, "mcp.server.crashed") == []
+
+
+async def test_a_server_that_cannot_start_under_its_limit_fails_to_connect_naming_the_limit(
+    tmp_path: Path, settings: Settings
+) -> None:
+    server = lifecycle("small", None, limits={"open_files": 4})
+    with anyio.fail_after(30):
+        async with Runtime(config(tmp_path, server), settings=settings) as runtime:
+            with pytest.raises(ToolCallError) as info:
+                await runtime.call("mcp.small.echo", {"text": "hi"})
+    assert info.value.reason is FailureReason.MCP_SERVER_UNAVAILABLE
+    assert "stopped by its open_files limit" in info.value.message
+
+
+@pytest.mark.parametrize("code", [-32000, -32001, -32603])
+async def test_a_json_rpc_error_from_the_server_is_a_tool_error_not_a_crash(
+    tmp_path: Path, settings: Settings, code: int
+) -> None:
+    with anyio.fail_after(20):
+        async with Runtime(config(tmp_path, lifecycle("s")), settings=settings) as runtime:
+            pid = await _pid(runtime, "s")
+            for _ in range(5):  # more than max_restarts: a misread would make it permanent
+                with pytest.raises(ToolCallError) as info:
+                    await runtime.call("mcp.s.rpc_error", {"code": code})
+                assert info.value.reason is FailureReason.TOOL_ERROR
+                assert info.value.details["mcpCode"] == code
+            assert await _pid(runtime, "s") == pid
+    assert events_of(runtime, "mcp.server.crashed") == []
+
+
+async def test_a_call_racing_an_idle_close_reconnects_instead_of_failing(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", idle_timeout=0.2)
+    with anyio.fail_after(30):
+        async with Runtime(config(tmp_path, lifecycle("s")), settings=settings) as runtime:
+            for _ in range(3):
+                await _pid(runtime, "s")
+                await wait_until(lambda: runtime.server_states()["s"] in ("closing", "idle"))
+                # Whether the close is under way or done, the next call just works.
+                assert (await runtime.call("mcp.s.echo", {"text": "again"})).text == "again"
+    assert events_of(runtime, "mcp.server.crashed") == []
+
+
+async def test_an_approval_longer_than_the_idle_timeout_still_gets_its_call_through(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", idle_timeout=0.2)
+    server = lifecycle("s").model_copy(update={"settings": ConnectorSettings(approval_mode="ask")})
+
+    async def slow_user(request: Any) -> str:
+        await wait_until(lambda: runtime.server_states()["s"] == "idle")
+        return "allow_once"
+
+    with anyio.fail_after(30):
+        async with Runtime(config(tmp_path, server), settings=settings, approver=slow_user) as runtime:
+            assert (await runtime.call("mcp.s.echo", {"text": "patience"})).text == "patience"

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from patchbay.adapters.credentials import CredentialStore
 from patchbay.adapters.store import Repository
 from patchbay.adapters.transports.stdio import workspace_cwd
+from patchbay.control.credentials import BindingSpec, CredentialService
+from patchbay.control.options import checked_options as _checked_options
+from patchbay.control.options import merge_runtime_options
 from patchbay.control.probe import Prober
+from patchbay.control.views import ToolsView, ToolView
+from patchbay.core.credentials import BINDINGS_KEY
 from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.core.fingerprint import config_fingerprint
 from patchbay.core.models import (
@@ -40,39 +45,9 @@ from patchbay.core.policy import decide_for
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target, validate_text
 
-__all__ = ["ConnectorService", "ToolView", "ToolsView"]
+__all__ = ["ConnectorService", "ToolView", "ToolsView", "merge_runtime_options"]
 
 _DECISIONS = ("allow", "ask", "deny")
-#: Option sections whose changes merge key by key (a ``None`` value resets one key).
-_SECTIONS = ("restart", "limits")
-
-
-@dataclass(frozen=True)
-class ToolView:
-    """One tool with its effective decision in a scope (global, or a project)."""
-
-    name: str
-    canonical_name: str
-    description: str | None
-    visible: bool
-    decision: GrantDecision
-    source: str
-    risk: str
-    global_grant: GrantDecision | None = None
-    project_grant: GrantDecision | None = None
-
-
-@dataclass(frozen=True)
-class ToolsView:
-    """The tools of one connector as the cache knows them, plus grants that match nothing."""
-
-    connector: Connector
-    project: Project | None
-    tools: list[ToolView]
-    cache: str
-    """``fresh``, ``stale`` (fingerprint or revision changed: probe again) or ``missing``."""
-    unmatched_grants: list[ToolGrant] = field(default_factory=list)
-    """Grants naming a tool the cache does not know; kept, reported, and matching nothing."""
 
 
 def _real_dir(workspace: Path) -> Path:
@@ -101,51 +76,20 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def merge_runtime_options(stored: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
-    """``stored`` (a connector's ``runtime_config``) with option ``changes`` applied; no validation.
-
-    Only the keys given change; ``None`` removes a key (back to its default). ``restart`` and
-    ``limits`` changes merge key by key the same way. Stored keys that are no option are kept.
-
-    Raises:
-        ConfigError: ``invalid_config`` naming a key that is no option, or a section that is no mapping.
-    """
-    config = dict(stored)
-    for key, value in changes.items():
-        if key not in RuntimeOptions.model_fields:
-            raise ConfigError(str(key), f"is not a runtime option (known: {', '.join(RuntimeOptions.model_fields)})")
-        if key in _SECTIONS and value is not None:
-            if not isinstance(value, Mapping):
-                raise ConfigError(key, "must be an object of option changes")
-            current = config.get(key)
-            merged = {**(current if isinstance(current, Mapping) else {}), **value}
-            value = {sub: v for sub, v in merged.items() if v is not None} or None
-        if value is None:
-            config.pop(key, None)
-        else:
-            config[key] = value
-    return config
-
-
-def _checked_options(config: Mapping[str, Any], target: ConnectorTarget) -> RuntimeOptions:
-    """The option keys of ``config`` parsed strictly for ``target`` (other keys are not ours)."""
-    fields = RuntimeOptions.model_fields
-    return RuntimeOptions.parse_strict({k: v for k, v in config.items() if k in fields}, transport=target.transport)
-
-
 class ConnectorService:
     """Operations on connectors, grants, probes and runtime configs.
 
     Args:
         repository: the canonical store.
-        settings: limits and the data home.
+        settings: limits and the data home (its ``credentials.json`` is the credential store).
         prober: runs probes; one per service so its per-connector locks and global semaphore are shared.
     """
 
     def __init__(self, repository: Repository, settings: Settings, prober: Prober | None = None):
         self.repository = repository
         self.settings = settings
-        self.prober = prober or Prober(settings)
+        self.credentials = CredentialService(CredentialStore(settings.home), repository)
+        self.prober = prober or Prober(settings, credentials=self.credentials.store)
 
     # -- connectors -------------------------------------------------------------------------
 
@@ -159,20 +103,28 @@ class ConnectorService:
         enabled: bool = True,
         exist_ok: bool = False,
         runtime_options: Mapping[str, Any] | None = None,
+        bindings: Sequence[BindingSpec] = (),
     ) -> tuple[Connector, bool]:
         """Register a connector. Returns ``(connector, created)``.
 
         With ``exist_ok``, an existing connector of that name with the same target is returned
-        unchanged (``created`` False) if applying ``runtime_options`` to it would change nothing;
-        a different target or different options are still an error.
+        unchanged (``created`` False) if applying ``runtime_options`` to it would change nothing
+        and it has exactly the requested ``bindings``; a different target, options or bindings
+        are still an error.
 
         Args:
             runtime_options: option changes as for :meth:`update_runtime_options`, e.g.
                 ``{"lifecycle": "eager", "restart": {"max_restarts": 5}}``; stored sparsely.
+            bindings: credentials to create and bind (``parse_env``/``parse_header``/``parse_bearer``
+                of :mod:`patchbay.control.credentials`): managed values go to the credential store,
+                owned by the new connector; the connector stores references only (seed 003 §11.1).
+                If the store cannot be written, the connector is removed again (seed 003 §15).
 
         Raises:
-            ConfigError: ``invalid_config`` for a bad name, a name already taken, or a bad runtime
-                option (field e.g. ``request_timeout``, ``limits`` for limits on a remote target).
+            ConfigError: ``invalid_config`` for a bad name, a name already taken, a bad runtime
+                option (field e.g. ``request_timeout``, ``limits`` for limits on a remote target) or
+                a bad binding (field ``env``, ``header``, ``bearer`` or ``bindings``).
+            CanonicalStateUnavailable: the credential store cannot be written (nothing is kept).
         """
         validate_connector_name(name)
         validate_text("description", description)
@@ -180,6 +132,7 @@ class ConnectorService:
             validate_text("display_name", display_name, max_length=200)
         runtime_config = merge_runtime_options({}, runtime_options or {})
         _checked_options(runtime_config, target)
+        records, stored = self.credentials.prepare_new(target.transport, bindings)
         if exist_ok:
             try:
                 existing = self.repository.get_connector_by_name(name)
@@ -189,7 +142,13 @@ class ConnectorService:
                 if existing.target == target:
                     merged = merge_runtime_options(existing.runtime_config, runtime_options or {})
                     if RuntimeOptions.model_validate(merged) == RuntimeOptions.model_validate(existing.runtime_config):
-                        return existing, False
+                        if self.credentials.same_bindings(existing, bindings):
+                            return existing, False
+                        raise ConfigError(
+                            "bindings",
+                            f"a connector named {name!r} already exists with different credential bindings "
+                            f"(change them with: patchbay connector set {name} ...)",
+                        )
                     raise ConfigError(
                         "runtime_config",
                         f"a connector named {name!r} already exists with different runtime options "
@@ -200,6 +159,8 @@ class ConnectorService:
                     f"a connector named {name!r} already exists with a different target "
                     f"(see: patchbay connector show {name}; replace it with: patchbay connector remove {name})",
                 )
+        if stored:
+            runtime_config[BINDINGS_KEY] = stored
         connector = self.repository.create_connector(
             name,
             display_name or name,
@@ -207,6 +168,9 @@ class ConnectorService:
             description=description,
             runtime_config=runtime_config,
             settings=ConnectorSettings(enabled=enabled),
+        )
+        self.credentials.store_new(
+            connector, records, undo=lambda: self.repository.delete_connector(connector.connector_id)
         )
         return connector, True
 
@@ -295,7 +259,8 @@ class ConnectorService:
         Changes: ``lifecycle`` (lazy|eager|keep_alive); ``idle_timeout``, ``request_timeout``,
         ``max_call_seconds`` (seconds > 0); ``restart`` (mapping: ``enabled``, ``base_delay``,
         ``max_delay`` seconds, ``max_restarts`` 0..100); ``limits`` (mapping, stdio only:
-        ``address_space_bytes``, ``cpu_seconds``, ``open_files``). ``None`` resets to the default
+        ``address_space_bytes``, ``cpu_seconds``, ``open_files``); ``allow_private`` (bool,
+        HTTP/SSE only: the egress guard may reach private addresses). ``None`` resets to the default
         (:func:`merge_runtime_options`); the result must pass :meth:`RuntimeOptions.parse_strict`.
         A change bumps ``revision``; a fresh tool cache moves to the new revision, as options are
         no part of the server's identity (seed 003 §5.4; like credential bindings, addendum 2026-09-07).
@@ -320,6 +285,12 @@ class ConnectorService:
                 self.repository.update_connector(connector.connector_id, expected_revision)
             return connector
         revision = connector.revision if expected_revision is None else expected_revision
+        return self._write_config(connector, revision, config)
+
+    def _write_config(self, connector: Connector, revision: int, config: dict[str, Any]) -> Connector:
+        """Store a new ``runtime_config`` under the revision lock; a fresh tool cache moves along,
+        as options and bindings are no part of the server's identity (seed 003 §5.4, addendum
+        2026-09-07: "更新认证绑定不会清空工具发现缓存")."""
         updated = self.repository.update_connector(connector.connector_id, revision, runtime_config=config)
         entry = self.repository.get_tool_cache(connector.connector_id)
         if (
@@ -329,6 +300,39 @@ class ConnectorService:
         ):
             self.repository.replace_tool_cache(entry.model_copy(update={"config_revision": updated.revision}))
         return updated
+
+    def set_bindings(
+        self,
+        name: str,
+        bindings: Sequence[BindingSpec] = (),
+        *,
+        unset: Sequence[str] = (),
+        expected_revision: int | None = None,
+        dry_run: bool = False,
+    ) -> Connector:
+        """Add, replace (``bindings``) or remove (``unset``: ``env:KEY``, ``header:Name``, ``bearer``)
+        credential bindings; see :meth:`patchbay.control.credentials.CredentialService.rebind`.
+
+        A new value for a place already filled by a credential the connector owns replaces that
+        value in place (no revision change); other changes bump ``revision`` and keep a fresh tool
+        cache. Credentials the connector owns and nothing binds any more are deleted. With
+        ``dry_run`` everything is checked and nothing written.
+
+        Raises:
+            NotFoundError: ``not_found``.
+            ConfigError: ``invalid_config`` (field ``env``, ``header``, ``bearer``, ``unset`` or
+                ``bindings``); nothing changed.
+            RevisionConflictError: ``revision_conflict``; the credential store is put back.
+        """
+        connector = self.get(name)
+        revision = connector.revision if expected_revision is None else expected_revision
+        return self.credentials.rebind(
+            connector,
+            bindings,
+            unset,
+            write=lambda config: self._write_config(connector, revision, config),
+            dry_run=dry_run,
+        )
 
     def effective_runtime_options(self, connector: Connector) -> RuntimeOptions:
         """The options a runtime of this process would apply: unset timeouts filled from settings.
@@ -343,13 +347,15 @@ class ConnectorService:
         )
 
     def remove(self, name: str) -> Connector:
-        """Delete a connector; its grants and cache go with it (FK cascade, seed 003 §15).
+        """Delete a connector; its grants and cache go with it (FK cascade, seed 003 §15), and so do
+        the credentials it owns (seed 003 addendum 2026-09-07).
 
         Raises:
             NotFoundError, BuiltinConnectorError (``builtin_connector``).
         """
         connector = self.get(name)
         self.repository.delete_connector(connector.connector_id)
+        self.credentials.delete_owned(connector.connector_id)
         return connector
 
     # -- projects and grants ----------------------------------------------------------------
@@ -415,7 +421,11 @@ class ConnectorService:
             workspace: the canonical workspace root (see :meth:`project`); stdio servers run there.
         """
         connector = self.get(name)
-        result = await self.prober.probe(connector, workspace=workspace)
+        try:  # the egress audit names the project the probe ran for (seed 003 §14.2)
+            project_id: str | None = self.project(workspace).project_id
+        except ConfigError:
+            project_id = None  # not a directory: the probe reports it (stdio), or needs none (remote)
+        result = await self.prober.probe(connector, workspace=workspace, project_id=project_id)
         if result.state == "ready":
             now = _now_ms()
             self.repository.replace_tool_cache(
@@ -493,7 +503,8 @@ class ConnectorService:
     def runtime_config(self, workspace: Path) -> RuntimeConfig:
         """What a runtime for ``workspace`` may load: enabled connectors only, with their grants.
 
-        This is the content the projected snapshot will carry (seed 003 §10.3); no secrets.
+        This is the content the projected snapshot will carry (seed 003 §10.3); no secrets: only
+        credential bindings (references), which the runtime resolves when it starts a connector.
         """
         prj = self.project(workspace)
         servers = []
@@ -515,7 +526,8 @@ class ConnectorService:
                         for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)
                     },
                     tools=entry.tools if entry else (),
-                    runtime_config=connector.runtime_config,
+                    runtime_config={k: v for k, v in connector.runtime_config.items() if k != BINDINGS_KEY},
+                    bindings=connector.bindings,
                 )
             )
         return RuntimeConfig(project_id=prj.project_id, workspace=prj.path, servers=tuple(servers))

@@ -25,6 +25,7 @@ A server failure never raises: it becomes a :class:`~patchbay.core.models.ProbeR
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -36,14 +37,18 @@ import anyio
 import anyio.lowlevel
 import mcp_types as types
 
-from patchbay.adapters.transports import HttpLink, StdioLink, classify, open_client
+from patchbay.adapters.credentials import CredentialResolver
+from patchbay.adapters.egress_audit import EgressAudit, audit_path, target_origin
+from patchbay.adapters.transports import EgressBlocked, EgressPolicy, HttpLink, StdioLink, classify, open_client
 from patchbay.adapters.transports.catalog import Catalog, CatalogError, list_catalog
-from patchbay.core.errors import ConfigError, ErrorCode
+from patchbay.core.credentials import CredentialUnavailable
+from patchbay.core.errors import ConfigError, ErrorCode, PatchbayError
 from patchbay.core.models import (
     Connector,
     ConnectorTarget,
     HttpTarget,
     ProbeResult,
+    RuntimeOptions,
     SocketTarget,
     StdioTarget,
 )
@@ -120,10 +125,13 @@ class Prober:
         settings: the probe bounds (``probe_connect_timeout``, ``probe_max_pages``,
             ``probe_max_metadata_bytes``, ``stderr_tail_bytes``, ``probe_concurrency``) and the
             SDK handshake ``protocol_mode``.
+        credentials: resolves a connector's credential bindings at probe time (seed 003 §11.1);
+            None: a connector with bindings fails with ``auth_required``.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, credentials: CredentialResolver | None = None) -> None:
         self.settings = settings
+        self.credentials = credentials
         self._locks: dict[str, _LockEntry] = {}
         self._limiter: anyio.Semaphore | None = None
 
@@ -154,6 +162,7 @@ class Prober:
         workspace: Path,
         env: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
+        project_id: str | None = None,
     ) -> ProbeResult:
         """Connect to ``connector`` once, list what it offers, disconnect (seed 003 §9.1 "connect").
 
@@ -167,12 +176,24 @@ class Prober:
                 arrive here and are never stored); their exact values are masked in the stderr
                 tail, the message, the server info and the listed tools and resources.
             headers: resolved extra HTTP headers for a remote server (same treatment).
+            project_id: the project the probe runs for, named in its egress audit line.
+
+        Every HTTP/SSE request goes through the egress guard with the connector's
+        ``allow_private`` option (``network_blocked`` when refused; nothing is sent), and every
+        probe that gets as far as connecting appends one ``mcp_probe`` line to
+        ``<home>/egress-audit.jsonl`` (seed 003 §14.2).
+                When neither is given, the connector's bindings are resolved through
+                ``credentials`` (each value registered for redaction and masked the same way); a
+                binding that cannot be resolved ends the probe with ``auth_required`` before
+                anything is started (``details`` are in the message: which binding, why).
 
         Returns:
             ``state="ready"`` with ``tools``, ``resources``, their counts, ``server_info``
             (``{"name", "version"}``), ``protocol_version``; or ``state="error"`` with ``code``:
             ``invalid_config`` (target or settings break a rule), ``command_not_found``,
             ``spawn_failed``, ``timeout`` (the whole probe exceeded ``probe_connect_timeout``),
+            ``network_blocked`` (the egress guard refused a request: a non-public address
+            without ``allow_private``, a cross-origin redirect; nothing was sent),
             ``tls_error``, ``protocol_error`` (not an MCP server, e.g. an HTML page),
             ``auth_required`` (HTTP 401/403), ``tool_list_failed`` (a list request failed, or more
             than ``probe_max_pages`` pages or ``probe_max_metadata_bytes`` bytes),
@@ -184,7 +205,9 @@ class Prober:
             Only the caller's own cancellation; the connection is torn down before it propagates.
         """
         async with self._exclusive(connector.connector_id), self._slots():
-            return await self._probe_now(connector, workspace=workspace, env=env, headers=headers)
+            return await self._probe_now(
+                connector, workspace=workspace, env=env, headers=headers, project_id=project_id
+            )
 
     async def _probe_now(
         self,
@@ -193,6 +216,7 @@ class Prober:
         workspace: Path,
         env: dict[str, str] | None,
         headers: dict[str, str] | None,
+        project_id: str | None = None,
     ) -> ProbeResult:
         settings = self.settings
         started = anyio.current_time()
@@ -230,9 +254,25 @@ class Prober:
             target = _checked_target(connector.target, workspace)
             if settings.protocol_mode not in _PROTOCOL_MODES:
                 raise ConfigError("protocol_mode", f"must be one of {', '.join(_PROTOCOL_MODES)}")
+            bindings = connector.bindings
         except ConfigError as exc:
             return result(None, (ErrorCode.INVALID_CONFIG, exc.message), [])
+        if env is None and headers is None and bindings:
+            try:
+                env, headers = await self._resolve(connector)
+            except PatchbayError as exc:
+                return result(None, (ErrorCode(exc.code), exc.message), [])
+            known_secrets = tuple(value for value in [*env.values(), *headers.values()] if value)
 
+        try:
+            origin = target_origin(target)
+        except EgressBlocked as exc:
+            return result(None, (ErrorCode.NETWORK_BLOCKED, exc.message), [])
+        refused: list[object] = []
+        egress = EgressPolicy(
+            allow_private=connector.runtime_config.get("allow_private") is True,
+            observer=lambda decision: None if decision.approved else refused.append(decision),
+        )
         links: list[Any] = []
         catalog: Catalog | None = None
         failure: tuple[ErrorCode, str] | None = None
@@ -242,6 +282,7 @@ class Prober:
             return links[0].last_status if links and isinstance(links[0], HttpLink) else None
 
         deadline = anyio.CancelScope(deadline=started + settings.probe_connect_timeout)
+        audit = EgressAudit(audit_path(settings.home))
         try:
             with deadline:
                 try:
@@ -253,6 +294,8 @@ class Prober:
                         stderr_tail_bytes=settings.stderr_tail_bytes,
                         mode=settings.protocol_mode,
                         link_holder=links,
+                        egress=egress,
+                        limits=RuntimeOptions.model_validate(connector.runtime_config).limits,
                         client_info=_client_info(),
                     ) as connection:
                         try:
@@ -278,6 +321,14 @@ class Prober:
             if not finished and errors is not None:
                 failure = classify(errors, http_status=http_status())
             await anyio.lowlevel.checkpoint_if_cancelled()
+        finally:
+            audit.record(
+                "mcp_probe",
+                connector_id=connector.connector_id,
+                origin=origin,
+                project_id=project_id,
+                approved=not refused,
+            )
         # What the lists found stands even if closing the connection failed or ran past the
         # deadline; a deadline that struck before they were done is a timeout, whatever it broke.
         if not finished and deadline.cancel_called:
@@ -286,4 +337,29 @@ class Prober:
                 f"no complete answer within {settings.probe_connect_timeout:g} s "
                 "(spawn/connect, initialize and the list requests)",
             )
+        if failure is not None and links:
+            limit = getattr(links[0], "limit_exceeded", lambda: None)()
+            if limit:  # the server died of one of its resource limits (seed 003 addendum 2026-09-04)
+                failure = (failure[0], f"{failure[1]} (the server was stopped by its {limit} limit)")
         return result(catalog if failure is None else None, failure, links)
+
+    async def _resolve(self, connector: Connector) -> tuple[dict[str, str], dict[str, str]]:
+        """``(env, headers)`` of ``connector``'s bindings, resolved off the event loop.
+
+        Raises:
+            CredentialUnavailable: ``auth_required`` (no resolver, or a binding cannot be resolved).
+        """
+        if self.credentials is None:
+            first = connector.bindings[0]
+            raise CredentialUnavailable(
+                f"connector {connector.name!r} has credential bindings but no credential store was given",
+                problem="unreadable",
+                ref=first.ref,
+                binding=first.describe(),
+                connector=connector.name,
+            )
+        resolve = functools.partial(
+            self.credentials.resolve, connector.bindings, connector_id=connector.connector_id, connector=connector.name
+        )
+        resolved = await anyio.to_thread.run_sync(resolve)
+        return resolved.env, resolved.headers

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
+from patchbay.core.credentials import CredentialBinding, bindings_from_config
 from patchbay.core.errors import ConfigError
 
 __all__ = [
@@ -116,7 +117,8 @@ class Connector(_Model):
     source: ConnectorSource = "custom"
     target: ConnectorTarget
     runtime_config: dict[str, Any] = Field(default_factory=dict)
-    """Non-secret runtime options (lifecycle, timeouts); never a secret value."""
+    """Non-secret runtime options (lifecycle, timeouts) and credential bindings (``"bindings"``,
+    references only); never a secret value."""
     credential_ref: str | None = None
     revision: int = 1
     settings: ConnectorSettings = ConnectorSettings()
@@ -128,6 +130,15 @@ class Connector(_Model):
     @property
     def transport(self) -> TransportKind:
         return self.target.transport
+
+    @property
+    def bindings(self) -> tuple[CredentialBinding, ...]:
+        """The credential bindings in ``runtime_config`` (seed 003 addendum 2026-09-07).
+
+        Raises:
+            ConfigError: ``invalid_config`` (field ``bindings``) when the stored bindings are malformed.
+        """
+        return bindings_from_config(self.runtime_config)
 
 
 class ToolSummary(_Model):
@@ -272,6 +283,10 @@ class RuntimeOptions(_Model):
     """Hard cap on one call's total seconds, progress notifications or not."""
     restart: RestartPolicy = RestartPolicy()
     limits: ResourceLimits = ResourceLimits()
+    allow_private: bool = False
+    """HTTP/SSE only: let the egress guard reach loopback, private, link-local, unique-local and
+    CGNAT addresses (refused by default; cloud metadata addresses stay refused; seed 003 §14.2,
+    addendum 2026-09-04)."""
 
     @classmethod
     def parse_strict(cls, data: Mapping[str, Any], *, transport: TransportKind | None = None) -> RuntimeOptions:
@@ -285,12 +300,14 @@ class RuntimeOptions(_Model):
         - seconds are finite and in (0, :data:`MAX_OPTION_SECONDS`]; counts and limits are positive
           (``restart.max_restarts`` 0..100) and at most :data:`MAX_LIMIT`;
           ``limits.address_space_bytes`` is at least :data:`MIN_ADDRESS_SPACE_BYTES`;
-        - resource limits are set only on a ``stdio`` connector (they bound a local child process).
+        - resource limits are set only on a ``stdio`` connector (they bound a local child process);
+          ``allow_private`` only on an HTTP/SSE one (the egress guard sees only their traffic).
 
         Args:
             data: a ``runtime_config``-shaped mapping holding option keys only, e.g.
                 ``{"lifecycle": "eager", "restart": {"max_restarts": 5}}``.
-            transport: the connector's transport, when known; limits are refused unless ``stdio``.
+            transport: the connector's transport, when known; limits are refused unless ``stdio``,
+                ``allow_private`` unless ``streamable_http``/``sse``.
 
         Raises:
             ConfigError: ``invalid_config``; ``details["field"]`` is the dotted path of the first
@@ -334,6 +351,8 @@ class RuntimeOptions(_Model):
             raise ConfigError(
                 "limits", f"resource limits apply to local command (stdio) connectors only, not {transport}"
             )
+        if options.allow_private and transport is not None and transport not in ("streamable_http", "sse"):
+            raise ConfigError("allow_private", f"applies to remote (HTTP/SSE) connectors only, not {transport}")
         return options
 
 
@@ -355,6 +374,8 @@ class RuntimeServer(_Model):
     tools: tuple[ToolSummary, ...] = ()
     """The cached catalog, if any (annotations feed the risk and destructive rules)."""
     runtime_config: dict[str, Any] = Field(default_factory=dict)
+    bindings: tuple[CredentialBinding, ...] = ()
+    """Credential references the runtime resolves when it starts this connector (never values)."""
 
     @property
     def options(self) -> RuntimeOptions:

@@ -132,19 +132,20 @@ _CUT_INPUT = re.compile(
 
 # Well-known key shapes (case-sensitive, on the text itself), one pass. Each alternative starts
 # with its literal prefix (so the engine can skip ahead) followed by a look-behind that the
-# prefix starts a run; each either matches a whole run or fails within a bounded distance.
+# prefix starts a run (an "_" before it still counts as a start: wire names join parts with "__");
+# each either matches a whole run or fails within a bounded distance.
 _SHAPES = re.compile(
     r"""(?x)
-      [spr]k-(?<![A-Za-z0-9_][spr]k-)[A-Za-z0-9_-]{16,}+
-    | [spr]k_(?<![A-Za-z0-9_][spr]k_)(?:live|test)_[A-Za-z0-9]{16,}+
-    | gh[pousr]_(?<![A-Za-z0-9_]gh[pousr]_)[A-Za-z0-9]{20,}+
-    | github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{20,}+
-    | glpat-(?<![A-Za-z0-9_]glpat-)[A-Za-z0-9_-]{20,}+
-    | xox[abeoprs]-(?<![A-Za-z0-9_]xox[abeoprs]-)[A-Za-z0-9-]{10,}+
-    | xapp-(?<![A-Za-z0-9_]xapp-)[A-Za-z0-9-]{10,}+
-    | A(?:KIA|SIA|BIA|CCA)(?<![A-Za-z0-9_]A[A-Z]{3})[0-9A-Z]{16}(?![0-9A-Za-z])
-    | AIza(?<![A-Za-z0-9_]AIza)[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])
-    | eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+
+      [spr]k-(?<![A-Za-z0-9][spr]k-)[A-Za-z0-9_-]{16,}+
+    | [spr]k_(?<![A-Za-z0-9][spr]k_)(?:live|test)_[A-Za-z0-9]{16,}+
+    | gh[pousr]_(?<![A-Za-z0-9]gh[pousr]_)[A-Za-z0-9]{20,}+
+    | github_pat_(?<![A-Za-z0-9]github_pat_)[A-Za-z0-9_]{20,}+
+    | glpat-(?<![A-Za-z0-9]glpat-)[A-Za-z0-9_-]{20,}+
+    | xox[abeoprs]-(?<![A-Za-z0-9]xox[abeoprs]-)[A-Za-z0-9-]{10,}+
+    | xapp-(?<![A-Za-z0-9]xapp-)[A-Za-z0-9-]{10,}+
+    | A(?:KIA|SIA|BIA|CCA)(?<![A-Za-z0-9]A[A-Z]{3})[0-9A-Z]{16}(?![0-9A-Za-z])
+    | AIza(?<![A-Za-z0-9]AIza)[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])
+    | eyJ(?<![A-Za-z0-9-]eyJ)[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+
     """
 )
 # Case-sensitive substrings, at least one of which every shape contains.

@@ -43,7 +43,7 @@ def _no_secret(field: str, value: str, what: str) -> None:
         raise ConfigError(
             field,
             f"{what} looks like a secret; connectors store no secret values "
-            "(pass it by credential reference instead, see the credentials issue)",
+            "(bind it by reference instead: --env KEY=@env:VAR, --header, --bearer, or patchbay credential set)",
         )
 
 

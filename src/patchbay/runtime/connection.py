@@ -58,8 +58,11 @@ from anyio.abc import TaskGroup
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from patchbay.adapters.transports import ClientConnection, classify, open_client
+from patchbay.adapters.credentials import CredentialResolver
+from patchbay.adapters.egress_audit import EgressAudit, EgressNote, audit_path, target_origin
+from patchbay.adapters.transports import ClientConnection, EgressBlocked, EgressPolicy, classify, open_client
 from patchbay.adapters.transports.catalog import list_catalog
+from patchbay.core.credentials import CredentialUnavailable
 from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
 from patchbay.core.models import RuntimeServer, ToolSummary
 from patchbay.core.settings import Settings
@@ -67,7 +70,9 @@ from patchbay.runtime.output_schema import check_tool_result, turn_off_sdk_outpu
 
 __all__ = ["ConnectionState", "ServerConnection"]
 
-ConnectionState = Literal["idle", "connecting", "connected", "restarting", "failed", "permanently_failed", "closed"]
+ConnectionState = Literal[
+    "idle", "connecting", "connected", "closing", "restarting", "failed", "permanently_failed", "closed"
+]
 Emit = Callable[[str, dict[str, Any]], object]
 OnCatalog = Callable[[str, "dict[str, ToolSummary] | None"], None]
 
@@ -90,6 +95,16 @@ class ServerConnection:
         on_catalog: ``on_catalog(name, tools)`` when a (re)connect published a catalog, and
             ``on_catalog(name, None)`` when the connector's tools must leave the router
             (permanent failure, user shutdown).
+        credentials: resolves ``server.bindings`` at each connect (seed 003 §10.4, §11.1); the
+            values go to the stdio environment / HTTP headers and are registered for redaction.
+            A binding that cannot be resolved fails the connect with ``auth_required`` (only
+            this connection; it is retried like any failed connect).
+        project_id: the runtime's project, named in the egress audit lines.
+
+    Egress (seed 003 §14.2): every HTTP/SSE request goes through the egress guard with the
+    connector's ``allow_private`` option; each connect attempt and each tool call appends one
+    metadata-only line (``mcp_connect`` / ``mcp_tool_call``) to ``<home>/egress-audit.jsonl``,
+    ``approved`` false when the guard refused a request meanwhile.
 
     Must be created inside a running event loop (it holds anyio events).
     """
@@ -103,6 +118,8 @@ class ServerConnection:
         task_group: TaskGroup,
         emit: Emit | None = None,
         on_catalog: OnCatalog | None = None,
+        credentials: CredentialResolver | None = None,
+        project_id: str | None = None,
     ):
         self.server = server
         self.name = server.name
@@ -112,6 +129,18 @@ class ServerConnection:
         self._tg = task_group
         self._emit_event = emit
         self._on_catalog = on_catalog
+        self._credentials = credentials
+        self._known: tuple[str, ...] = ()
+        self._project_id = project_id
+        self._audit = EgressAudit(audit_path(settings.home))
+        try:
+            self._origin, self._auditable = target_origin(server.target), True
+        except EgressBlocked:  # a URL the guard refuses outright: nothing can ever be sent
+            self._origin, self._auditable = None, False
+        self._refused = self._refused_at_connect = 0
+        # Only a literal true opens private addresses (the lax options parse would take "yes").
+        allow_private = server.runtime_config.get("allow_private") is True
+        self._egress = EgressPolicy(allow_private=allow_private, observer=self._observe_egress)
         self.request_timeout = self.options.request_timeout or settings.request_timeout
         self.max_call_seconds = self.options.max_call_seconds or settings.max_call_seconds
         idle = self.options.idle_timeout or settings.idle_timeout
@@ -166,6 +195,8 @@ class ServerConnection:
                 permanently failed, or shut down.
         """
         self._last_used = anyio.current_time()
+        if self._state == "closing":  # an idle close is under way: let it finish, then reopen
+            await self._done.wait()
         if self._state == "idle":
             self._start_owner()
         elif self._state == "failed" and self._may_retry():
@@ -189,9 +220,12 @@ class ServerConnection:
                 successful result whose structuredContent is missing or violates the tool's
                 outputSchema, ``details["problem"]``, ``details["jsonPath"]``: issue 3 point 5).
         """
-        client = self._client
-        if client is None or self._state != "connected":
+        if self._state in ("idle", "closing"):  # closed for idleness (perhaps during an approval)
+            await self.ensure_connected()
+        client, conn = self._client, self._conn
+        if client is None or conn is None or self._state != "connected":
             raise self._unavailable()
+        conn_ended = conn.ended
         generation = self._generation
         idle, cap = self.request_timeout, self.max_call_seconds
         started = anyio.current_time()
@@ -202,6 +236,7 @@ class ServerConnection:
             scope.deadline = min(started + cap, anyio.current_time() + idle)
 
         self._inflight += 1
+        refused_before = self._refused
         try:
             with scope:
                 result = await client.call_tool(tool, arguments, progress_callback=on_progress)
@@ -217,14 +252,12 @@ class ServerConnection:
                 details={"connector": self.name, "timeoutSeconds": seconds, "capped": capped},
             )
         except MCPError as exc:
-            if exc.error.code == types.CONNECTION_CLOSED:
+            # -32000 is both the SDK's "connection closed" and many servers' generic error code:
+            # only a stream that really ended (or the SDK's own wording) is a crash.
+            if exc.error.code == types.CONNECTION_CLOSED and (
+                conn_ended.is_set() or (exc.error.message == "Connection closed" and exc.error.data is None)
+            ):
                 raise self._crashed_during_call(generation, exc.error.message or "connection closed") from exc
-            if exc.error.code == types.REQUEST_TIMEOUT:
-                raise ToolCallError(
-                    FailureReason.TIMEOUT,
-                    f"{self.name}: no result for {tool!r} within {idle:g}s",
-                    details={"connector": self.name, "timeoutSeconds": idle, "capped": False},
-                ) from exc
             raise ToolCallError(
                 FailureReason.TOOL_ERROR,
                 f"{self.name}: {tool!r} failed: {exc.error.message}",
@@ -242,6 +275,7 @@ class ServerConnection:
             ) from exc
         finally:
             self._inflight -= 1
+            self._audit_egress("mcp_tool_call", refused_before)
             self._last_used = anyio.current_time()
             if self._inflight == 0:
                 self._wake.set()  # the idle clock starts now
@@ -358,17 +392,22 @@ class ServerConnection:
             self._ready = anyio.Event()
         self._state = "connecting"
         self._lost = False
+        self._refused_at_connect = self._refused
         outcome: _Outcome = "stopped"
         scope = self._scope = anyio.CancelScope(deadline=anyio.current_time() + settings.connect_timeout)
         try:
             with scope:
+                env, headers = await self._resolve_credentials()
                 async with open_client(
                     self.server.target,
                     workspace=self._workspace,
+                    env=env,
+                    headers=headers,
                     stderr_tail_bytes=settings.stderr_tail_bytes,
                     mode=settings.protocol_mode,
                     link_holder=links,
                     limits=self.options.limits,
+                    egress=self._egress,
                     client_info=_CLIENT_INFO,
                 ) as conn:
                     # Patchbay checks structured results itself (after the call, see call_tool).
@@ -393,7 +432,7 @@ class ServerConnection:
                         # The launcher writes its limit marker after the server's stdout closed.
                         wait_limit = getattr(conn.link, "wait_limit_exceeded", None)
                         self._crash_limit = await wait_limit() if wait_limit is not None else None
-                        self._stderr_tail = conn.stderr_tail()[-_STDERR_IN_DETAILS:]
+                        self._stderr_tail = conn.stderr_tail(self._known)[-_STDERR_IN_DETAILS:]
             if scope.cancelled_caught and self._state == "connecting" and not self._stopping:
                 self._fail_connect(
                     ErrorCode.TIMEOUT, f"connecting took longer than {settings.connect_timeout:g}s", links
@@ -410,9 +449,9 @@ class ServerConnection:
             self._client = None
             self._conn = None
         if outcome == "lost" and links:
-            self._stderr_tail = _tail_of(links[0]) or self._stderr_tail
+            self._stderr_tail = _tail_of(links[0], self._known) or self._stderr_tail
         if outcome == "idle":
-            self._state = "idle"
+            self._state = "closed" if self._stopping else "idle"
             self._emit("mcp.server.shutdown", {"server": self.name, "reason": "idle"})
         elif outcome == "stopped" and self._state == "connected":
             self._state = "closed"
@@ -424,6 +463,31 @@ class ServerConnection:
             self._state = "closed"
         return outcome
 
+    async def _resolve_credentials(self) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+        """``(env, headers)`` for this connect, resolved now (off the event loop); ``(None, None)``
+        without bindings, so a connector without any never touches the credential store.
+
+        Raises:
+            CredentialUnavailable: ``auth_required`` (a binding cannot be resolved, or no resolver).
+        """
+        bindings = self.server.bindings
+        if not bindings:
+            return None, None
+        if self._credentials is None:
+            raise CredentialUnavailable(
+                f"connector {self.name!r} has credential bindings but the runtime has no credential store",
+                problem="unreadable",
+                ref=bindings[0].ref,
+                binding=bindings[0].describe(),
+                connector=self.name,
+            )
+        resolve = functools.partial(
+            self._credentials.resolve, bindings, connector_id=self.server.connector_id, connector=self.name
+        )
+        resolved = await anyio.to_thread.run_sync(resolve)
+        self._known = resolved.secrets
+        return resolved.env, resolved.headers
+
     async def _serve(self) -> _Outcome:
         while True:
             if self._lost:
@@ -432,6 +496,9 @@ class ServerConnection:
                 return "stopped"
             deadline = math.inf if self._inflight else self._last_used + self.idle_timeout
             if anyio.current_time() >= deadline:
+                # From this instant no new call may use the client that is about to close.
+                self._state = "closing"
+                self._client = None
                 return "idle"
             self._wake = anyio.Event()
             with anyio.CancelScope(deadline=deadline):
@@ -441,7 +508,23 @@ class ServerConnection:
         await conn.ended.wait()
         self._mark_lost(generation, "the server closed the connection")
 
+    def _observe_egress(self, decision: Any) -> None:
+        if not decision.approved:
+            self._refused += 1
+
+    def _audit_egress(self, note: EgressNote, refused_before: int) -> None:
+        """One egress audit line for the operation that began when ``_refused`` was ``refused_before``."""
+        if self._auditable:
+            self._audit.record(
+                note,
+                connector_id=self.server.connector_id,
+                origin=self._origin,
+                project_id=self._project_id,
+                approved=self._refused == refused_before,
+            )
+
     def _publish(self, conn: ClientConnection, tools: list[ToolSummary]) -> None:
+        self._audit_egress("mcp_connect", self._refused_at_connect)
         self._conn = conn
         self._client = conn.client
         self._generation += 1
@@ -465,10 +548,14 @@ class ServerConnection:
         self._ready.set()
 
     def _fail_connect(self, code: ErrorCode, message: str, links: list[Any]) -> None:
+        self._audit_egress("mcp_connect", self._refused_at_connect)
+        limit = getattr(links[0], "limit_exceeded", lambda: None)() if links else None
+        if limit:  # e.g. an address-space limit too small for the server to start at all
+            message = f"{message} (the server was stopped by its {limit} limit)"
         self.failure = (code, message)
         self._state = "failed"
         if links:
-            self._stderr_tail = _tail_of(links[0])
+            self._stderr_tail = _tail_of(links[0], self._known)
         self._ready.set()
 
     # -- crashes ----------------------------------------------------------------------------
@@ -564,6 +651,6 @@ class ServerConnection:
         )
 
 
-def _tail_of(link: Any) -> str:
+def _tail_of(link: Any, known_secrets: tuple[str, ...] = ()) -> str:
     stderr = getattr(link, "stderr", None)
-    return stderr.text()[-_STDERR_IN_DETAILS:] if stderr is not None else ""
+    return stderr.text(known_secrets)[-_STDERR_IN_DETAILS:] if stderr is not None else ""

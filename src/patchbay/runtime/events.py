@@ -105,7 +105,7 @@ def session_log_path(sessions_dir: Path, session_id: str) -> Path:
     """
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         raise ValidationError(
-            f"invalid session id {session_id!r}: 1-64 characters of [A-Za-z0-9_-]",
+            f"{session_id!r} is not a session ID: use up to 64 letters, digits, '_' or '-'",
             details={"field": "session_id"},
         )
     return Path(sessions_dir) / f"{session_id}.jsonl"

@@ -40,6 +40,7 @@ import anyio
 import pydantic
 from anyio.abc import TaskGroup
 
+from patchbay.adapters.credentials import CredentialResolver, CredentialStore
 from patchbay.core.errors import ConfigError, FailureReason, PatchbayError, ToolCallError, ValidationError
 from patchbay.core.models import GrantDecision, RuntimeConfig, RuntimeServer
 from patchbay.core.names import (
@@ -122,6 +123,11 @@ class Runtime:
             the rest, only the listed tools that pass include/exclude are registered. An empty
             list (or only local names) means no MCP discovery at all. Local tools are the host's
             own and are not scoped.
+        credentials: resolves each started connector's credential bindings when it connects
+            (seed 003 §10.4, §11.1); default the credential store of ``settings.home``. Only
+            connectors this runtime actually starts are resolved; one whose binding cannot be
+            resolved fails with ``mcp_server_unavailable`` (``details["code"] == "auth_required"``)
+            and the others run on.
 
     Raises:
         ValidationError: ``validation_error`` for a bad ``session_id`` or local tool name.
@@ -143,9 +149,11 @@ class Runtime:
         session_id: str | None = None,
         local_tools: Mapping[str, LocalTool] | None = None,
         allowed_tools: Iterable[str] | None = None,
+        credentials: CredentialResolver | None = None,
     ):
         self.config = config
         self.settings = settings
+        self._credentials = credentials if credentials is not None else CredentialStore(settings.home)
         self._session_id = session_id if session_id is not None else new_session_id()
         self._log_path = session_log_path(settings.sessions_dir, self._session_id)
         self._permissions = PermissionEngine(session_id=self._session_id, approver=approver)
@@ -214,6 +222,8 @@ class Runtime:
                     task_group=self._tg,
                     emit=self._log.append,
                     on_catalog=self._catalog_changed,
+                    credentials=self._credentials,
+                    project_id=self.config.project_id,
                 )
                 for name, server in self._servers.items()
             }
@@ -398,7 +408,8 @@ class Runtime:
 
     def server_states(self) -> dict[str, str]:
         """Each enabled, in-scope connector's connection state (``idle``, ``connecting``,
-        ``connected``, ``restarting``, ``failed``, ``permanently_failed``, ``closed``)."""
+        ``connected``, ``closing`` (idle close under way), ``restarting``, ``failed``,
+        ``permanently_failed``, ``closed``)."""
         return {name: connection.state for name, connection in self._connections.items()}
 
     async def shutdown_server(self, name: str) -> None:
@@ -486,10 +497,14 @@ class Runtime:
 
 
 _GUARD_IN_THREAD_BYTES = 1024 * 1024
+_MANY_BLOCKS = 1000
 
 
 def _rough_size(result: Any) -> int:
-    """Characters of text and base64 data in a result (cheap; no encoding)."""
+    """Characters of text and base64 data in a result (cheap; no encoding); many blocks count
+    as big whatever their size, since each one costs the guard a model dump."""
+    if len(result.content) > _MANY_BLOCKS:
+        return _GUARD_IN_THREAD_BYTES + 1
     size = 0
     for block in result.content:
         size += len(getattr(block, "text", "") or "") + len(getattr(block, "data", "") or "")
@@ -504,10 +519,14 @@ def _ms_since(started: float) -> float:
 
 
 _GUARD_IN_THREAD_BYTES = 1024 * 1024
+_MANY_BLOCKS = 1000
 
 
 def _rough_size(result: Any) -> int:
-    """Characters of text and base64 data in a result (cheap; no encoding)."""
+    """Characters of text and base64 data in a result (cheap; no encoding); many blocks count
+    as big whatever their size, since each one costs the guard a model dump."""
+    if len(result.content) > _MANY_BLOCKS:
+        return _GUARD_IN_THREAD_BYTES + 1
     size = 0
     for block in result.content:
         size += len(getattr(block, "text", "") or "") + len(getattr(block, "data", "") or "")

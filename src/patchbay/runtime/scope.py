@@ -44,11 +44,13 @@ def tool_scope(allowed_tools: Iterable[str] | None) -> ToolScope | None:
     connectors: set[str] = set()
     for name in names:
         if name.startswith(MCP_PREFIX):
-            connector = name[len(MCP_PREFIX) :].partition(".")[0]
+            connector, _, tool = name[len(MCP_PREFIX) :].partition(".")
         elif name.startswith("mcp__"):
-            connector = name[len("mcp__") :].partition("__")[0]
+            connector, _, tool = name[len("mcp__") :].partition("__")
         else:
             continue  # a local tool
+        if not tool:
+            continue  # names no tool, so it selects no connector either
         if is_connector_name(connector):
             connectors.add(connector)
     return ToolScope(frozenset(connectors), frozenset(names))

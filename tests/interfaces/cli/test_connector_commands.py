@@ -176,10 +176,29 @@ def test_set_and_show_round_trip_every_runtime_option_as_json(run) -> None:
         "restart": {"enabled": False, "base_delay": 1.0, "max_delay": 20.0, "max_restarts": 7},
         "limits": {"address_space_bytes": 512 * 2**20, "cpu_seconds": 60, "open_files": 128},
     }
-    assert json.loads(result.stdout)["runtime_options"] == expected
+    assert json.loads(result.stdout)["runtime_options"] == {**expected, "allow_private": False}
     shown = _shown(run)
-    assert shown["runtime_options"] == expected
+    assert shown["runtime_options"] == {**expected, "allow_private": False}
     assert shown["connector"]["runtime_config"] == expected and shown["connector"]["revision"] == 2
+
+
+def test_allow_private_is_an_explicit_option_of_remote_connectors_only(run) -> None:
+    url = "http://127.0.0.1:8931/mcp"
+    added = run("connector", "add", "r", "--json", "--url", url, "--allow-private")
+    assert added.exit_code == 0, added.output
+    assert json.loads(added.stdout)["connector"]["runtime_config"] == {"allow_private": True}
+    assert "private addresses: allowed\n" in run("connector", "show", "r").stdout
+    assert run("connector", "set", "r", "--no-allow-private").exit_code == 0
+    assert _shown(run, "r")["connector"]["runtime_config"] == {"allow_private": False}
+    assert run("connector", "set", "r", "--reset", "allow-private").exit_code == 0
+    assert _shown(run, "r")["connector"]["runtime_config"] == {}
+    assert "private addresses: refused (default)" in run("connector", "show", "r").stdout
+    local = run("connector", "add", "t", "--allow-private", "--", "true")
+    assert local.exit_code == 1 and local.stderr.startswith("error[invalid_config]: allow_private: ")
+    assert run("connector", "add", "t", "--", "true").exit_code == 0
+    assert "private addresses: - (remote only)" in run("connector", "show", "t").stdout
+    refused = run("connector", "set", "t", "--json", "--allow-private")
+    assert json.loads(refused.stdout)["error"]["details"] == {"field": "allow_private"}
 
 
 def test_show_marks_defaults_and_prints_the_effective_options_as_text(run) -> None:

@@ -164,7 +164,7 @@ def test_everything_echo_over_stdio(run, workspace: Path) -> None:
 @pytest.mark.peers
 def test_everything_echo_over_streamable_http(run, workspace: Path) -> None:
     with everything_http("streamableHttp") as url:
-        run("connector", "add", "everything-http", "--url", url)
+        run("connector", "add", "everything-http", "--url", url, "--allow-private")
         probe = run("probe", "everything-http", "--project", str(workspace))
         assert probe.exit_code == 0, probe.output
         run("grant", "everything-http", "echo", "allow")

@@ -19,6 +19,7 @@ import anyio
 from mcp import Client
 from mcp.client._transport import TransportStreams
 
+from patchbay.adapters.transports.egress import EgressBlocked, EgressPolicy
 from patchbay.adapters.transports.errors import classify, leaf_exceptions
 from patchbay.adapters.transports.http import HttpLink, open_http
 from patchbay.adapters.transports.socket import SocketLink, open_socket
@@ -28,6 +29,8 @@ from patchbay.core.models import ConnectorTarget, HttpTarget, ResourceLimits, So
 
 __all__ = [
     "ClientConnection",
+    "EgressBlocked",
+    "EgressPolicy",
     "HttpLink",
     "SocketLink",
     "StderrTail",
@@ -70,8 +73,13 @@ async def open_link(
     headers: dict[str, str] | None = None,
     stderr_tail_bytes: int = 16 * 1024,
     limits: ResourceLimits | None = None,
+    egress: EgressPolicy | None = None,
 ) -> AsyncIterator[Link]:
-    """Open the transport for ``target`` (no MCP handshake yet); ``limits`` apply to stdio only."""
+    """Open the transport for ``target`` (no MCP handshake yet).
+
+    ``limits`` apply to stdio only; ``egress`` (the connector's egress policy, default: no
+    private addresses) to HTTP/SSE only -- see :func:`open_client`.
+    """
     if isinstance(target, StdioTarget):
         async with open_stdio(
             target,
@@ -82,7 +90,7 @@ async def open_link(
         ) as link:
             yield link
     elif isinstance(target, HttpTarget):
-        async with open_http(target, headers=headers) as link:
+        async with open_http(target, headers=headers, egress=egress) as link:
             yield link
     elif isinstance(target, SocketTarget):
         async with open_socket(target) as link:
@@ -107,6 +115,7 @@ async def open_client(
     mode: str = "legacy",
     link_holder: list[Link] | None = None,
     limits: ResourceLimits | None = None,
+    egress: EgressPolicy | None = None,
     **client_kwargs: Any,
 ) -> AsyncIterator[ClientConnection]:
     """Open the transport and run the MCP handshake; yield the connected client.
@@ -119,14 +128,25 @@ async def open_client(
         link_holder: if given, the link is appended as soon as the transport is open, so a caller
             can read the stderr tail even when the handshake then fails.
         limits: setrlimit bounds for a stdio child (ignored for other transports).
+        egress: the egress policy of an HTTP/SSE connector (seed 003 §14.2): pass
+            ``EgressPolicy(allow_private=options.allow_private)``; default ``EgressPolicy()``
+            refuses loopback, private and other non-public addresses. Ignored for stdio and
+            sockets (their own traffic cannot be guarded).
         client_kwargs: passed to ``mcp.Client`` (callbacks, ``read_timeout_seconds``, ...).
 
     Raises:
-        ProbeError: from the transport (``command_not_found``, ``spawn_failed``, ``server_closed``);
+        ProbeError: from the transport (``command_not_found``, ``spawn_failed``, ``server_closed``;
+            ``network_blocked`` as :class:`EgressBlocked`, possibly inside an ``ExceptionGroup``);
         anything else the SDK raises propagates; map it with :func:`classify`.
     """
     async with open_link(
-        target, workspace=workspace, env=env, headers=headers, stderr_tail_bytes=stderr_tail_bytes, limits=limits
+        target,
+        workspace=workspace,
+        env=env,
+        headers=headers,
+        stderr_tail_bytes=stderr_tail_bytes,
+        limits=limits,
+        egress=egress,
     ) as link:
         if link_holder is not None:
             link_holder.append(link)

@@ -93,6 +93,7 @@ def classify(exc: BaseException, *, http_status: int | None = None) -> tuple[Err
         http_status: the last HTTP status the transport saw, if any (401/403 → ``auth_required``).
     """
     leaves = [leaf for leaf in leaf_exceptions(exc) if not _is_cancellation(leaf)] or leaf_exceptions(exc)
+    leaves = [_blocked_cause(leaf) or leaf for leaf in leaves]
     if http_status in (401, 403):
         return ErrorCode.AUTH_REQUIRED, f"the server answered HTTP {http_status}: authorization is required"
     ranked = sorted(((_code_of(leaf, http_status), leaf) for leaf in leaves), key=lambda pair: _PRIORITY.index(pair[0]))
@@ -101,6 +102,22 @@ def classify(exc: BaseException, *, http_status: int | None = None) -> tuple[Err
     if http_status is not None and http_status >= 400 and code == ErrorCode.PROTOCOL_ERROR:
         message = f"{message} (HTTP {http_status})"
     return code, message
+
+
+def _blocked_cause(exc: BaseException) -> PatchbayError | None:
+    """The egress guard's refusal (``network_blocked``) in ``exc``'s cause/context chain, if any.
+
+    The guard raises from inside httpx2/httpcore2 and the SDK; a layer that wraps the error must
+    not turn a refused request into a "connection failed" (seed 003 §9.3).
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, PatchbayError) and current.code == ErrorCode.NETWORK_BLOCKED:
+            return current
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _is_cancellation(exc: BaseException) -> bool:

@@ -1,20 +1,25 @@
 """Remote transports: Streamable HTTP and legacy HTTP+SSE, both the SDK's own clients.
 
-The SDK follows redirects only within the endpoint's origin and never downgrades https; we do not
-loosen that. Headers (and, later, auth) are configured on the httpx2 client the SDK uses.
+Every request goes through the egress guard (:mod:`patchbay.adapters.transports.egress`;
+seed 003 §14.2, addendum 2026-09-04): the SDK is handed a guarded ``httpx2`` client (Streamable
+HTTP) or a factory of them (SSE), pinned to the endpoint's origin. The SDK follows redirects only
+within the endpoint's origin and never downgrades https; the guard refuses a cross-origin redirect
+outright and checks every followed one again. Headers (and, later, auth) are configured on that
+client.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx2
 from mcp.client._transport import TransportStreams
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from patchbay.adapters.transports.egress import EgressGuard, EgressPolicy, client_factory
 from patchbay.core.models import HttpTarget
 
 __all__ = ["HttpLink", "open_http"]
@@ -31,43 +36,52 @@ class HttpLink:
     url: str
     last_status: int | None = None
     """The status of the most recent HTTP response (used to tell 401/403 from other failures)."""
+    guard: EgressGuard | None = field(default=None, repr=False)
+    """The egress guard of this connection (its ``approved``/``blocked`` request counts)."""
 
 
 @asynccontextmanager
-async def open_http(target: HttpTarget, *, headers: dict[str, str] | None = None) -> AsyncIterator[HttpLink]:
-    """Open ``target`` with the SDK's Streamable HTTP or SSE client.
+async def open_http(
+    target: HttpTarget,
+    *,
+    headers: dict[str, str] | None = None,
+    egress: EgressPolicy | None = None,
+) -> AsyncIterator[HttpLink]:
+    """Open ``target`` with the SDK's Streamable HTTP or SSE client, behind the egress guard.
 
     Args:
         headers: extra request headers (resolved credential values arrive here, never stored).
+        egress: the connector's egress policy; default :class:`EgressPolicy` ``()``: private,
+            loopback and other non-public addresses are refused (seed 003 §14.2).
 
     Connect failures surface from the SDK (``httpx2.ConnectError`` and friends, possibly inside
-    an ``ExceptionGroup``); :func:`patchbay.adapters.transports.errors.classify` maps them.
+    an ``ExceptionGroup``); a refused request is
+    :class:`~patchbay.adapters.transports.egress.EgressBlocked` (``network_blocked``), and nothing
+    was sent. :func:`patchbay.adapters.transports.errors.classify` maps them all.
+
+    Raises:
+        EgressBlocked: the URL itself breaks the rules (not absolute http(s), userinfo).
     """
+    guard = EgressGuard(egress or EgressPolicy(), origins=[target.url])
     timeout = httpx2.Timeout(_CONNECT_TIMEOUT, read=_STREAM_READ_TIMEOUT)
-    link = HttpLink(streams=None, url=target.url)
+    link = HttpLink(streams=None, url=target.url, guard=guard)
 
     async def remember_status(response: httpx2.Response) -> None:
         link.last_status = response.status_code
 
-    def client_factory(
-        headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
-    ) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(
-            headers=headers, timeout=timeout, auth=auth, event_hooks={"response": [remember_status]}
-        )
-
+    factory = client_factory(guard, event_hooks={"response": [remember_status]})
     if target.transport == "sse":
         async with sse_client(
             target.url,
             headers=headers,
             timeout=_CONNECT_TIMEOUT,
             sse_read_timeout=_STREAM_READ_TIMEOUT,
-            httpx_client_factory=client_factory,
+            httpx_client_factory=factory,
         ) as streams:
             link.streams = streams
             yield link
         return
-    async with client_factory(headers=headers, timeout=timeout) as http_client:
+    async with factory(headers=headers, timeout=timeout) as http_client:
         async with streamable_http_client(target.url, http_client=http_client) as streams:
             link.streams = streams
             yield link

@@ -264,11 +264,15 @@ def _group_running(pgid: int) -> bool:
 
 
 def _reap_adopted_zombies(pgid: int) -> None:
-    """Reap dead members of the group that were re-parented to us (we are PID 1 or a subreaper)."""
+    """Reap dead members of the group that were re-parented to us (we are PID 1 or a subreaper).
+
+    Never the group leader: it is the child we spawned, and the event loop's child watcher must
+    be the one to collect its exit status.
+    """
     me = os.getpid()
     for proc in _group_members(pgid):
         with contextlib.suppress(psutil.Error, ChildProcessError, OSError):
-            if proc.ppid() == me and proc.status() == psutil.STATUS_ZOMBIE:
+            if proc.pid != pgid and proc.ppid() == me and proc.status() == psutil.STATUS_ZOMBIE:
                 os.waitpid(proc.pid, os.WNOHANG)
 
 

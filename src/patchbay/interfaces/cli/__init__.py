@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 
 from patchbay.core.redaction import RedactingFilter
-from patchbay.interfaces.cli import connectors, governed
+from patchbay.interfaces.cli import connectors, credentials, governed
 from patchbay.interfaces.cli._context import state
 
 __all__ = ["app", "configure_logging", "main"]
@@ -29,6 +29,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(connectors.app, name="connector")
+app.add_typer(credentials.app, name="credential")
 app.command("probe")(governed.probe)
 app.command("tools")(governed.tools)
 app.command("grant")(governed.grant)

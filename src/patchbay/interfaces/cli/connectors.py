@@ -1,7 +1,8 @@
 """``patchbay connector ...``: add, list, show, set, enable, disable, remove.
 
 ``add`` and ``set`` take the per-connector runtime options (seed 000 §3, §3.1; seed 003 §5.1):
-lifecycle, timeouts, restart policy and, for local commands, resource limits. Values are parsed
+lifecycle, timeouts, restart policy, for local commands resource limits and for remote ones
+``--allow-private`` (the egress guard refuses private addresses otherwise). Values are parsed
 here only as far as text → number; every rule is the service's (``invalid_config`` naming the field).
 """
 
@@ -18,6 +19,14 @@ from rich.text import Text
 
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import Connector, HttpTarget, RuntimeOptions, SocketTarget, StdioTarget
+from patchbay.interfaces.cli._bindings import (
+    BEARER_OPTION,
+    ENV_OPTION,
+    HEADER_OPTION,
+    UNSET_OPTION,
+    binding_rows,
+    binding_specs,
+)
 from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, handle_errors, out_console, state
 
 app = typer.Typer(help="Register and manage MCP connectors.", no_args_is_help=True)
@@ -106,6 +115,13 @@ LIMIT_OPEN_FILES_OPTION = typer.Option(
     rich_help_panel=_PANEL,
 )
 
+ALLOW_PRIVATE_OPTION = typer.Option(
+    None,
+    "--allow-private/--no-allow-private",
+    help="Remote only: let requests reach loopback/private/link-local addresses (refused by default).",
+    rich_help_panel=_PANEL,
+)
+
 _SIZE = re.compile(r"^\s*(\d+)\s*(?:([kmgt])(?:i?b)?|b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 #: ``--reset`` names: the option flag without ``--`` → (option key, key inside its section or None).
@@ -122,6 +138,7 @@ _RESETS: dict[str, tuple[str, str | None]] = {
     "limit-memory": ("limits", "address_space_bytes"),
     "limit-cpu": ("limits", "cpu_seconds"),
     "limit-open-files": ("limits", "open_files"),
+    "allow-private": ("allow_private", None),
 }
 
 
@@ -160,6 +177,7 @@ def runtime_changes(
     limit_memory: str | None = None,
     limit_cpu: str | None = None,
     limit_open_files: str | None = None,
+    allow_private: bool | None = None,
     reset: list[str] | None = None,
 ) -> dict[str, Any]:
     """The ``update_runtime_options`` changes for the given flags (text as typed); ``{}`` if none.
@@ -176,6 +194,7 @@ def runtime_changes(
         "idle_timeout": _number("idle_timeout", idle_timeout, float),
         "request_timeout": _number("request_timeout", request_timeout, float),
         "max_call_seconds": _number("max_call_seconds", max_call_seconds, float),
+        "allow_private": allow_private,
     }
     sections: dict[str, dict[str, Any]] = {
         "restart": {
@@ -254,6 +273,12 @@ def runtime_rows(connector: Connector, options: RuntimeOptions) -> list[tuple[st
         ("max call", mark("max_call_seconds", _seconds(options.max_call_seconds or 0))),
         ("restart", mark("restart", restart)),
         ("limits", limits),
+        (
+            "private addresses",
+            mark("allow_private", "allowed" if options.allow_private else "refused")
+            if connector.transport in ("streamable_http", "sse")
+            else "- (remote only)",
+        ),
     ]
 
 
@@ -288,9 +313,17 @@ def add(
     limit_memory: str | None = LIMIT_MEMORY_OPTION,
     limit_cpu: str | None = LIMIT_CPU_OPTION,
     limit_open_files: str | None = LIMIT_OPEN_FILES_OPTION,
+    allow_private: bool | None = ALLOW_PRIVATE_OPTION,
+    env: list[str] = ENV_OPTION,
+    header: list[str] = HEADER_OPTION,
+    bearer: str | None = BEARER_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Add a connector: `add NAME -- CMD [ARGS...]`, `add NAME --url URL`, or `add NAME --socket PATH`."""
+    """Add a connector: `add NAME -- CMD [ARGS...]`, `add NAME --url URL`, or `add NAME --socket PATH`.
+
+    Credentials (`--env`, `--header`, `--bearer`) are stored apart, owned by the connector; the
+    connector keeps references only and nothing prints a value.
+    """
     service = state.service()
     options = runtime_changes(
         lifecycle=lifecycle,
@@ -304,6 +337,7 @@ def add(
         limit_memory=limit_memory,
         limit_cpu=limit_cpu,
         limit_open_files=limit_open_files,
+        allow_private=allow_private,
     )
     given = [bool(command), url is not None, socket is not None]
     if sum(given) != 1:
@@ -316,12 +350,23 @@ def add(
         target = service.remote_target(url, transport)
     else:
         target = service.socket_target(socket or "")
+    specs = binding_specs(env, header, bearer)
     connector, created = service.add(
-        name, target, description=description, enabled=enable, exist_ok=exist_ok, runtime_options=options
+        name,
+        target,
+        description=description,
+        enabled=enable,
+        exist_ok=exist_ok,
+        runtime_options=options,
+        bindings=specs,
     )
     if as_json:
         effective = service.effective_runtime_options(connector).model_dump(mode="json")
-        emit_json({"connector": connector_dict(connector), "created": created, "runtime_options": effective})
+        bindings = service.credentials.binding_views(connector)
+        emit_json(
+            {"connector": connector_dict(connector), "created": created, "runtime_options": effective}
+            | {"bindings": bindings}
+        )
         return
     verb = "added" if created else "already present"
     out_console.print(Text(f"{connector.name}: {verb} ({connector.transport}: {describe_target(connector)})"))
@@ -357,6 +402,7 @@ def show(name: str, as_json: bool = JSON_OPTION) -> None:
     if as_json:
         emit_json(
             {"connector": connector_dict(connector), "cache": cache, "runtime_options": options.model_dump(mode="json")}
+            | {"bindings": service.credentials.binding_views(connector)}
         )
         return
     s = connector.settings
@@ -373,6 +419,7 @@ def show(name: str, as_json: bool = JSON_OPTION) -> None:
         ("revision", f"{connector.revision} (settings {s.revision})"),
         ("tool cache", cache),
         *runtime_rows(connector, options),
+        *binding_rows(service.credentials.binding_views(connector)),
     ]
     _print_rows(rows)
 
@@ -397,6 +444,7 @@ def set_(
     limit_memory: str | None = LIMIT_MEMORY_OPTION,
     limit_cpu: str | None = LIMIT_CPU_OPTION,
     limit_open_files: str | None = LIMIT_OPEN_FILES_OPTION,
+    allow_private: bool | None = ALLOW_PRIVATE_OPTION,
     reset: list[str] = typer.Option(
         None,
         "--reset",
@@ -404,9 +452,14 @@ def set_(
         help=f"Put a runtime option back to its default (repeat): {', '.join(_RESETS)}.",
         rich_help_panel=_PANEL,
     ),
+    env: list[str] = ENV_OPTION,
+    header: list[str] = HEADER_OPTION,
+    bearer: str | None = BEARER_OPTION,
+    unset: list[str] = UNSET_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Change a connector: approval mode, include/exclude tool globs and runtime options.
+    """Change a connector: approval mode, include/exclude tool globs, runtime options and credential
+    bindings (`--env`/`--header`/`--bearer` add or replace, `--unset` removes).
 
     Everything is checked before anything is written: a bad value changes nothing.
     """
@@ -423,10 +476,14 @@ def set_(
         limit_memory=limit_memory,
         limit_cpu=limit_cpu,
         limit_open_files=limit_open_files,
+        allow_private=allow_private,
         reset=reset,
     )
+    specs = binding_specs(env, header, bearer)
     if changes:
         service.update_runtime_options(name, dry_run=True, **changes)
+    if specs or unset:
+        service.set_bindings(name, specs, unset=unset or [], dry_run=True)
     connector = service.update_settings(
         name,
         approval_mode=approval_mode,
@@ -435,9 +492,14 @@ def set_(
     )
     if changes:
         connector = service.update_runtime_options(name, **changes)
+    if specs or unset:
+        connector = service.set_bindings(name, specs, unset=unset or [])
     options = service.effective_runtime_options(connector)
     if as_json:
-        emit_json({"connector": connector_dict(connector), "runtime_options": options.model_dump(mode="json")})
+        emit_json(
+            {"connector": connector_dict(connector), "runtime_options": options.model_dump(mode="json")}
+            | {"bindings": service.credentials.binding_views(connector)}
+        )
         return
     s = connector.settings
     out_console.print(
@@ -448,6 +510,8 @@ def set_(
     )
     if changes:
         _print_rows(runtime_rows(connector, options))
+    if specs or unset:
+        _print_rows(binding_rows(service.credentials.binding_views(connector)))
 
 
 def _set_enabled(name: str, enabled: bool, as_json: bool) -> None:
@@ -475,7 +539,7 @@ def disable(name: str, as_json: bool = JSON_OPTION) -> None:
 @app.command("remove")
 @handle_errors
 def remove(name: str, as_json: bool = JSON_OPTION) -> None:
-    """Remove a connector with its grants and cached tools."""
+    """Remove a connector with its grants, cached tools and the credentials it owns."""
     connector = state.service().remove(name)
     if as_json:
         emit_json({"removed": connector.name, "connector_id": connector.connector_id})

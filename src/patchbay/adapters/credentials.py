@@ -1,0 +1,438 @@
+"""The credential store: ``<data home>/credentials.json``, mode 0600 (seed 003 §11.1, §10.4, addendum
+2026-09-07; DESIGN.md "Where things live").
+
+File contract:
+
+* one JSON document ``{"version": 1, "credentials": [record, ...]}``; a record is a
+  :class:`~patchbay.core.credentials.Credential` plus ``value`` (a managed credential's value: a
+  string, or an object for an OAuth token bundle). An ``environment`` credential stores only its
+  variable's NAME, never a value;
+* every change is read-modify-write under an exclusive ``fcntl.flock`` on the sibling
+  ``credentials.json.lock`` (so concurrent writers, threads or processes, never lose an update),
+  and the file is replaced atomically: a temporary file in the same directory (mode 0600),
+  ``fsync``, ``os.replace``, then ``fsync`` of the directory. Readers need no lock: they see the
+  old document or the new one, never a mix;
+* the file is opened with ``O_NOFOLLOW`` (a symlink planted in its place is refused) and a file
+  found readable by others is put back to 0600.
+
+Errors: an unreadable or corrupt store, or a lock held past :data:`LOCK_TIMEOUT`, raises
+:class:`~patchbay.core.errors.CanonicalStateUnavailable` (``canonical_state_unavailable``) from
+control-plane methods, and :class:`~patchbay.core.credentials.CredentialUnavailable`
+(``auth_required``, problem ``unreadable``) from :meth:`CredentialStore.resolve`; an unknown id is
+``NotFoundError`` (``not_found``). No message ever quotes a value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import pydantic
+from pydantic import Field
+
+from patchbay.core.credentials import (
+    CREDENTIAL_ID_PREFIX,
+    Credential,
+    CredentialBinding,
+    CredentialUnavailable,
+    deliver,
+    validate_secret_value,
+)
+from patchbay.core.errors import CanonicalStateUnavailable, ConfigError, NotFoundError
+from patchbay.core.redaction import register_secret
+
+__all__ = [
+    "CREDENTIALS_FILE",
+    "LOCK_TIMEOUT",
+    "CredentialResolver",
+    "CredentialStore",
+    "ResolvedCredentials",
+    "StoredCredential",
+]
+
+CREDENTIALS_FILE = "credentials.json"
+LOCK_TIMEOUT = 10.0
+"""Seconds a writer waits for the store's lock before giving up (``canonical_state_unavailable``)."""
+_USED_MARK_INTERVAL_MS = 60_000
+_VERSION = 1
+
+
+class StoredCredential(Credential):
+    """A credential as the store keeps it: the public shape plus the managed ``value``.
+
+    Only this module and the control plane's credential service handle it; ``repr`` omits the value.
+    """
+
+    value: str | dict[str, Any] | None = Field(default=None, repr=False)
+    """A managed value (a string), an OAuth token bundle (an object), or None (environment source)."""
+
+    def public(self) -> Credential:
+        """The shape every interface may show: no value, ``configured`` computed."""
+        data = self.model_dump(exclude={"value"})
+        data["configured"] = bool(self.variable) if self.source == "environment" else bool(self.value)
+        return Credential.model_validate(data)
+
+
+@dataclass(frozen=True, repr=False)
+class ResolvedCredentials:
+    """Values resolved for one connector start; never stored, never printed (``repr`` shows names)."""
+
+    env: dict[str, str]
+    """Environment variables for a stdio child."""
+    headers: dict[str, str]
+    """HTTP request headers for a remote connector."""
+    secrets: tuple[str, ...]
+    """Every resolved value (each already given to ``register_secret``), for ``known_secrets``."""
+
+    def __repr__(self) -> str:
+        return f"ResolvedCredentials(env={sorted(self.env)}, headers={sorted(self.headers)})"
+
+
+class CredentialResolver(Protocol):
+    """What a runtime or a probe needs: resolve a connector's bindings (see :meth:`CredentialStore.resolve`)."""
+
+    def resolve(
+        self, bindings: Iterable[CredentialBinding], *, connector_id: str, connector: str | None = None
+    ) -> ResolvedCredentials: ...
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class CredentialStore:
+    """The mode-0600 JSON credential store of one data home.
+
+    Usage::
+
+        store = CredentialStore(settings.home)
+        record = store.new_record(owner_id=connector.connector_id, kind="bearer_token", value="...")
+        store.apply(upserts=[record])
+        resolved = store.resolve(connector.bindings, connector_id=connector.connector_id)
+
+    Args:
+        home: the data home (``Settings.home``); created (mode 0700) on the first write.
+        clock: returns Unix milliseconds; tests pass a fake.
+        environ: where ``environment`` credentials are read from; default ``os.environ`` at the
+            time of each :meth:`resolve`.
+    """
+
+    def __init__(
+        self,
+        home: Path,
+        *,
+        clock: Callable[[], int] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.home = Path(home)
+        self.path = self.home / CREDENTIALS_FILE
+        self.lock_path = self.home / (CREDENTIALS_FILE + ".lock")
+        self._clock = clock or _now_ms
+        self._environ = environ
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def now(self) -> int:
+        """The store's clock: Unix milliseconds."""
+        return self._clock()
+
+    def load(self) -> dict[str, StoredCredential]:
+        """Every record by id, values included (control plane only); ``{}`` when there is no file yet.
+
+        Raises:
+            CanonicalStateUnavailable: the file cannot be opened or parsed.
+        """
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise self._unavailable("cannot be opened", exc) from None
+        try:
+            if os.fstat(fd).st_mode & 0o077:
+                with contextlib.suppress(OSError):
+                    os.fchmod(fd, 0o600)  # someone widened it: put it back
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                raw = handle.read()
+        except OSError as exc:
+            raise self._unavailable("cannot be read", exc) from None
+        finally:
+            os.close(fd)
+        try:
+            document = json.loads(raw)
+            if not isinstance(document, dict) or document.get("version") != _VERSION:
+                raise ValueError("not a version-1 credential store")
+            records = [StoredCredential.model_validate(item) for item in document.get("credentials", [])]
+        except (ValueError, pydantic.ValidationError, UnicodeDecodeError):
+            # Never quote the document: it holds the values.
+            raise CanonicalStateUnavailable(f"the credential store {self.path} is corrupt", details={}) from None
+        return {record.credential_id: record for record in records}
+
+    def _unavailable(self, what: str, exc: OSError) -> CanonicalStateUnavailable:
+        reason = "it is a symlink" if exc.errno == errno.ELOOP else (exc.strerror or type(exc).__name__)
+        return CanonicalStateUnavailable(f"the credential store {self.path} {what}: {reason}")
+
+    def list(self, *, owner_id: str | None = None) -> list[Credential]:
+        """Every credential (public shape), oldest first; only ``owner_id``'s when given."""
+        records = sorted(self.load().values(), key=lambda r: (r.created_at, r.credential_id))
+        return [r.public() for r in records if owner_id is None or r.owner_id == owner_id]
+
+    def get(self, credential_id: str) -> Credential:
+        """One credential (public shape). Raises ``NotFoundError`` (``not_found``)."""
+        return self.record(credential_id).public()
+
+    def record(self, credential_id: str) -> StoredCredential:
+        """One record with its value, for the control plane. Raises ``NotFoundError`` (``not_found``)."""
+        record = self.load().get(credential_id)
+        if record is None:
+            raise NotFoundError(f"no credential {credential_id!r}", details={"id": credential_id})
+        return record
+
+    # -- writing ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the store's exclusive lock (waits up to :data:`LOCK_TIMEOUT` seconds)."""
+        try:
+            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise self._unavailable("cannot be locked", exc) from None
+        try:
+            deadline = time.monotonic() + LOCK_TIMEOUT
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise CanonicalStateUnavailable(
+                            f"the credential store {self.path} stayed locked for {LOCK_TIMEOUT:g}s"
+                        ) from None
+                    time.sleep(0.01)  # another writer holds it; flock has no timeout of its own
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _save(self, records: Mapping[str, StoredCredential]) -> None:
+        """Replace the file atomically with ``records`` (the lock must be held)."""
+        document = {
+            "version": _VERSION,
+            "credentials": [r.model_dump(mode="json") for r in sorted(records.values(), key=lambda r: r.created_at)],
+        }
+        data = json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8")
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.home, prefix=".credentials.", suffix=".tmp")
+        except OSError as exc:
+            raise self._unavailable("cannot be written", exc) from None
+        try:
+            try:
+                os.fchmod(fd, 0o600)
+                with os.fdopen(fd, "wb", closefd=False) as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise self._unavailable("cannot be written", exc) from None
+        with contextlib.suppress(OSError):  # make the rename itself durable
+            dir_fd = os.open(self.home, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+
+    def mutate(self, change: Callable[[dict[str, StoredCredential]], Any]) -> Any:
+        """Run ``change(records)`` on a fresh read under the lock and save what it leaves.
+
+        ``change`` edits the dict in place (add, replace, delete records) and may raise to abort
+        (nothing is written). Returns what ``change`` returned.
+        """
+        with self._locked():
+            records = self.load()
+            result = change(records)
+            self._save(records)
+            return result
+
+    def new_record(
+        self,
+        *,
+        owner_id: str,
+        kind: str,
+        value: str | dict[str, Any] | None = None,
+        variable: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> StoredCredential:
+        """A new record (not saved): ``value`` for a managed credential, ``variable`` for an
+        environment one (then ``kind`` must be ``env_reference``).
+
+        Raises:
+            ConfigError: ``invalid_config`` when ``kind``/source do not fit together.
+        """
+        now = self._clock()
+        try:
+            return StoredCredential(
+                credential_id=CREDENTIAL_ID_PREFIX + uuid.uuid4().hex,
+                kind=kind,  # type: ignore[arg-type]
+                source="environment" if variable is not None else "managed",
+                owner_id=owner_id,
+                variable=variable,
+                metadata=dict(metadata or {}),
+                value=value,
+                created_at=now,
+                updated_at=now,
+            )
+        except pydantic.ValidationError as exc:
+            raise ConfigError("kind", exc.errors(include_url=False)[0]["msg"]) from None
+
+    def apply(
+        self, upserts: Iterable[StoredCredential] = (), deletes: Iterable[str] = ()
+    ) -> dict[str, StoredCredential | None]:
+        """Save ``upserts`` and delete ``deletes`` in one atomic replace.
+
+        Returns the previous state of every touched id (None: it did not exist), which
+        :meth:`restore` puts back (the compensation of seed 003 §15).
+        """
+        upserts, deletes = list(upserts), list(deletes)
+
+        def change(records: dict[str, StoredCredential]) -> dict[str, StoredCredential | None]:
+            previous = {cid: records.get(cid) for cid in [*(r.credential_id for r in upserts), *deletes]}
+            for record in upserts:
+                records[record.credential_id] = record
+            for cid in deletes:
+                records.pop(cid, None)
+            return previous
+
+        return self.mutate(change)
+
+    def restore(self, previous: Mapping[str, StoredCredential | None]) -> None:
+        """Put back what :meth:`apply` returned."""
+        self.apply(
+            upserts=[r for r in previous.values() if r is not None],
+            deletes=[cid for cid, r in previous.items() if r is None],
+        )
+
+    def delete_owned_by(self, connector_id: str) -> list[str]:
+        """Delete every credential ``connector_id`` owns and drop it from every ``shared_with``.
+
+        Returns the deleted ids (seed 003 addendum 2026-09-07: removing a custom connector removes
+        its own credentials).
+        """
+
+        def change(records: dict[str, StoredCredential]) -> list[str]:
+            gone = [cid for cid, r in records.items() if r.owner_id == connector_id]
+            for cid in gone:
+                del records[cid]
+            for cid, r in list(records.items()):
+                if connector_id in r.shared_with:
+                    shared = tuple(c for c in r.shared_with if c != connector_id)
+                    records[cid] = r.model_copy(update={"shared_with": shared, "updated_at": self._clock()})
+            return gone
+
+        return self.mutate(change)
+
+    def mark_used(self, credential_ids: Iterable[str]) -> None:
+        """Record ``last_used_at`` (at most once a minute per credential); best effort, never raises."""
+        ids = set(credential_ids)
+        now = self._clock()
+        try:
+            stale = [
+                cid
+                for cid, r in self.load().items()
+                if cid in ids and (r.last_used_at is None or now - r.last_used_at >= _USED_MARK_INTERVAL_MS)
+            ]
+            if not stale:
+                return
+
+            def change(records: dict[str, StoredCredential]) -> None:
+                for cid in stale:
+                    if cid in records:
+                        records[cid] = records[cid].model_copy(update={"last_used_at": now})
+
+            self.mutate(change)
+        except (CanonicalStateUnavailable, OSError):
+            pass  # a usage mark must never stop a connector
+
+    # -- resolution ---------------------------------------------------------------------------
+
+    def resolve(
+        self, bindings: Iterable[CredentialBinding], *, connector_id: str, connector: str | None = None
+    ) -> ResolvedCredentials:
+        """Resolve one connector's bindings to values, at connect time (seed 003 §10.4, §11.1).
+
+        Each value is registered with :func:`~patchbay.core.redaction.register_secret` before it
+        is returned, so every redaction in this process masks it from then on.
+
+        Args:
+            bindings: the connector's bindings (``RuntimeServer.bindings``/``Connector.bindings``).
+            connector_id: who asks; a credential it neither owns nor was shared is refused.
+            connector: the connector's name, for messages (default: ``connector_id``).
+
+        Raises:
+            CredentialUnavailable: ``auth_required`` with ``details["problem"]`` ``missing``,
+                ``not_shared``, ``variable_unset``, ``no_value``, ``invalid_value`` (an environment
+                value unfit for an HTTP header) or ``unreadable``.
+        """
+        bindings = tuple(bindings)
+        if not bindings:
+            return ResolvedCredentials({}, {}, ())
+        who = connector or connector_id
+
+        def unavailable(binding: CredentialBinding, problem: str, text: str) -> CredentialUnavailable:
+            return CredentialUnavailable(
+                f"connector {who!r}: the credential {binding.ref} bound as {binding.describe()} {text}",
+                problem=problem,
+                ref=binding.ref,
+                binding=binding.describe(),
+                connector=who,
+            )
+
+        try:
+            records = self.load()
+        except CanonicalStateUnavailable as exc:
+            raise unavailable(bindings[0], "unreadable", f"cannot be read ({exc.message})") from None
+        environ = self._environ if self._environ is not None else os.environ
+        values: dict[str, str] = {}
+        for binding in bindings:
+            record = records.get(binding.ref)
+            if record is None:
+                raise unavailable(binding, "missing", "does not exist (bind a new one with: patchbay connector set)")
+            if not record.usable_by(connector_id):
+                raise unavailable(binding, "not_shared", "belongs to another connector and is not shared with this one")
+            if record.source == "environment":
+                value = environ.get(record.variable or "")
+                if not value:
+                    raise unavailable(
+                        binding,
+                        "variable_unset",
+                        f"reads {record.variable}, which is not set in Patchbay's environment",
+                    )
+            else:
+                value = record.value.get("access_token") if isinstance(record.value, dict) else record.value
+                if not isinstance(value, str) or not value:
+                    raise unavailable(binding, "no_value", "has no stored value")
+            if binding.delivery != "env":
+                try:
+                    validate_secret_value("value", value, binding.delivery)
+                except ConfigError as exc:
+                    raise unavailable(binding, "invalid_value", f"cannot be sent as a header ({exc.message})") from None
+            values[binding.ref] = value
+        for value in values.values():
+            register_secret(value)
+        env, headers = deliver(bindings, values)
+        self.mark_used(values)
+        return ResolvedCredentials(env, headers, tuple(dict.fromkeys(values.values())))

@@ -1,0 +1,485 @@
+"""The egress guard: every outbound HTTP request Patchbay makes goes through it.
+
+Seed 003 §14.2 and the security addendum 2026-09-04 ("HTTP/SSE 的真实请求经过共同的出站策略"):
+Streamable HTTP and SSE requests (handshake, message POSTs, the GET stream, the session DELETE)
+and, through the same client factory, OAuth discovery, registration, token and refresh requests.
+The rules, applied to each request before it leaves the machine:
+
+* **URL**: absolute ``http``/``https`` only, with a host and without userinfo.
+* **Origin**: the request's origin (scheme, host, port) must be one the guard was opened for
+  (the connector's endpoint; :meth:`EgressGuard.permit` adds one, e.g. a pinned authorization
+  server). A request to any other origin is refused, so credentials configured for the endpoint
+  never reach another host.
+* **Redirects**: a redirect response whose ``Location`` leaves the origin (or breaks the URL rule)
+  is refused; the guard does not hand it on. A same-origin redirect is passed back to the SDK,
+  which follows it by sending a new request -- checked again here like any other.
+* **Addresses**: at connect time the host name is resolved (by :attr:`EgressPolicy.resolver`,
+  default the system resolver) and *every* address it resolves to is checked; one refused
+  address refuses the name (a name that resolves public first and private second is refused).
+  The TCP connection then goes to a checked address itself, so a second lookup can never swap in
+  another one (DNS rebinding); TLS SNI and the ``Host`` header still carry the name.
+  Refused unless the connector sets ``allow_private``: loopback, private (RFC 1918), link-local,
+  unique-local (``fc00::/7``) and site-local, CGNAT (``100.64.0.0/10``), and every other
+  non-global or reserved range. Refused always, ``allow_private`` or not: cloud metadata
+  endpoints (:data:`METADATA_ADDRESSES`), the unspecified address, multicast and broadcast
+  (no MCP server lives there; ``0.0.0.0`` would reach this machine). IPv4 addresses embedded in
+  IPv6 (IPv4-mapped ``::ffff:0:0/96``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``, Teredo) are
+  judged as the IPv4 address they carry.
+
+A refused request raises :class:`EgressBlocked` (code ``network_blocked``) before a single byte
+is sent. Environment proxies and ``.netrc`` are not used (a proxy would move the connection out
+of the guard's sight).
+
+Usage (what :func:`patchbay.adapters.transports.http.open_http` does, and what OAuth code reuses)::
+
+    guard = EgressGuard(EgressPolicy(allow_private=False), origins=[url])
+    async with guarded_client(guard, headers=headers, auth=oauth_provider) as client:
+        ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import ipaddress
+import math
+import socket
+import ssl
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpcore2
+import httpx2
+
+from patchbay.core.errors import ErrorCode, ProbeError
+
+__all__ = [
+    "METADATA_ADDRESSES",
+    "EgressBlocked",
+    "EgressDecision",
+    "EgressGuard",
+    "EgressPolicy",
+    "GuardedTransport",
+    "Resolver",
+    "address_problem",
+    "client_factory",
+    "guarded_client",
+    "origin_of",
+    "system_resolver",
+]
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
+"""``await resolver(host, port)`` → the host's IP addresses as text, in the order to try them."""
+
+METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",  # AWS, GCP, Azure, OpenStack, DigitalOcean, Oracle instance metadata
+        "169.254.170.2",  # AWS ECS task metadata and credentials
+        "169.254.170.23",  # AWS EKS pod identity agent
+        "169.254.169.253",  # AWS VPC DNS / metadata helpers
+        "fd00:ec2::254",  # AWS instance metadata over IPv6
+        "fd00:ec2::23",  # AWS EKS pod identity agent over IPv6
+        "100.100.100.200",  # Alibaba Cloud metadata
+        "192.0.0.192",  # Oracle Cloud legacy metadata
+    )
+)
+"""Cloud metadata endpoints: refused even with ``allow_private`` (they hand out credentials)."""
+
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
+_SITE_LOCAL = ipaddress.ip_network("fec0::/10")
+_BROADCAST = ipaddress.ip_address("255.255.255.255")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class EgressBlocked(ProbeError):
+    """The egress guard refused a request; nothing was sent (code ``network_blocked``).
+
+    ``details``: ``{"origin": "https://host:443" or None, "reason": <short phrase>}`` -- never a
+    path, query or header value.
+    """
+
+    default_code = ErrorCode.NETWORK_BLOCKED
+
+    def __init__(self, reason: str, *, origin: str | None = None):
+        where = f" to {origin}" if origin else ""
+        super().__init__(f"outbound request{where} refused: {reason}", details={"origin": origin, "reason": reason})
+        self.origin = origin
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class EgressDecision:
+    """One request's verdict, as handed to :attr:`EgressPolicy.observer`.
+
+    Attributes:
+        origin: ``scheme://host:port`` of the request (None when the URL had none to give).
+        approved: False when the guard refused the request (nothing was sent).
+        reason: why it was refused; None when approved.
+        request: the request itself, for in-process classification (e.g. which OAuth endpoint);
+            an observer must not log its URL, headers or body (seed 003 §14.2).
+    """
+
+    origin: str | None
+    approved: bool
+    reason: str | None
+    request: httpx2.Request
+
+
+@dataclass(frozen=True, slots=True)
+class EgressPolicy:
+    """What a connector's outbound requests may reach.
+
+    Attributes:
+        allow_private: the connector's explicit ``allow_private`` runtime option: loopback,
+            private, link-local, unique-local and CGNAT addresses become reachable (metadata,
+            unspecified, multicast and broadcast addresses never do).
+        resolver: name → addresses; default :func:`system_resolver` (tests pass a stub).
+        observer: called with an :class:`EgressDecision` for every request the guard judged
+            (audit counters, OAuth audit notes); it must not raise.
+    """
+
+    allow_private: bool = False
+    resolver: Resolver | None = None
+    observer: Callable[[EgressDecision], None] | None = None
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    """The system resolver's TCP addresses for ``host`` (deduplicated, in its order).
+
+    Raises:
+        OSError: (``socket.gaierror``) the name does not resolve.
+    """
+    infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def origin_of(url: httpx2.URL | str) -> str:
+    """``scheme://host:port`` of an absolute http(s) URL (port always explicit, host in IDNA form).
+
+    Raises:
+        EgressBlocked: ``url`` is not absolute http(s) with a host, or carries userinfo.
+    """
+    try:
+        parsed = url if isinstance(url, httpx2.URL) else httpx2.URL(url)
+    except (httpx2.InvalidURL, TypeError, ValueError):
+        raise EgressBlocked("the URL cannot be parsed") from None
+    if parsed.scheme not in _DEFAULT_PORTS:
+        raise EgressBlocked("only absolute http and https URLs may be contacted")
+    if not parsed.raw_host:
+        raise EgressBlocked("the URL has no host")
+    host = parsed.raw_host.decode("ascii").lower()
+    origin = f"{parsed.scheme}://{f'[{host}]' if ':' in host else host}:{parsed.port or _DEFAULT_PORTS[parsed.scheme]}"
+    if parsed.userinfo:
+        raise EgressBlocked("URLs with userinfo (user:password@) are never contacted", origin=origin)
+    return origin
+
+
+def address_problem(address: IPAddress | str, *, allow_private: bool = False) -> str | None:
+    """Why ``address`` may not be contacted, or None when it may.
+
+    Args:
+        address: an IPv4/IPv6 address (text with an optional ``%scope`` is accepted).
+        allow_private: the connector's explicit ``allow_private`` option.
+
+    Raises:
+        ValueError: ``address`` is not an IP address.
+    """
+    ip = ipaddress.ip_address(address) if isinstance(address, str) else address
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded: ipaddress.IPv4Address | None = None
+        if ip.ipv4_mapped is not None:
+            embedded = ip.ipv4_mapped
+        elif ip in _NAT64:
+            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        elif ip.sixtofour is not None:
+            embedded = ip.sixtofour
+        elif ip.teredo is not None:
+            embedded = ip.teredo[1]
+        if embedded is not None:
+            problem = address_problem(embedded, allow_private=allow_private)
+            return f"{problem} (embedded in {ip})" if problem else None
+        if ip.scope_id:
+            ip = ipaddress.IPv6Address(str(ip).split("%", 1)[0])
+    if ip in METADATA_ADDRESSES:
+        return f"{ip} is a cloud metadata address"
+    if ip.is_unspecified:
+        return f"{ip} is the unspecified address"
+    if ip.is_multicast or ip == _BROADCAST:
+        return f"{ip} is a multicast or broadcast address"
+    if allow_private:
+        return None
+    kinds = (
+        ("loopback", ip.is_loopback),
+        ("link-local", ip.is_link_local),
+        ("CGNAT (100.64.0.0/10)", ip in _CGNAT),
+        ("unique-local", ip in _UNIQUE_LOCAL),
+        ("site-local", ip in _SITE_LOCAL),
+        ("private", ip.is_private),
+        ("reserved", ip.is_reserved or not ip.is_global),
+    )
+    kind = next((label for label, applies in kinds if applies), None)
+    if kind is None:
+        return None
+    return f"{ip} is a {kind} address (the connector's allow_private option is off)"
+
+
+class EgressGuard:
+    """The guard of one HTTP client: a policy plus the origins it may reach.
+
+    Args:
+        policy: the connector's :class:`EgressPolicy`.
+        origins: URLs or origins the client may contact (typically the endpoint URL).
+
+    Attributes:
+        approved / blocked: how many requests the guard let through / refused so far.
+
+    Raises:
+        EgressBlocked: (construction) an origin is not absolute http(s) or carries userinfo.
+    """
+
+    def __init__(self, policy: EgressPolicy, origins: Iterable[str] = ()):
+        self.policy = policy
+        self._origins: set[str] = set()
+        self.approved = 0
+        self.blocked = 0
+        for origin in origins:
+            self.permit(origin)
+
+    @property
+    def origins(self) -> frozenset[str]:
+        return frozenset(self._origins)
+
+    def permit(self, url: str) -> str:
+        """Allow requests to ``url``'s origin too (e.g. an authorization server being pinned).
+
+        Returns the origin. Its addresses are still checked at connect time.
+
+        Raises:
+            EgressBlocked: ``url`` is not absolute http(s) or carries userinfo.
+        """
+        origin = origin_of(url)
+        self._origins.add(origin)
+        return origin
+
+    def check_request(self, request: httpx2.Request) -> str:
+        """Apply the URL and origin rules to ``request``; returns its origin.
+
+        Raises:
+            EgressBlocked: a bad URL, or an origin this guard was not opened for.
+        """
+        origin = origin_of(request.url)
+        if origin not in self._origins:
+            raise EgressBlocked("the origin is not the connector's (cross-origin requests are refused)", origin=origin)
+        return origin
+
+    def check_redirect(self, request: httpx2.Request, response: httpx2.Response) -> None:
+        """Refuse a redirect response that leaves ``request``'s origin or breaks the URL rules.
+
+        Raises:
+            EgressBlocked: the ``Location`` is cross-origin, not http(s), or carries userinfo.
+        """
+        if not response.is_redirect:
+            return
+        location = response.headers.get("location", "")
+        try:
+            target = request.url.join(location)
+        except (httpx2.InvalidURL, TypeError, ValueError):
+            raise EgressBlocked("the redirect location cannot be parsed", origin=origin_of(request.url)) from None
+        origin = origin_of(target)
+        if origin != origin_of(request.url):
+            raise EgressBlocked(f"a redirect to another origin ({origin}) is refused", origin=origin_of(request.url))
+
+    async def resolve_checked(self, host: str, port: int) -> list[str]:
+        """Resolve ``host`` and check every address; the addresses to connect to, in order.
+
+        An IP literal is checked as it is (no lookup).
+
+        Raises:
+            EgressBlocked: any address is refused, or the name resolves to nothing.
+            httpcore2.ConnectError: the name does not resolve (the resolver raised ``OSError``).
+        """
+        try:
+            literal: IPAddress | None = ipaddress.ip_address(host)
+        except ValueError:
+            literal = None
+        if literal is not None:
+            addresses = [host]
+        else:
+            resolver = self.policy.resolver or system_resolver
+            try:
+                addresses = list(await resolver(host, port))
+            except OSError as exc:
+                raise httpcore2.ConnectError(f"the name {host!r} does not resolve ({exc})") from exc
+            if not addresses:
+                raise EgressBlocked(f"the name {host!r} resolved to no address")
+        for address in addresses:
+            try:
+                problem = address_problem(address, allow_private=self.policy.allow_private)
+            except ValueError:
+                problem = f"the resolver returned {address!r}, which is no IP address"
+            if problem is not None:
+                raise EgressBlocked(problem if literal is not None else f"{host} resolves to {problem}")
+        return addresses
+
+    def report(self, decision: EgressDecision) -> None:
+        """Count ``decision`` and hand it to the policy's observer."""
+        if decision.approved:
+            self.approved += 1
+        else:
+            self.blocked += 1
+        if self.policy.observer is not None:
+            self.policy.observer(decision)
+
+
+class _GuardedBackend(httpcore2.AsyncNetworkBackend):
+    """httpcore2's network backend with the address check in front of every TCP connect."""
+
+    def __init__(self, guard: EgressGuard):
+        self._guard = guard
+        self._inner = httpcore2.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore2's backend interface
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        # The whole connect, lookup included, stays within httpx's connect timeout (seconds).
+        deadline = math.inf if timeout is None else anyio.current_time() + timeout
+        try:
+            with anyio.fail_after(timeout) if timeout is not None else contextlib.nullcontext():
+                addresses = await self._guard.resolve_checked(host, port)
+        except TimeoutError:
+            raise httpcore2.ConnectTimeout(f"looking up {host!r} timed out") from None
+        failure: Exception | None = None
+        for address in addresses:  # every one was checked: connect to exactly these
+            remaining = None if timeout is None else max(0.0, deadline - anyio.current_time())
+            try:
+                return await self._inner.connect_tcp(
+                    address, port, timeout=remaining, local_address=local_address, socket_options=socket_options
+                )
+            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
+                failure = exc
+        assert failure is not None  # resolve_checked never returns an empty list
+        raise failure
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore2's backend interface
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        raise EgressBlocked("HTTP over a Unix socket is not an egress path")
+
+    async def sleep(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+
+
+@functools.cache
+def _verified_context() -> ssl.SSLContext:
+    # Building a verifying context loads the CA bundle (~90 ms): once per process, shared by
+    # every guarded pool (httpcore only sets the same ALPN list on it per connection).
+    return httpx2.create_ssl_context(verify=True)
+
+
+class GuardedTransport(httpx2.AsyncHTTPTransport):
+    """httpx2's own HTTP transport, with every request, connect and redirect checked by ``guard``.
+
+    The connection pool is httpcore2's, built with :class:`_GuardedBackend` as its network
+    backend (the library's extension point for how connections are made); requests, responses
+    and exceptions are converted by httpx2 exactly as for its default transport. No proxy.
+
+    Args:
+        guard: the :class:`EgressGuard` to apply.
+        verify: TLS verification as for ``httpx2.AsyncHTTPTransport`` (default: on).
+    """
+
+    def __init__(
+        self, guard: EgressGuard, *, verify: ssl.SSLContext | bool = True, limits: httpx2.Limits | None = None
+    ):
+        # Not super().__init__(): that would build a pool (and an SSL context) only to drop it.
+        limits = limits or httpx2.Limits(max_connections=100, max_keepalive_connections=20)
+        self.guard = guard
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=_verified_context() if verify is True else httpx2.create_ssl_context(verify=verify),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            http1=True,
+            http2=False,
+            network_backend=_GuardedBackend(guard),
+        )
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        origin: str | None = None
+        try:
+            origin = self.guard.check_request(request)
+            response = await super().handle_async_request(request)
+            try:
+                self.guard.check_redirect(request, response)
+            except EgressBlocked:
+                await response.aclose()
+                raise
+        except EgressBlocked as exc:
+            if exc.origin is None and origin is not None:  # refused at connect time
+                exc.origin = exc.details["origin"] = origin
+            self.guard.report(EgressDecision(exc.origin, False, exc.reason, request))
+            raise
+        except BaseException:
+            self.guard.report(EgressDecision(origin, True, None, request))  # approved; the network failed
+            raise
+        self.guard.report(EgressDecision(origin, True, None, request))
+        return response
+
+
+def guarded_client(
+    guard: EgressGuard,
+    *,
+    headers: dict[str, str] | None = None,
+    timeout: httpx2.Timeout | None = None,
+    auth: httpx2.Auth | None = None,
+    event_hooks: dict[str, list[Callable[..., Any]]] | None = None,
+) -> httpx2.AsyncClient:
+    """An ``httpx2.AsyncClient`` whose every request goes through ``guard``.
+
+    Redirects are not followed by httpx2 (the SDK follows same-origin ones itself; the guard
+    checks each), no environment proxy or ``.netrc`` is used.
+
+    Args:
+        headers: default request headers (resolved credential values arrive here, never stored).
+        timeout: default ``httpx2.Timeout(30, read=300)``, the SDK's (seconds).
+        auth: an ``httpx2.Auth`` (e.g. the SDK's ``OAuthClientProvider``); its requests are
+            guarded too.
+        event_hooks: httpx2 event hooks.
+    """
+    return httpx2.AsyncClient(
+        headers=headers,
+        timeout=timeout if timeout is not None else httpx2.Timeout(30.0, read=300.0),
+        auth=auth,
+        event_hooks=event_hooks,
+        follow_redirects=False,
+        trust_env=False,
+        transport=GuardedTransport(guard),
+    )
+
+
+def client_factory(
+    guard: EgressGuard, *, event_hooks: dict[str, list[Callable[..., Any]]] | None = None
+) -> Callable[..., httpx2.AsyncClient]:
+    """A factory with the SDK's ``McpHttpClientFactory`` signature ``(headers, timeout, auth)``
+    building :func:`guarded_client` clients (for ``sse_client(httpx_client_factory=...)``)."""
+
+    def factory(
+        headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
+    ) -> httpx2.AsyncClient:
+        return guarded_client(guard, headers=headers, timeout=timeout, auth=auth, event_hooks=event_hooks)
+
+    return factory

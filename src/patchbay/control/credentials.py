@@ -1,0 +1,414 @@
+"""The credential service: bindings of connectors to credentials, and the credentials themselves.
+
+Seed 003 §11.1, §7.3, §15 and the addenda dated 2026-09-04 and 2026-09-07. The control plane is
+the only writer of the credential store (DESIGN.md "Layers"); values enter here and leave only
+through :meth:`patchbay.adapters.credentials.CredentialStore.resolve` at connect time.
+
+What a binding request looks like (:class:`BindingSpec`, parsed from the command line by
+:func:`parse_env`, :func:`parse_header` and :func:`parse_bearer`)::
+
+    --env KEY=VALUE              a managed credential owned by the connector, delivered as $KEY
+    --env KEY=@env:VAR           an environment reference: Patchbay's $VAR, read at connect time
+    --env KEY=@credential:ID     a credential the connector owns or that was shared with it
+    --header 'Name: VALUE'       the same for an HTTP header (VALUE may be @env:/@credential: too)
+    --bearer VALUE               Authorization: Bearer VALUE (or @env:VAR, @credential:ID)
+
+A value that starts with ``@`` is written ``@@…``. Rules:
+
+* binding a managed value to a place the connector already fills with a credential it owns
+  changes that credential's value in place (same id, no connector revision change);
+* a credential a connector no longer binds, that it owns and that no other connector binds, is
+  deleted; removing a connector deletes every credential it owns (addendum 2026-09-07);
+* changes to the store and the database are compensated: when the database write fails, the
+  store is put back as it was (seed 003 §15).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from patchbay.adapters.credentials import CredentialStore, StoredCredential
+from patchbay.adapters.store import Repository
+from patchbay.control.bindings import BindingSpec, parse_bearer, parse_env, parse_header, parse_unset
+from patchbay.core.credentials import (
+    BINDINGS_KEY,
+    Credential,
+    CredentialBinding,
+    check_bindings,
+    validate_env_name,
+    validate_secret_value,
+)
+from patchbay.core.errors import ConfigError, NotFoundError
+from patchbay.core.models import Connector
+
+__all__ = [
+    "BindingSpec",
+    "CredentialService",
+    "parse_bearer",
+    "parse_env",
+    "parse_header",
+    "parse_unset",
+]
+
+
+@dataclass
+class _Plan:
+    upserts: list[StoredCredential]
+    bindings: list[CredentialBinding]
+    changed: bool
+    """Whether the connector's bindings differ from what is stored."""
+
+
+class CredentialService:
+    """Bindings and credentials (seed 003 §11.1); used by :class:`~patchbay.control.connectors.ConnectorService`.
+
+    Args:
+        store: the credential store of the data home.
+        repository: the canonical store (connectors, for owners and references).
+    """
+
+    def __init__(self, store: CredentialStore, repository: Repository) -> None:
+        self.store = store
+        self.repository = repository
+
+    # -- planning -----------------------------------------------------------------------------
+
+    def _plan(
+        self,
+        connector_id: str,
+        transport: str,
+        current: Sequence[CredentialBinding],
+        specs: Sequence[BindingSpec],
+        unset: Sequence[str | tuple[str, str]],
+    ) -> _Plan:
+        records = self.store.load() if specs or current else {}
+        keys = [s.target_key for s in specs]
+        if len(set(keys)) != len(keys):
+            raise ConfigError(BINDINGS_KEY, "two bindings fill the same variable or header")
+        freed = [parse_unset(u) if isinstance(u, str) else u for u in unset]
+        placed = {b.target_key: b for b in current}
+        for key in freed:
+            if key in keys:
+                raise ConfigError("unset", f"{key[1]} is both set and unset")
+            if placed.pop(key, None) is None:
+                raise ConfigError("unset", f"no binding fills {key[0]} {key[1]}")
+        upserts: list[StoredCredential] = []
+        now = self.store.now()
+        for spec in specs:
+            existing = placed.get(spec.target_key)
+            if spec.ref is not None:
+                record = records.get(spec.ref)
+                if record is None:
+                    raise ConfigError(spec.delivery, f"no credential {spec.ref}")
+                if not record.usable_by(connector_id):
+                    raise ConfigError(
+                        spec.delivery,
+                        f"{spec.ref} belongs to another connector and is not shared with this one "
+                        f"(share it with: patchbay credential set {spec.ref} --share NAME)",
+                    )
+                ref = spec.ref
+            elif existing is not None and getattr(records.get(existing.ref), "owner_id", None) == connector_id:
+                old = records[existing.ref]
+                if old.kind == "oauth_token_bundle":
+                    raise ConfigError(spec.delivery, f"{existing.describe()} holds OAuth tokens; unset it first")
+                upserts.append(
+                    old.model_copy(
+                        update={
+                            "kind": spec.kind,
+                            "source": "managed" if spec.value is not None else "environment",
+                            "value": spec.value,
+                            "variable": spec.variable,
+                            "updated_at": now,
+                        }
+                    )
+                )
+                ref = existing.ref
+            else:
+                record = self.store.new_record(
+                    owner_id=connector_id, kind=spec.kind, value=spec.value, variable=spec.variable
+                )
+                upserts.append(record)
+                ref = record.credential_id
+            placed[spec.target_key] = CredentialBinding(ref=ref, delivery=spec.delivery, name=spec.name)
+        bindings = list(check_bindings(placed.values(), transport))
+        return _Plan(upserts=upserts, bindings=bindings, changed=bindings != list(current))
+
+    # -- connectors ---------------------------------------------------------------------------
+
+    def prepare_new(self, transport: str, specs: Sequence[BindingSpec]) -> tuple[list[StoredCredential], list[dict]]:
+        """Records and stored bindings for a connector about to be created (owner filled in later).
+
+        Raises:
+            ConfigError: ``invalid_config`` for a bad spec, or ``@credential:`` (a connector that
+                does not exist yet cannot have been shared anything).
+        """
+        if any(s.ref is not None for s in specs):
+            raise ConfigError(
+                BINDINGS_KEY, "@credential: binds a shared credential; add the connector first, then set it"
+            )
+        plan = self._plan("", transport, [], specs, [])
+        return plan.upserts, [b.model_dump() for b in plan.bindings]
+
+    def store_new(self, connector: Connector, records: list[StoredCredential], *, undo: Callable[[], Any]) -> None:
+        """Save ``records`` as owned by the just-created ``connector``; on failure run ``undo`` (delete it)."""
+        if not records:
+            return
+        try:
+            self.store.apply(upserts=[r.model_copy(update={"owner_id": connector.connector_id}) for r in records])
+        except BaseException:
+            undo()
+            raise
+
+    def same_bindings(self, connector: Connector, specs: Sequence[BindingSpec]) -> bool:
+        """Whether ``specs`` ask for exactly what ``connector`` has (values compared, never shown)."""
+        current = {b.target_key: b for b in connector.bindings}
+        if set(current) != {s.target_key for s in specs}:
+            return False
+        records = self.store.load() if specs else {}
+        for spec in specs:
+            binding = current[spec.target_key]
+            record = records.get(binding.ref)
+            if binding.delivery != spec.delivery or record is None:
+                return False
+            if spec.ref is not None and spec.ref != binding.ref:
+                return False
+            if spec.variable is not None and (record.source, record.variable) != ("environment", spec.variable):
+                return False
+            if spec.value is not None and (record.source, record.value) != ("managed", spec.value):
+                return False
+        return True
+
+    def rebind(
+        self,
+        connector: Connector,
+        specs: Sequence[BindingSpec] = (),
+        unset: Iterable[str | tuple[str, str]] = (),
+        *,
+        write: Callable[[dict[str, Any]], Connector],
+        dry_run: bool = False,
+    ) -> Connector:
+        """Add, replace or remove bindings of an existing connector.
+
+        Args:
+            specs: bindings to add or replace.
+            unset: places to free (``env:KEY``, ``header:Name``, ``bearer``).
+            write: stores a new ``runtime_config`` under the connector's revision lock and returns
+                the updated connector (the connector service's job); called only when the bindings
+                change.
+            dry_run: check everything and return the connector unchanged, writing nothing.
+
+        Raises:
+            ConfigError: ``invalid_config`` (nothing changed); whatever ``write`` raises
+                (``revision_conflict`` ...) after the store was put back.
+        """
+        plan = self._plan(connector.connector_id, connector.transport, connector.bindings, specs, list(unset))
+        if dry_run:
+            return connector
+        previous = self.store.apply(upserts=plan.upserts) if plan.upserts else {}
+        updated = connector
+        if plan.changed:
+            config = dict(connector.runtime_config)
+            if plan.bindings:
+                config[BINDINGS_KEY] = [b.model_dump() for b in plan.bindings]
+            else:
+                config.pop(BINDINGS_KEY, None)
+            try:
+                updated = write(config)
+            except BaseException:
+                if previous:
+                    self.store.restore(previous)
+                raise
+        self._collect({b.ref for b in connector.bindings} - {b.ref for b in plan.bindings}, connector.connector_id)
+        return updated
+
+    def _collect(self, refs: set[str], owner_id: str) -> None:
+        """Delete the credentials in ``refs`` that ``owner_id`` owns and no connector binds any more."""
+        if not refs:
+            return
+        bound = {b.ref for c in self.repository.list_connectors() for b in _safe_bindings(c)}
+        records = self.store.load()
+        doomed = [r for r in refs - bound if r in records and records[r].owner_id == owner_id]
+        if doomed:
+            self.store.apply(deletes=doomed)
+
+    def delete_owned(self, connector_id: str) -> list[str]:
+        """Delete every credential the (removed) connector owned; returns their ids."""
+        if not any(r.owner_id == connector_id or connector_id in r.shared_with for r in self.store.load().values()):
+            return []
+        return self.store.delete_owned_by(connector_id)
+
+    def binding_views(self, connector: Connector) -> list[dict[str, Any]]:
+        """Each binding of ``connector`` as interfaces show it: no value, plus what is known without
+        resolving (``problem``: None, ``missing``, ``not_shared``, ``variable_unset``, ``no_value``)."""
+        bindings = connector.bindings
+        records = self.store.load() if bindings else {}
+        views = []
+        for binding in bindings:
+            record = records.get(binding.ref)
+            public = record.public() if record is not None else None
+            views.append(
+                {
+                    "ref": binding.ref,
+                    "delivery": binding.delivery,
+                    "name": binding.name,
+                    "kind": public.kind if public else None,
+                    "source": public.source if public else None,
+                    "variable": public.variable if public else None,
+                    "owned": bool(public and public.owner_id == connector.connector_id),
+                    "problem": _problem(public, connector.connector_id),
+                }
+            )
+        return views
+
+    # -- credentials --------------------------------------------------------------------------
+
+    def _names(self) -> dict[str, str]:
+        return {c.connector_id: c.name for c in self.repository.list_connectors()}
+
+    def _bound_as(self) -> dict[str, list[dict[str, str]]]:
+        out: dict[str, list[dict[str, str]]] = {}
+        for connector in self.repository.list_connectors():
+            for binding in _safe_bindings(connector):
+                out.setdefault(binding.ref, []).append(
+                    {"connector": connector.name, "delivery": binding.delivery, "name": binding.name}
+                )
+        return out
+
+    def view(self, credential: Credential, names: Mapping[str, str], bound: Mapping[str, list]) -> dict[str, Any]:
+        """The public shape of one credential: never its value (seed 003 addendum 2026-09-07)."""
+        return {
+            "id": credential.credential_id,
+            "kind": credential.kind,
+            "source": credential.source,
+            "owner_kind": credential.owner_kind,
+            "owner_id": credential.owner_id,
+            "owner": names.get(credential.owner_id),
+            "variable": credential.variable,
+            "configured": credential.configured,
+            "available": _problem(credential, credential.owner_id) is None,
+            "shared_with": [names.get(cid, cid) for cid in credential.shared_with],
+            "bound_as": bound.get(credential.credential_id, []),
+            "metadata": credential.metadata,
+            "created_at": credential.created_at,
+            "updated_at": credential.updated_at,
+            "last_used_at": credential.last_used_at,
+        }
+
+    def list_views(self, connector: str | None = None) -> list[dict[str, Any]]:
+        """Every credential (or those ``connector`` owns or was shared), as :meth:`view` shapes.
+
+        Raises:
+            NotFoundError: ``not_found`` for an unknown connector name.
+        """
+        owner = self.repository.get_connector_by_name(connector).connector_id if connector else None
+        names, bound = self._names(), self._bound_as()
+        return [
+            self.view(c, names, bound)
+            for c in self.store.list()
+            if owner is None or c.owner_id == owner or owner in c.shared_with
+        ]
+
+    def show_view(self, credential_id: str) -> dict[str, Any]:
+        """One credential as :meth:`view`. Raises ``NotFoundError`` (``not_found``)."""
+        return self.view(self.store.get(credential_id), self._names(), self._bound_as())
+
+    def update(
+        self,
+        credential_id: str,
+        *,
+        value: str | None = None,
+        variable: str | None = None,
+        share: Sequence[str] = (),
+        unshare: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """Replace a credential's value (managed) or variable name (environment), and share or
+        unshare it with connectors by name. The value is checked against every place it is bound
+        (an HTTP header value has stricter rules than an environment value).
+
+        Raises:
+            NotFoundError: ``not_found`` (credential or connector).
+            ConfigError: ``invalid_config``: both or a bad value/variable; an OAuth bundle (managed
+                by ``patchbay auth``); unsharing from a connector that still binds it.
+        """
+        if value is not None and variable is not None:
+            raise ConfigError("value", "give a value or a variable, not both")
+        if variable is not None:
+            validate_env_name("variable", variable)
+        deliveries = {b["delivery"] for b in self._bound_as().get(credential_id, [])}
+        for delivery in deliveries or {"env"}:
+            if value is not None:
+                validate_secret_value("value", value, delivery)  # type: ignore[arg-type]
+        share_ids = [self.repository.get_connector_by_name(n).connector_id for n in share]
+        unshare_ids = {self.repository.get_connector_by_name(n).connector_id: n for n in unshare}
+        binders = {c.connector_id for c in self.repository.list_connectors() if credential_id in _refs(c)}
+        for cid, name in unshare_ids.items():
+            if cid in binders:
+                raise ConfigError(
+                    "unshare", f"connector {name!r} still binds {credential_id}; change its binding first"
+                )
+
+        def change(records: dict[str, StoredCredential]) -> None:
+            record = records.get(credential_id)
+            if record is None:
+                raise NotFoundError(f"no credential {credential_id!r}", details={"id": credential_id})
+            update: dict[str, Any] = {"updated_at": self.store.now()}
+            if value is not None or variable is not None:
+                if record.kind == "oauth_token_bundle":
+                    raise ConfigError("value", "OAuth tokens are managed by the OAuth flow, not set by hand")
+                managed_kind = "bearer_token" if deliveries == {"bearer"} else "api_key"
+                update |= {
+                    "source": "managed" if value is not None else "environment",
+                    "kind": managed_kind if value is not None else "env_reference",
+                    "value": value,
+                    "variable": variable,
+                }
+            shared = [c for c in record.shared_with if c not in unshare_ids]
+            shared += [c for c in share_ids if c not in shared and c != record.owner_id]
+            update["shared_with"] = tuple(shared)
+            records[credential_id] = record.model_copy(update=update)
+
+        self.store.mutate(change)
+        return self.show_view(credential_id)
+
+    def remove(self, credential_id: str, *, force: bool = False) -> dict[str, Any]:
+        """Delete a credential. One still bound is deleted only with ``force``: its connectors keep
+        the binding and stop with ``auth_required`` until given another (seed 003 §4.3 "Disconnect").
+
+        Raises:
+            NotFoundError: ``not_found``.
+            ConfigError: ``invalid_config`` (field ``force``) when it is bound and ``force`` is False.
+        """
+        shown = self.show_view(credential_id)
+        if shown["bound_as"] and not force:
+            places = ", ".join(
+                f"{b['connector']} ({CredentialBinding(ref=credential_id, delivery=b['delivery'], name=b['name']).describe()})"
+                for b in shown["bound_as"]
+            )
+            raise ConfigError("force", f"{credential_id} is bound by {places}; remove it anyway with --force")
+        self.store.apply(deletes=[credential_id])
+        return shown
+
+
+def _safe_bindings(connector: Connector) -> tuple[CredentialBinding, ...]:
+    try:
+        return connector.bindings
+    except ConfigError:
+        return ()
+
+
+def _refs(connector: Connector) -> set[str]:
+    return {b.ref for b in _safe_bindings(connector)}
+
+
+def _problem(credential: Credential | None, connector_id: str) -> str | None:
+    """Why a binding to ``credential`` would not resolve for ``connector_id`` now (None: it would)."""
+    if credential is None:
+        return "missing"
+    if not credential.usable_by(connector_id):
+        return "not_shared"
+    if credential.source == "environment":
+        return None if os.environ.get(credential.variable or "") else "variable_unset"
+    return None if credential.configured else "no_value"

@@ -1,0 +1,332 @@
+"""Credentials by reference: the shapes, the rules, and how a resolved value is delivered (no I/O).
+
+Seed 003 §10.4, §11.1 and the addenda dated 2026-09-04 and 2026-09-07; seed 000 §10.
+
+A **credential** lives in the credential store (``credentials.json`` in the data home, mode 0600,
+see :mod:`patchbay.adapters.credentials`), never in the database, a runtime snapshot or a log.
+It has an owner (``owner_kind="mcp"``, ``owner_id=<connector_id>``) and a source:
+
+* ``managed``: the value itself is kept in the store (kinds ``bearer_token``, ``api_key`` — a header
+  or environment value — and ``oauth_token_bundle``);
+* ``environment``: only the NAME of a variable of Patchbay's own environment is kept (kind
+  ``env_reference``); its value is read when a connector is started.
+
+A connector holds **bindings** only (``Connector.runtime_config["bindings"]``): which credential
+(``ref``), delivered how (``delivery``) under which ``name``:
+
+* ``env``: an environment variable of a stdio child (``name`` matches ``^[A-Za-z_][A-Za-z0-9_]*$``,
+  seed 003 §7.3);
+* ``header``: an HTTP request header of a remote connector;
+* ``bearer``: ``Authorization: Bearer <value>`` of a remote connector (``name`` is always
+  ``Authorization``).
+
+A connector may use only the credentials it owns or ones explicitly shared with it (seed 003
+§11.1). A binding that cannot be resolved stops only its connector, with
+:class:`CredentialUnavailable` (code ``auth_required``, the seed 003 §9.3 code for a connector
+that lacks what it needs to authenticate; ``details["reason"] == "credential_unavailable"``).
+
+Key names in this module's public shapes avoid words the redaction treats as secret names
+(``credential``, ``token``, ``secret``): ``ref`` names a credential, ``variable`` an environment
+variable. Printing a binding therefore never masks the ids a user needs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from patchbay.core.errors import ConfigError, ErrorCode, PatchbayError
+
+__all__ = [
+    "BINDINGS_KEY",
+    "CREDENTIAL_ID_PREFIX",
+    "Credential",
+    "CredentialBinding",
+    "CredentialKind",
+    "CredentialSource",
+    "CredentialUnavailable",
+    "Delivery",
+    "MAX_SECRET_CHARS",
+    "bindings_from_config",
+    "check_bindings",
+    "deliver",
+    "is_credential_id",
+    "validate_env_name",
+    "validate_header_name",
+    "validate_secret_value",
+]
+
+CredentialKind = Literal["bearer_token", "api_key", "oauth_token_bundle", "env_reference"]
+CredentialSource = Literal["managed", "environment"]
+Delivery = Literal["env", "header", "bearer"]
+
+BINDINGS_KEY = "bindings"
+"""The ``Connector.runtime_config`` key that holds a connector's credential bindings."""
+CREDENTIAL_ID_PREFIX = "cred_"
+MAX_SECRET_CHARS = 64 * 1024
+"""Longest value a managed credential may hold (characters)."""
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # RFC 9110 token
+_CREDENTIAL_ID = re.compile(r"^cred_[0-9a-f]{32}$")
+#: Headers the transports set themselves (or that would change how a request is framed or routed).
+_RESERVED_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "content-type",
+        "transfer-encoding",
+        "connection",
+        "accept",
+        "upgrade",
+        "te",
+        "trailer",
+        "keep-alive",
+        "proxy-connection",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "last-event-id",
+    }
+)
+_REMOTE = ("streamable_http", "sse")
+
+
+def is_credential_id(value: object) -> bool:
+    """Whether ``value`` has the shape of a credential id (``cred_`` + 32 hex digits)."""
+    return isinstance(value, str) and bool(_CREDENTIAL_ID.fullmatch(value))
+
+
+def validate_env_name(field: str, name: str) -> str:
+    """An environment variable name, ``^[A-Za-z_][A-Za-z0-9_]*$`` (seed 003 §7.3), at most 128 chars.
+
+    Raises:
+        ConfigError: ``invalid_config`` naming ``field``.
+    """
+    if not isinstance(name, str) or not _ENV_NAME.fullmatch(name) or len(name) > 128:
+        raise ConfigError(field, f"must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*), got {name[:80]!r}")
+    return name
+
+
+def validate_header_name(field: str, name: str) -> str:
+    """An HTTP header name (an RFC 9110 token, at most 128 chars) the transport does not set itself.
+
+    ``Authorization`` is allowed here (a raw ``header`` binding may carry any scheme).
+
+    Raises:
+        ConfigError: ``invalid_config`` naming ``field``.
+    """
+    if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name) or len(name) > 128:
+        raise ConfigError(field, f"must be an HTTP header name (letters, digits, -), got {str(name)[:80]!r}")
+    if name.lower() in _RESERVED_HEADERS:
+        raise ConfigError(field, f"{name} is set by the transport itself and cannot carry a credential")
+    return name
+
+
+def validate_secret_value(field: str, value: str, delivery: Delivery) -> str:
+    """A managed credential value for ``delivery``; never quoted back in an error.
+
+    Rules: a non-empty string of at most :data:`MAX_SECRET_CHARS` characters without NUL; for
+    ``header`` and ``bearer`` also no CR/LF or other control characters but tab, and no leading
+    or trailing whitespace (an HTTP field value, RFC 9110 §5.5); a ``bearer`` value has no space
+    (it follows ``Bearer ``).
+
+    Raises:
+        ConfigError: ``invalid_config`` naming ``field`` (the message describes the problem only).
+    """
+    if not isinstance(value, str) or not value:
+        raise ConfigError(field, "the value must not be empty")
+    if len(value) > MAX_SECRET_CHARS:
+        raise ConfigError(field, f"the value is longer than {MAX_SECRET_CHARS} characters")
+    if "\x00" in value:
+        raise ConfigError(field, "the value contains a NUL character")
+    if delivery in ("header", "bearer"):
+        if any((ord(ch) < 0x20 and ch != "\t") or ord(ch) == 0x7F for ch in value):
+            raise ConfigError(field, "an HTTP header value must not contain line breaks or control characters")
+        if value != value.strip():
+            raise ConfigError(field, "an HTTP header value must not start or end with whitespace")
+        if any(ord(ch) > 0xFF for ch in value):
+            raise ConfigError(field, "an HTTP header value must be Latin-1 text")
+    if delivery == "bearer" and any(ch.isspace() for ch in value):
+        raise ConfigError(field, "a bearer value must not contain spaces (it follows 'Bearer ')")
+    return value
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CredentialBinding(_Model):
+    """A connector's reference to one credential and how its value is delivered.
+
+    Stored in ``Connector.runtime_config["bindings"]`` and carried by ``RuntimeServer.bindings``;
+    holds no value (seed 003 §10.4: references only).
+    """
+
+    ref: str
+    """The credential id (``cred_…``)."""
+    delivery: Delivery
+    """``env`` (stdio environment variable), ``header`` (HTTP header), ``bearer`` (``Authorization: Bearer``)."""
+    name: str
+    """The environment variable or header name; ``Authorization`` for ``bearer``."""
+
+    @model_validator(mode="after")
+    def _check(self) -> CredentialBinding:
+        if not is_credential_id(self.ref):
+            raise ValueError(f"ref must be a credential id (cred_ + 32 hex digits), got {self.ref[:60]!r}")
+        try:
+            if self.delivery == "env":
+                validate_env_name("name", self.name)
+            elif self.delivery == "header":
+                validate_header_name("name", self.name)
+            elif self.name != "Authorization":
+                raise ConfigError("name", "a bearer binding is always named Authorization")
+        except ConfigError as exc:
+            raise ValueError(exc.message) from None
+        return self
+
+    @property
+    def target_key(self) -> tuple[str, str]:
+        """What the binding fills: ``("env", NAME)`` or ``("header", lower-case name)``; two bindings
+        of one connector never share it (a bearer binding fills ``("header", "authorization")``)."""
+        return ("env", self.name) if self.delivery == "env" else ("header", self.name.lower())
+
+    def describe(self) -> str:
+        """``env PB_KEY``, ``header X-Api-Key`` or ``header Authorization (bearer)``: no value, and
+        nothing the redaction would read as a secret (``name: value``, ``Bearer <word>``)."""
+        return "header Authorization (bearer)" if self.delivery == "bearer" else f"{self.delivery} {self.name}"
+
+
+class Credential(_Model):
+    """One stored credential as every interface may show it: never its value (seed 003 §11.1)."""
+
+    credential_id: str
+    kind: CredentialKind
+    source: CredentialSource
+    owner_kind: Literal["mcp"] = "mcp"
+    owner_id: str
+    """The owning connector's id."""
+    variable: str | None = None
+    """``environment`` source: the NAME of the variable in Patchbay's environment; else None."""
+    shared_with: tuple[str, ...] = ()
+    """Connector ids the owner explicitly shared the credential with."""
+    metadata: dict[str, str] = Field(default_factory=dict)
+    """Non-secret notes (e.g. ``{"label": "GitHub PAT"}``)."""
+    configured: bool = False
+    """``managed``: a value is stored; ``environment``: a variable name is recorded."""
+    created_at: int = 0
+    """Unix time in milliseconds."""
+    updated_at: int = 0
+    """Unix time in milliseconds."""
+    last_used_at: int | None = None
+    """Unix milliseconds of the last time a runtime or probe resolved it; None if never."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Credential:
+        if (self.source == "environment") != (self.kind == "env_reference"):
+            raise ValueError("an environment credential has kind env_reference, and only it")
+        if self.source == "environment" and not self.variable:
+            raise ValueError("an environment credential names its variable")
+        return self
+
+    def usable_by(self, connector_id: str) -> bool:
+        """Whether ``connector_id`` may use it: its owner, or one it was shared with (seed 003 §11.1)."""
+        return self.owner_kind == "mcp" and (connector_id == self.owner_id or connector_id in self.shared_with)
+
+
+class CredentialUnavailable(PatchbayError):
+    """A binding of a connector cannot be resolved; that connector does not start (seed 003 addendum
+    2026-09-07: "缺失引用会明确报错并阻止连接器运行"), the others run on.
+
+    ``code`` is ``auth_required`` (seed 003 §9.3); ``details``: ``reason`` (always
+    ``credential_unavailable``), ``problem`` (``missing``: no such credential; ``not_shared``:
+    owned by another connector and not shared; ``variable_unset``: the referenced environment
+    variable is unset or empty; ``no_value``: a managed credential without a value; ``unreadable``:
+    the store cannot be read), ``ref``, ``binding`` (e.g. ``env PB_KEY``) and ``connector``.
+    """
+
+    default_code = ErrorCode.AUTH_REQUIRED
+
+    def __init__(self, message: str, *, problem: str, ref: str, binding: str, connector: str):
+        super().__init__(
+            message,
+            details={
+                "reason": "credential_unavailable",
+                "problem": problem,
+                "ref": ref,
+                "binding": binding,
+                "connector": connector,
+            },
+        )
+        self.problem = problem
+
+
+_BINDINGS_ADAPTER: pydantic.TypeAdapter[tuple[CredentialBinding, ...]] = pydantic.TypeAdapter(
+    tuple[CredentialBinding, ...]
+)
+
+
+def bindings_from_config(runtime_config: Mapping[str, Any]) -> tuple[CredentialBinding, ...]:
+    """The bindings stored in a connector's ``runtime_config`` (``()`` when there are none).
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``bindings``) for a malformed entry.
+    """
+    raw = runtime_config.get(BINDINGS_KEY) if isinstance(runtime_config, Mapping) else None
+    if not raw:
+        return ()
+    try:
+        return _BINDINGS_ADAPTER.validate_python(raw)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(BINDINGS_KEY, f"malformed credential binding ({exc.error_count()} errors)") from None
+
+
+def check_bindings(bindings: Iterable[CredentialBinding], transport: str) -> tuple[CredentialBinding, ...]:
+    """Bindings valid together for a connector of ``transport``.
+
+    ``env`` only for ``stdio``; ``header``/``bearer`` only for ``streamable_http``/``sse``; a
+    ``socket`` connector takes none. No two bindings fill the same variable or header
+    (case-insensitively for headers; a bearer binding fills ``Authorization``).
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``bindings``).
+    """
+    out = tuple(bindings)
+    seen: dict[tuple[str, str], CredentialBinding] = {}
+    for binding in out:
+        if binding.delivery == "env" and transport != "stdio":
+            raise ConfigError(
+                BINDINGS_KEY, f"{binding.describe()}: environment variables are for local commands (stdio)"
+            )
+        if binding.delivery != "env" and transport not in _REMOTE:
+            raise ConfigError(BINDINGS_KEY, f"{binding.describe()}: HTTP headers are for remote (http/sse) connectors")
+        other = seen.get(binding.target_key)
+        if other is not None:
+            raise ConfigError(BINDINGS_KEY, f"{binding.describe()} and {other.describe()} fill the same place")
+        seen[binding.target_key] = binding
+    return out
+
+
+def deliver(bindings: Iterable[CredentialBinding], values: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``(env, headers)`` for resolved ``values`` keyed by credential id.
+
+    ``env`` entries go to a stdio child's environment, ``header`` entries are sent as they are,
+    ``bearer`` ones as ``Authorization: Bearer <value>``.
+
+    Raises:
+        KeyError: a binding's ``ref`` has no value in ``values`` (resolve first).
+    """
+    env: dict[str, str] = {}
+    headers: dict[str, str] = {}
+    for binding in bindings:
+        value = values[binding.ref]
+        if binding.delivery == "env":
+            env[binding.name] = value
+        elif binding.delivery == "header":
+            headers[binding.name] = value
+        else:
+            headers["Authorization"] = f"Bearer {value}"
+    return env, headers

@@ -1,0 +1,130 @@
+"""The egress audit file (seed 003 §14.2): metadata-only JSON lines, mode 0600, safe appends."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from egress_support import AUDIT_KEYS
+from patchbay.adapters.egress_audit import NOTES, EgressAudit, audit_path, read_audit, target_origin
+from patchbay.core.models import HttpTarget, SocketTarget, StdioTarget
+
+ISO_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+
+
+def test_a_line_holds_exactly_the_metadata_and_the_file_is_0600(tmp_path: Path) -> None:
+    audit = EgressAudit(audit_path(tmp_path / "home"))
+    assert audit.record(
+        "mcp_tool_call", connector_id="con_1", origin="https://mcp.example.com:443", project_id="prj_1", approved=True
+    )
+    (line,) = read_audit(audit.path)
+    assert set(line) == AUDIT_KEYS
+    assert line["note"] == "mcp_tool_call"
+    assert (line["connector_id"], line["origin"], line["project_id"], line["approved"]) == (
+        "con_1",
+        "https://mcp.example.com:443",
+        "prj_1",
+        True,
+    )
+    assert ISO_MS.fullmatch(line["time"])
+    assert stat.S_IMODE(os.stat(audit.path).st_mode) == 0o600
+    assert audit.path == tmp_path / "home" / "egress-audit.jsonl"
+
+
+def test_stdio_and_socket_lines_say_the_runtime_call_audit_is_unavailable(tmp_path: Path) -> None:
+    audit = EgressAudit(audit_path(tmp_path))
+    audit.record("mcp_connect", connector_id="con_2", origin=None, project_id=None, approved=True)
+    (line,) = read_audit(audit.path)
+    assert line == {**line, "origin": None, "runtime_call_audit": "unavailable", "project_id": None}
+    assert set(line) == AUDIT_KEYS | {"runtime_call_audit"}
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "https://mcp.example.com:443/mcp",
+        "https://mcp.example.com:443?token=x",
+        "https://user:pw@mcp.example.com:443",
+        "https://mcp.example.com",
+        "mcp.example.com:443",
+    ],
+)
+def test_anything_but_a_bare_origin_is_refused(tmp_path: Path, origin: str) -> None:
+    audit = EgressAudit(audit_path(tmp_path))
+    with pytest.raises(ValueError):
+        audit.record("mcp_probe", connector_id="c", origin=origin, project_id=None, approved=True)
+    assert not audit.path.exists()
+
+
+def test_only_the_seed_notes_are_accepted(tmp_path: Path) -> None:
+    assert NOTES == {"mcp_probe", "mcp_connect", "mcp_tool_call", "mcp_oauth_discovery", "mcp_oauth_token"}
+    with pytest.raises(ValueError):
+        EgressAudit(audit_path(tmp_path)).record(
+            "mcp_upload",  # type: ignore[arg-type]
+            connector_id="c",
+            origin=None,
+            project_id=None,
+            approved=True,
+        )
+
+
+def test_a_wider_existing_file_is_tightened_to_0600(tmp_path: Path) -> None:
+    path = audit_path(tmp_path)
+    path.write_text("")
+    path.chmod(0o644)
+    EgressAudit(path).record("mcp_probe", connector_id="c", origin=None, project_id=None, approved=False)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert read_audit(path)[0]["approved"] is False
+
+
+def test_a_symlinked_audit_file_is_not_followed(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("untouched\n")
+    path = audit_path(tmp_path / "home")
+    path.parent.mkdir()
+    path.symlink_to(elsewhere)
+    with caplog.at_level(logging.WARNING, logger="patchbay.adapters.egress_audit"):
+        written = EgressAudit(path).record("mcp_probe", connector_id="c", origin=None, project_id=None, approved=True)
+    assert written is False
+    assert elsewhere.read_text() == "untouched\n"
+    assert "cannot append" in caplog.text
+
+
+def test_concurrent_writers_never_interleave_lines(tmp_path: Path) -> None:
+    audit = EgressAudit(audit_path(tmp_path))
+
+    def write(index: int) -> None:
+        for n in range(200):
+            audit.record(
+                "mcp_tool_call",
+                connector_id=f"con_{index}",
+                origin=f"https://host{index}.example:{1000 + n}",
+                project_id="prj",
+                approved=True,
+            )
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    lines = audit.path.read_text().splitlines()
+    assert len(lines) == 1600
+    parsed = [json.loads(line) for line in lines]
+    assert {(p["connector_id"], p["origin"]) for p in parsed} == {
+        (f"con_{i}", f"https://host{i}.example:{1000 + n}") for i in range(8) for n in range(200)
+    }
+
+
+def test_target_origin_is_the_origin_of_a_remote_target_and_none_otherwise() -> None:
+    assert target_origin(HttpTarget(url="https://mcp.example.com/v1/mcp?tenant=acme")) == "https://mcp.example.com:443"
+    assert target_origin(HttpTarget(url="http://127.0.0.1:8080/sse", transport="sse")) == "http://127.0.0.1:8080"
+    assert target_origin(StdioTarget(command="mcp-server-time")) is None
+    assert target_origin(SocketTarget(path="/tmp/x.sock")) is None
