@@ -36,7 +36,7 @@ from patchbay.core.settings import Settings
 from patchbay.runtime.artifacts import ArtifactStore
 from patchbay.runtime.events import encode_json
 
-__all__ = ["GuardedOutput", "OutputGuard", "measure_output", "truncation_marker"]
+__all__ = ["GUARD_IN_THREAD_BYTES", "GuardedOutput", "OutputGuard", "measure_output", "rough_size", "truncation_marker"]
 
 logger = logging.getLogger(__name__)
 
@@ -447,3 +447,22 @@ class OutputGuard:
                 bounded.append(_note(block, sizes[index], artifact_id))
         kept_structured = structured if structured_json is not None and len(structured_json) <= room else None
         return GuardedOutput(bounded, kept_structured, _joined_text(bounded), size, True, artifact_id)
+
+
+GUARD_IN_THREAD_BYTES = 1024 * 1024
+"""A result whose :func:`rough_size` is over this is guarded in a worker thread, off the event loop."""
+_MANY_BLOCKS = 1000
+
+
+def rough_size(result: Any) -> int:
+    """Characters of text and base64 data in a result (cheap; no encoding); many blocks count
+    as big whatever their size, since each one costs the guard a model dump."""
+    if len(result.content) > _MANY_BLOCKS:
+        return GUARD_IN_THREAD_BYTES + 1
+    size = 0
+    for block in result.content:
+        size += len(getattr(block, "text", "") or "") + len(getattr(block, "data", "") or "")
+        resource = getattr(block, "resource", None)
+        if resource is not None:
+            size += len(getattr(resource, "text", "") or "") + len(getattr(resource, "blob", "") or "")
+    return size

@@ -54,7 +54,7 @@ from patchbay.core.validation import validate_tool_arguments
 from patchbay.runtime.calls import CallEvents, ToolCallResult, local_result, mcp_result, tool_error
 from patchbay.runtime.connection import ServerConnection
 from patchbay.runtime.events import EventLog, new_session_id, session_log_path
-from patchbay.runtime.output_guard import OutputGuard
+from patchbay.runtime.output_guard import GUARD_IN_THREAD_BYTES, OutputGuard, rough_size
 from patchbay.runtime.permissions import Approver, PermissionEngine, Resolution
 from patchbay.runtime.router import Route, ToolRouter
 from patchbay.runtime.scope import tool_scope
@@ -459,7 +459,7 @@ class Runtime:
             events.mcp_failed(_ms_since(started), str(FailureReason.CANCELLED), "the call was cancelled")
             raise
         duration_ms = _ms_since(started)
-        if _rough_size(result) > _GUARD_IN_THREAD_BYTES:
+        if rough_size(result) > GUARD_IN_THREAD_BYTES:
             # Measuring, cutting and storing a big result takes a while: not on the event loop.
             outcome = await anyio.to_thread.run_sync(
                 functools.partial(mcp_result, events.id, route.name, result, self._output_guard)
@@ -494,46 +494,6 @@ class Runtime:
             raise tool_error(name, outcome)
         events.tool_completed(outcome, self.settings.result_preview_chars)
         return outcome
-
-
-_GUARD_IN_THREAD_BYTES = 1024 * 1024
-_MANY_BLOCKS = 1000
-
-
-def _rough_size(result: Any) -> int:
-    """Characters of text and base64 data in a result (cheap; no encoding); many blocks count
-    as big whatever their size, since each one costs the guard a model dump."""
-    if len(result.content) > _MANY_BLOCKS:
-        return _GUARD_IN_THREAD_BYTES + 1
-    size = 0
-    for block in result.content:
-        size += len(getattr(block, "text", "") or "") + len(getattr(block, "data", "") or "")
-        resource = getattr(block, "resource", None)
-        if resource is not None:
-            size += len(getattr(resource, "text", "") or "") + len(getattr(resource, "blob", "") or "")
-    return size
-
-
-def _ms_since(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)
-
-
-_GUARD_IN_THREAD_BYTES = 1024 * 1024
-_MANY_BLOCKS = 1000
-
-
-def _rough_size(result: Any) -> int:
-    """Characters of text and base64 data in a result (cheap; no encoding); many blocks count
-    as big whatever their size, since each one costs the guard a model dump."""
-    if len(result.content) > _MANY_BLOCKS:
-        return _GUARD_IN_THREAD_BYTES + 1
-    size = 0
-    for block in result.content:
-        size += len(getattr(block, "text", "") or "") + len(getattr(block, "data", "") or "")
-        resource = getattr(block, "resource", None)
-        if resource is not None:
-            size += len(getattr(resource, "text", "") or "") + len(getattr(resource, "blob", "") or "")
-    return size
 
 
 def _ms_since(started: float) -> float:
