@@ -106,3 +106,16 @@ def test_replacing_a_catalog_drops_stale_tools_and_keeps_wire_names_of_the_rest(
         router.resolve(wire)
     with pytest.raises(KeyError):
         router.from_wire(wire)
+
+
+def test_an_unknown_bare_or_half_qualified_name_of_an_mcp_tool_hints_at_the_full_name() -> None:
+    router = ToolRouter()
+    router.set_connector_tools("time", ["get_current_time"])
+    for name in ("get_current_time", "time.get_current_time"):
+        with pytest.raises(ToolCallError) as info:
+            router.resolve(name)
+        assert info.value.reason is FailureReason.UNKNOWN_TOOL
+        assert "'mcp.time.get_current_time'" in info.value.message
+    with pytest.raises(ToolCallError) as plain:
+        router.resolve("nothing_like_it")
+    assert plain.value.message == "unknown tool 'nothing_like_it'"

@@ -209,4 +209,8 @@ class ToolRouter:
                     details={"tool": name, "candidates": candidates},
                 )
             return local
-        raise ToolCallError(FailureReason.UNKNOWN_TOOL, f"unknown tool {name!r}", details={"tool": name})
+        hint = ""
+        owners = self._by_original.get(name) or self._by_original.get(name.rpartition(".")[2])
+        if owners:  # a bare or half-qualified MCP tool name: MCP tools need their full name
+            hint = f"; MCP tools are called by their full name, e.g. {sorted(owners)[0]!r}"
+        raise ToolCallError(FailureReason.UNKNOWN_TOOL, f"unknown tool {name!r}{hint}", details={"tool": name})
