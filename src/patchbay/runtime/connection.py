@@ -160,6 +160,7 @@ class ServerConnection:
         self._generation = 0
         self._lost_reasons: dict[int, FailureReason] = {}
         self._inflight = 0
+        self._idle_wait_unbounded = False
         self._last_used = anyio.current_time()
         self._connect_failures = 0
         self._retry_at = 0.0
@@ -277,8 +278,8 @@ class ServerConnection:
             self._inflight -= 1
             self._audit_egress("mcp_tool_call", refused_before)
             self._last_used = anyio.current_time()
-            if self._inflight == 0:
-                self._wake.set()  # the idle clock starts now
+            if self._inflight == 0 and self._idle_wait_unbounded:
+                self._wake.set()  # the owner waits without an idle deadline: the clock starts now
 
     async def _check_output(self, tool: str, result: types.CallToolResult) -> None:
         """Apply the outputSchema rules (runtime/output_schema.py); isError results pass unchecked."""
@@ -500,7 +501,10 @@ class ServerConnection:
                 self._state = "closing"
                 self._client = None
                 return "idle"
+            # Woken by stop/lost, or at the deadline (then the deadline is recomputed from the
+            # latest use); a call ending wakes it only when no deadline was set (cheap hot path).
             self._wake = anyio.Event()
+            self._idle_wait_unbounded = deadline == math.inf
             with anyio.CancelScope(deadline=deadline):
                 await self._wake.wait()
 
