@@ -59,13 +59,12 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from patchbay.adapters.credentials import CredentialResolver
-from patchbay.adapters.egress_audit import EgressAudit, EgressNote, audit_path, target_origin
-from patchbay.adapters.transports import ClientConnection, EgressBlocked, EgressPolicy, classify, open_client
+from patchbay.adapters.transports import ClientConnection, classify, open_client
 from patchbay.adapters.transports.catalog import list_catalog
-from patchbay.core.credentials import CredentialUnavailable
 from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
 from patchbay.core.models import RuntimeServer, ToolSummary
 from patchbay.core.settings import Settings
+from patchbay.runtime.access import ConnectorAccess
 from patchbay.runtime.output_schema import check_tool_result, turn_off_sdk_output_validation
 
 __all__ = ["ConnectionState", "ServerConnection"]
@@ -129,18 +128,8 @@ class ServerConnection:
         self._tg = task_group
         self._emit_event = emit
         self._on_catalog = on_catalog
-        self._credentials = credentials
-        self._known: tuple[str, ...] = ()
-        self._project_id = project_id
-        self._audit = EgressAudit(audit_path(settings.home))
-        try:
-            self._origin, self._auditable = target_origin(server.target), True
-        except EgressBlocked:  # a URL the guard refuses outright: nothing can ever be sent
-            self._origin, self._auditable = None, False
-        self._refused = self._refused_at_connect = 0
-        # Only a literal true opens private addresses (the lax options parse would take "yes").
-        allow_private = server.runtime_config.get("allow_private") is True
-        self._egress = EgressPolicy(allow_private=allow_private, observer=self._observe_egress)
+        self._access = ConnectorAccess(server, settings, credentials, project_id)
+        self._refused_at_connect = 0
         self.request_timeout = self.options.request_timeout or settings.request_timeout
         self.max_call_seconds = self.options.max_call_seconds or settings.max_call_seconds
         idle = self.options.idle_timeout or settings.idle_timeout
@@ -237,7 +226,7 @@ class ServerConnection:
             scope.deadline = min(started + cap, anyio.current_time() + idle)
 
         self._inflight += 1
-        refused_before = self._refused
+        refused_before = self._access.mark()
         try:
             with scope:
                 result = await client.call_tool(tool, arguments, progress_callback=on_progress)
@@ -276,7 +265,7 @@ class ServerConnection:
             ) from exc
         finally:
             self._inflight -= 1
-            self._audit_egress("mcp_tool_call", refused_before)
+            self._access.audit("mcp_tool_call", refused_before)
             self._last_used = anyio.current_time()
             if self._inflight == 0 and self._idle_wait_unbounded:
                 self._wake.set()  # the owner waits without an idle deadline: the clock starts now
@@ -393,12 +382,12 @@ class ServerConnection:
             self._ready = anyio.Event()
         self._state = "connecting"
         self._lost = False
-        self._refused_at_connect = self._refused
+        self._refused_at_connect = self._access.mark()
         outcome: _Outcome = "stopped"
         scope = self._scope = anyio.CancelScope(deadline=anyio.current_time() + settings.connect_timeout)
         try:
             with scope:
-                env, headers = await self._resolve_credentials()
+                env, headers = await self._access.resolve()
                 async with open_client(
                     self.server.target,
                     workspace=self._workspace,
@@ -408,7 +397,7 @@ class ServerConnection:
                     mode=settings.protocol_mode,
                     link_holder=links,
                     limits=self.options.limits,
-                    egress=self._egress,
+                    egress=self._access.egress,
                     client_info=_CLIENT_INFO,
                 ) as conn:
                     # Patchbay checks structured results itself (after the call, see call_tool).
@@ -433,7 +422,7 @@ class ServerConnection:
                         # The launcher writes its limit marker after the server's stdout closed.
                         wait_limit = getattr(conn.link, "wait_limit_exceeded", None)
                         self._crash_limit = await wait_limit() if wait_limit is not None else None
-                        self._stderr_tail = conn.stderr_tail(self._known)[-_STDERR_IN_DETAILS:]
+                        self._stderr_tail = conn.stderr_tail(self._access.known)[-_STDERR_IN_DETAILS:]
             if scope.cancelled_caught and self._state == "connecting" and not self._stopping:
                 self._fail_connect(
                     ErrorCode.TIMEOUT, f"connecting took longer than {settings.connect_timeout:g}s", links
@@ -450,7 +439,7 @@ class ServerConnection:
             self._client = None
             self._conn = None
         if outcome == "lost" and links:
-            self._stderr_tail = _tail_of(links[0], self._known) or self._stderr_tail
+            self._stderr_tail = _tail_of(links[0], self._access.known) or self._stderr_tail
         if outcome == "idle":
             self._state = "closed" if self._stopping else "idle"
             self._emit("mcp.server.shutdown", {"server": self.name, "reason": "idle"})
@@ -463,31 +452,6 @@ class ServerConnection:
         elif self._state == "connecting":  # stopped while connecting
             self._state = "closed"
         return outcome
-
-    async def _resolve_credentials(self) -> tuple[dict[str, str] | None, dict[str, str] | None]:
-        """``(env, headers)`` for this connect, resolved now (off the event loop); ``(None, None)``
-        without bindings, so a connector without any never touches the credential store.
-
-        Raises:
-            CredentialUnavailable: ``auth_required`` (a binding cannot be resolved, or no resolver).
-        """
-        bindings = self.server.bindings
-        if not bindings:
-            return None, None
-        if self._credentials is None:
-            raise CredentialUnavailable(
-                f"connector {self.name!r} has credential bindings but the runtime has no credential store",
-                problem="unreadable",
-                ref=bindings[0].ref,
-                binding=bindings[0].describe(),
-                connector=self.name,
-            )
-        resolve = functools.partial(
-            self._credentials.resolve, bindings, connector_id=self.server.connector_id, connector=self.name
-        )
-        resolved = await anyio.to_thread.run_sync(resolve)
-        self._known = resolved.secrets
-        return resolved.env, resolved.headers
 
     async def _serve(self) -> _Outcome:
         while True:
@@ -512,23 +476,8 @@ class ServerConnection:
         await conn.ended.wait()
         self._mark_lost(generation, "the server closed the connection")
 
-    def _observe_egress(self, decision: Any) -> None:
-        if not decision.approved:
-            self._refused += 1
-
-    def _audit_egress(self, note: EgressNote, refused_before: int) -> None:
-        """One egress audit line for the operation that began when ``_refused`` was ``refused_before``."""
-        if self._auditable:
-            self._audit.record(
-                note,
-                connector_id=self.server.connector_id,
-                origin=self._origin,
-                project_id=self._project_id,
-                approved=self._refused == refused_before,
-            )
-
     def _publish(self, conn: ClientConnection, tools: list[ToolSummary]) -> None:
-        self._audit_egress("mcp_connect", self._refused_at_connect)
+        self._access.audit("mcp_connect", self._refused_at_connect)
         self._conn = conn
         self._client = conn.client
         self._generation += 1
@@ -552,14 +501,14 @@ class ServerConnection:
         self._ready.set()
 
     def _fail_connect(self, code: ErrorCode, message: str, links: list[Any]) -> None:
-        self._audit_egress("mcp_connect", self._refused_at_connect)
+        self._access.audit("mcp_connect", self._refused_at_connect)
         limit = getattr(links[0], "limit_exceeded", lambda: None)() if links else None
         if limit:  # e.g. an address-space limit too small for the server to start at all
             message = f"{message} (the server was stopped by its {limit} limit)"
         self.failure = (code, message)
         self._state = "failed"
         if links:
-            self._stderr_tail = _tail_of(links[0], self._known)
+            self._stderr_tail = _tail_of(links[0], self._access.known)
         self._ready.set()
 
     # -- crashes ----------------------------------------------------------------------------
