@@ -369,6 +369,18 @@ class CredentialStore:
 
     # -- resolution ---------------------------------------------------------------------------
 
+    def resolve_values(self, refs: Iterable[str], *, connector_id: str, connector: str | None = None) -> dict[str, str]:
+        """The values of credentials ``refs`` (ids) for ``connector_id``, by id: the same ownership,
+        environment and redaction rules as :meth:`resolve` (used for OAuth client secrets, keys
+        and ID tokens, which are not delivered as an env var or header).
+
+        Raises:
+            CredentialUnavailable: ``auth_required``, as :meth:`resolve`.
+        """
+        bindings = [CredentialBinding(ref=ref, delivery="env", name=f"PATCHBAY_REF_{i}") for i, ref in enumerate(refs)]
+        env = self.resolve(bindings, connector_id=connector_id, connector=connector).env
+        return {binding.ref: env[binding.name] for binding in bindings}
+
     def resolve(
         self, bindings: Iterable[CredentialBinding], *, connector_id: str, connector: str | None = None
     ) -> ResolvedCredentials:

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from patchbay.adapters.credentials import CredentialStore
 from patchbay.adapters.store import Repository
@@ -21,6 +21,7 @@ from patchbay.control.credentials import BindingSpec, CredentialService
 from patchbay.control.options import checked_options as _checked_options
 from patchbay.control.options import merge_runtime_options
 from patchbay.control.probe import Prober
+from patchbay.control.projection import ProjectionReport, Projector
 from patchbay.control.views import ToolsView, ToolView
 from patchbay.core.credentials import BINDINGS_KEY
 from patchbay.core.errors import ConfigError, NotFoundError
@@ -48,6 +49,7 @@ from patchbay.core.validation import validate_http_target, validate_socket_path,
 __all__ = ["ConnectorService", "ToolView", "ToolsView", "merge_runtime_options"]
 
 _DECISIONS = ("allow", "ask", "deny")
+_T = TypeVar("_T")
 
 
 def _real_dir(workspace: Path) -> Path:
@@ -90,6 +92,17 @@ class ConnectorService:
         self.settings = settings
         self.credentials = CredentialService(CredentialStore(settings.home), repository)
         self.prober = prober or Prober(settings, credentials=self.credentials.store)
+        self.projector = Projector(self)
+        self.last_projection: ProjectionReport | None = None
+        """What the re-projection after the last committed mutation wrote or skipped."""
+
+    def _reprojected(self, result: _T, *, project_id: str | None = None) -> _T:
+        """``result``, once the workspaces a committed mutation affects are re-projected: every
+        known one, or only ``project_id``'s for a project grant (seed 003 §10.3, §10.5 steps 1–2;
+        :mod:`patchbay.control.projection`). Never raises: a workspace that is gone or cannot be
+        written is skipped and reported in :attr:`last_projection`."""
+        self.last_projection = self.projector.reproject(project_id)
+        return result
 
     # -- connectors -------------------------------------------------------------------------
 
@@ -172,7 +185,7 @@ class ConnectorService:
         self.credentials.store_new(
             connector, records, undo=lambda: self.repository.delete_connector(connector.connector_id)
         )
-        return connector, True
+        return self._reprojected((connector, True))
 
     @staticmethod
     def stdio_target(command: str, args: list[str], *, cwd: str | None, workspace: Path) -> StdioTarget:
@@ -214,7 +227,9 @@ class ConnectorService:
 
     def set_enabled(self, name: str, enabled: bool) -> Connector:
         connector = self.get(name)
-        return self.repository.update_settings(connector.connector_id, connector.settings.revision, enabled=enabled)
+        return self._reprojected(
+            self.repository.update_settings(connector.connector_id, connector.settings.revision, enabled=enabled)
+        )
 
     def update_settings(
         self,
@@ -223,8 +238,14 @@ class ConnectorService:
         approval_mode: str | None = None,
         include_tools: list[str] | None = None,
         exclude_tools: list[str] | None = None,
+        enabled: bool | None = None,
+        expected_revision: int | None = None,
     ) -> Connector:
         """Change global settings; None leaves a field as it is (seed 003 §5.2).
+
+        Args:
+            expected_revision: the settings revision the caller saw (checked even when nothing
+                changes); default the one read now.
 
         Raises:
             ConfigError: ``invalid_config`` for an unknown approval mode or an empty/blank glob.
@@ -232,6 +253,8 @@ class ConnectorService:
         """
         connector = self.get(name)
         changes: dict[str, object] = {}
+        if enabled is not None:
+            changes["enabled"] = enabled
         if approval_mode is not None:
             if approval_mode not in ("ask", "custom", "allow_all"):
                 raise ConfigError("approval_mode", f"must be ask, custom or allow_all; got {approval_mode!r}")
@@ -242,9 +265,10 @@ class ConnectorService:
             if any(not p or not p.strip() or any(ord(ch) < 0x20 for ch in p) for p in patterns):
                 raise ConfigError(field_name, "patterns must be non-empty globs without control characters")
             changes[field_name] = tuple(dict.fromkeys(patterns))
-        if not changes:
+        if not changes and expected_revision is None:
             return connector
-        return self.repository.update_settings(connector.connector_id, connector.settings.revision, **changes)
+        revision = connector.settings.revision if expected_revision is None else expected_revision
+        return self._reprojected(self.repository.update_settings(connector.connector_id, revision, **changes))
 
     def update_runtime_options(
         self,
@@ -285,7 +309,7 @@ class ConnectorService:
                 self.repository.update_connector(connector.connector_id, expected_revision)
             return connector
         revision = connector.revision if expected_revision is None else expected_revision
-        return self._write_config(connector, revision, config)
+        return self._reprojected(self._write_config(connector, revision, config))
 
     def _write_config(self, connector: Connector, revision: int, config: dict[str, Any]) -> Connector:
         """Store a new ``runtime_config`` under the revision lock; a fresh tool cache moves along,
@@ -326,13 +350,14 @@ class ConnectorService:
         """
         connector = self.get(name)
         revision = connector.revision if expected_revision is None else expected_revision
-        return self.credentials.rebind(
+        rebound = self.credentials.rebind(
             connector,
             bindings,
             unset,
             write=lambda config: self._write_config(connector, revision, config),
             dry_run=dry_run,
         )
+        return rebound if dry_run else self._reprojected(rebound)
 
     def effective_runtime_options(self, connector: Connector) -> RuntimeOptions:
         """The options a runtime of this process would apply: unset timeouts filled from settings.
@@ -356,7 +381,7 @@ class ConnectorService:
         connector = self.get(name)
         self.repository.delete_connector(connector.connector_id)
         self.credentials.delete_owned(connector.connector_id)
-        return connector
+        return self._reprojected(connector)
 
     # -- projects and grants ----------------------------------------------------------------
 
@@ -382,19 +407,22 @@ class ConnectorService:
         verdict = cast(GrantDecision, decision)
         if project is None:
             self.repository.set_global_grant(connector.connector_id, tool, decision)
-            return ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=verdict)
+            return self._reprojected(ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=verdict))
         prj = self.project(project)
         self.repository.set_project_grant(prj.project_id, connector.connector_id, tool, decision)
-        return ToolGrant(
-            connector_id=connector.connector_id, tool_name=tool, decision=verdict, project_id=prj.project_id
+        return self._reprojected(
+            ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=verdict, project_id=prj.project_id),
+            project_id=prj.project_id,
         )
 
     def clear_grant(self, name: str, tool: str, *, project: Path | None = None) -> bool:
         """Remove a grant so the tool inherits again (seed 003 §20.2); False if there was none."""
         connector = self.get(name)
         if project is None:
-            return self.repository.clear_global_grant(connector.connector_id, tool)
-        return self.repository.clear_project_grant(self.project(project).project_id, connector.connector_id, tool)
+            return self._reprojected(self.repository.clear_global_grant(connector.connector_id, tool))
+        prj = self.project(project)
+        cleared = self.repository.clear_project_grant(prj.project_id, connector.connector_id, tool)
+        return self._reprojected(cleared, project_id=prj.project_id)
 
     # -- cache and probe --------------------------------------------------------------------
 
@@ -414,18 +442,20 @@ class ConnectorService:
             return None, "stale"
         return entry, "fresh"
 
-    async def probe(self, name: str, *, workspace: Path) -> ProbeResult:
+    async def probe(self, name: str, *, workspace: Path, **login: Any) -> ProbeResult:
         """Run a real connect probe (seed 003 §9) and cache the catalog when it is ready.
 
         Args:
             workspace: the canonical workspace root (see :meth:`project`); stdio servers run there.
+            login: ``authorizer``, ``verify``, ``login_timeout`` for an OAuth login
+                (:meth:`patchbay.control.oauth.OAuthService.login`; see :meth:`Prober.probe`).
         """
         connector = self.get(name)
         try:  # the egress audit names the project the probe ran for (seed 003 §14.2)
             project_id: str | None = self.project(workspace).project_id
         except ConfigError:
             project_id = None  # not a directory: the probe reports it (stdio), or needs none (remote)
-        result = await self.prober.probe(connector, workspace=workspace, project_id=project_id)
+        result = await self.prober.probe(connector, workspace=workspace, project_id=project_id, **login)
         if result.state == "ready":
             now = _now_ms()
             self.repository.replace_tool_cache(
@@ -440,6 +470,7 @@ class ConnectorService:
                     expires_at=now + int(self.settings.tool_cache_ttl * 1000),
                 )
             )
+            self._reprojected(None)  # the snapshots carry the cached catalog
         return result
 
     # -- effective decisions ----------------------------------------------------------------
@@ -500,13 +531,14 @@ class ConnectorService:
             project_grant=project_grants.get(tool.name),
         )
 
-    def runtime_config(self, workspace: Path) -> RuntimeConfig:
+    def runtime_config(self, workspace: Path | Project) -> RuntimeConfig:
         """What a runtime for ``workspace`` may load: enabled connectors only, with their grants.
 
-        This is the content the projected snapshot will carry (seed 003 §10.3); no secrets: only
-        credential bindings (references), which the runtime resolves when it starts a connector.
+        The input of the projected snapshot (seed 003 §10.3, :mod:`patchbay.control.projection`),
+        raw grants included; no secrets: only credential bindings (references), which the runtime
+        resolves when it starts a connector. ``workspace``: a directory, or its :class:`Project`.
         """
-        prj = self.project(workspace)
+        prj = workspace if isinstance(workspace, Project) else self.project(workspace)
         servers = []
         for connector in self.list():
             if not connector.settings.enabled:
@@ -517,6 +549,7 @@ class ConnectorService:
                     connector_id=connector.connector_id,
                     name=connector.name,
                     target=connector.target,
+                    revision=connector.revision,
                     settings=connector.settings,
                     global_grants={
                         g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-from collections.abc import AsyncIterator
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,10 +36,13 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import httpx2
 import mcp_types as types
 
-from patchbay.adapters.credentials import CredentialResolver
+from patchbay.adapters.credentials import CredentialResolver, CredentialStore
 from patchbay.adapters.egress_audit import EgressAudit, audit_path, target_origin
+from patchbay.adapters.oauth.build import connector_auth
+from patchbay.adapters.oauth.provider import AUDIT_NOTE, Authorizer
 from patchbay.adapters.transports import EgressBlocked, EgressPolicy, HttpLink, StdioLink, classify, open_client
 from patchbay.adapters.transports.catalog import Catalog, CatalogError, list_catalog
 from patchbay.core.credentials import CredentialUnavailable
@@ -52,6 +56,7 @@ from patchbay.core.models import (
     SocketTarget,
     StdioTarget,
 )
+from patchbay.core.oauth import AuthorizationRequired, oauth_from_config
 from patchbay.core.redaction import redact_known, redact_text, redact_value, registered_secrets
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target
@@ -163,6 +168,9 @@ class Prober:
         env: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
         project_id: str | None = None,
+        authorizer: Authorizer | None = None,
+        verify: Callable[[], Awaitable[None]] | None = None,
+        login_timeout: float = 300.0,
     ) -> ProbeResult:
         """Connect to ``connector`` once, list what it offers, disconnect (seed 003 §9.1 "connect").
 
@@ -177,6 +185,12 @@ class Prober:
                 tail, the message, the server info and the listed tools and resources.
             headers: resolved extra HTTP headers for a remote server (same treatment).
             project_id: the project the probe runs for, named in its egress audit line.
+            authorizer / verify / login_timeout: for a connector with OAuth settings
+                (``runtime_config["oauth"]``, seed 003 §11.2): the probe authorizes with its stored
+                grant (refreshing it when due); with an ``authorizer`` a missing grant starts a
+                login (the probe deadline is lifted once a person is involved; the login waits
+                ``login_timeout`` seconds and ``verify`` may refuse the callback), without one it
+                ends with ``auth_required``/``auth_expired``.
 
         Every HTTP/SSE request goes through the egress guard with the connector's
         ``allow_private`` option (``network_blocked`` when refused; nothing is sent), and every
@@ -206,7 +220,12 @@ class Prober:
         """
         async with self._exclusive(connector.connector_id), self._slots():
             return await self._probe_now(
-                connector, workspace=workspace, env=env, headers=headers, project_id=project_id
+                connector,
+                workspace=workspace,
+                env=env,
+                headers=headers,
+                project_id=project_id,
+                login=(authorizer, verify, login_timeout),
             )
 
     async def _probe_now(
@@ -217,6 +236,7 @@ class Prober:
         env: dict[str, str] | None,
         headers: dict[str, str] | None,
         project_id: str | None = None,
+        login: tuple[Authorizer | None, Callable[[], Awaitable[None]] | None, float] = (None, None, 300.0),
     ) -> ProbeResult:
         settings = self.settings
         started = anyio.current_time()
@@ -269,10 +289,22 @@ class Prober:
         except EgressBlocked as exc:
             return result(None, (ErrorCode.NETWORK_BLOCKED, exc.message), [])
         refused: list[object] = []
-        egress = EgressPolicy(
-            allow_private=connector.runtime_config.get("allow_private") is True,
-            observer=lambda decision: None if decision.approved else refused.append(decision),
-        )
+        audit = EgressAudit(audit_path(settings.home))
+
+        def observe(decision: Any) -> None:
+            if not decision.approved:
+                refused.append(decision)
+            note = decision.request.extensions.get(AUDIT_NOTE)
+            if note is not None:  # one line per OAuth request (seed 003 §14.2)
+                audit.record(
+                    note,
+                    connector_id=connector.connector_id,
+                    origin=decision.origin,
+                    project_id=project_id,
+                    approved=decision.approved,
+                )
+
+        egress = EgressPolicy(allow_private=connector.runtime_config.get("allow_private") is True, observer=observe)
         links: list[Any] = []
         catalog: Catalog | None = None
         failure: tuple[ErrorCode, str] | None = None
@@ -282,11 +314,19 @@ class Prober:
             return links[0].last_status if links and isinstance(links[0], HttpLink) else None
 
         deadline = anyio.CancelScope(deadline=started + settings.probe_connect_timeout)
-        audit = EgressAudit(audit_path(settings.home))
+        authorizer, verify, login_timeout = login
+        if authorizer is not None:
+            show = authorizer
+
+            async def lifted(url: str) -> None:  # a person is involved now: no probe deadline
+                deadline.deadline = math.inf
+                await show(url)
+
+            authorizer = lifted
         try:
             with deadline:
                 try:
-                    async with open_client(
+                    async with self._oauth(connector, egress, authorizer, verify, login_timeout) as auth, open_client(
                         target,
                         workspace=workspace,
                         env=env,
@@ -295,6 +335,7 @@ class Prober:
                         mode=settings.protocol_mode,
                         link_holder=links,
                         egress=egress,
+                        auth=auth,
                         limits=RuntimeOptions.model_validate(connector.runtime_config).limits,
                         client_info=_client_info(),
                     ) as connection:
@@ -342,6 +383,43 @@ class Prober:
             if limit:  # the server died of one of its resource limits (seed 003 addendum 2026-09-04)
                 failure = (failure[0], f"{failure[1]} (the server was stopped by its {limit} limit)")
         return result(catalog if failure is None else None, failure, links)
+
+    @asynccontextmanager
+    async def _oauth(
+        self,
+        connector: Connector,
+        egress: EgressPolicy,
+        authorizer: Authorizer | None,
+        verify: Callable[[], Awaitable[None]] | None,
+        login_timeout: float,
+    ) -> AsyncIterator[httpx2.Auth | None]:
+        """The connector's OAuth provider for this probe (None without OAuth settings).
+
+        Raises:
+            ConfigError / CredentialUnavailable / AuthorizationRequired: classified like any
+                connect failure (``invalid_config``, ``auth_required``).
+        """
+        config = oauth_from_config(connector.runtime_config)
+        if config is None or not isinstance(connector.target, HttpTarget):
+            yield None
+            return
+        if not isinstance(self.credentials, CredentialStore):
+            raise AuthorizationRequired(
+                f"connector {connector.name!r} uses OAuth but the probe has no credential store",
+                details={"connector": connector.name, "reason": "no_credential_store"},
+            )
+        async with connector_auth(
+            connector.target.url,
+            config=config,
+            store=self.credentials,
+            connector_id=connector.connector_id,
+            connector=connector.name,
+            egress=egress,
+            authorizer=authorizer,
+            verify=verify,
+            login_timeout=login_timeout,
+        ) as auth:
+            yield auth
 
     async def _resolve(self, connector: Connector) -> tuple[dict[str, str], dict[str, str]]:
         """``(env, headers)`` of ``connector``'s bindings, resolved off the event loop.

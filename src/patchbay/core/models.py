@@ -366,6 +366,8 @@ class RuntimeServer(_Model):
     connector_id: str
     name: str
     target: ConnectorTarget
+    revision: int = 1
+    """The connector revision this was built from (written into the snapshot, seed 003 §10.3)."""
     settings: ConnectorSettings = ConnectorSettings()
     global_grants: dict[str, GrantDecision] = Field(default_factory=dict)
     """Explicit global grants keyed by the server's original tool name."""

@@ -9,15 +9,21 @@ lines of its connects and tool calls.
 from __future__ import annotations
 
 import functools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx2
 
-from patchbay.adapters.credentials import CredentialResolver
+from patchbay.adapters.credentials import CredentialResolver, CredentialStore
 from patchbay.adapters.egress_audit import EgressAudit, EgressNote, audit_path, target_origin
+from patchbay.adapters.oauth.build import connector_auth
+from patchbay.adapters.oauth.provider import AUDIT_NOTE, Authorizer
 from patchbay.adapters.transports import EgressBlocked, EgressPolicy
 from patchbay.core.credentials import CredentialUnavailable
-from patchbay.core.models import RuntimeServer
+from patchbay.core.models import HttpTarget, RuntimeServer
+from patchbay.core.oauth import AuthorizationRequired, oauth_from_config
 from patchbay.core.settings import Settings
 
 __all__ = ["ConnectorAccess"]
@@ -97,6 +103,53 @@ class ConnectorAccess:
         self.known = resolved.secrets
         return resolved.env, resolved.headers
 
+    @asynccontextmanager
+    async def oauth(
+        self, authorizer: Authorizer | None = None, *, login_timeout: float = 300.0
+    ) -> AsyncIterator[httpx2.Auth | None]:
+        """The connector's OAuth provider for one connection (None when it does not use OAuth).
+
+        Args:
+            authorizer: shows an authorization URL to a person; None: a missing or refused grant
+                fails with ``auth_required``/``auth_expired`` instead of starting a login.
+            login_timeout: seconds a login waits for the browser.
+
+        Raises:
+            CredentialUnavailable / AuthorizationRequired: ``auth_required`` (no credential store,
+                an unresolvable secret reference, no authorization server).
+        """
+        server = self._server
+        config = oauth_from_config(server.runtime_config)
+        if config is None or not isinstance(server.target, HttpTarget):
+            yield None
+            return
+        if not isinstance(self._credentials, CredentialStore):
+            raise AuthorizationRequired(
+                f"connector {server.name!r} uses OAuth but the runtime has no credential store",
+                details={"connector": server.name, "reason": "no_credential_store"},
+            )
+        async with connector_auth(
+            server.target.url,
+            config=config,
+            store=self._credentials,
+            connector_id=server.connector_id,
+            connector=server.name,
+            egress=self.egress,
+            authorizer=authorizer,
+            login_timeout=login_timeout,
+        ) as auth:
+            yield auth
+
     def _observe(self, decision: Any) -> None:
         if not decision.approved:
             self._refused += 1
+        note = decision.request.extensions.get(AUDIT_NOTE)
+        if note is not None:
+            # One line per OAuth request, naming the server it went to (seed 003 §14.2).
+            self._audit.record(
+                note,
+                connector_id=self._server.connector_id,
+                origin=decision.origin,
+                project_id=self._project_id,
+                approved=decision.approved,
+            )

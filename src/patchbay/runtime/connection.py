@@ -59,12 +59,14 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from patchbay.adapters.credentials import CredentialResolver
+from patchbay.adapters.oauth.provider import Authorizer
 from patchbay.adapters.transports import ClientConnection, classify, open_client
 from patchbay.adapters.transports.catalog import list_catalog
 from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
 from patchbay.core.models import RuntimeServer, ToolSummary
 from patchbay.core.settings import Settings
 from patchbay.runtime.access import ConnectorAccess
+from patchbay.runtime.hooks import HostHooks
 from patchbay.runtime.output_schema import check_tool_result, turn_off_sdk_output_validation
 
 __all__ = ["ConnectionState", "ServerConnection"]
@@ -99,6 +101,8 @@ class ServerConnection:
             A binding that cannot be resolved fails the connect with ``auth_required`` (only
             this connection; it is retried like any failed connect).
         project_id: the runtime's project, named in the egress audit lines.
+        hooks: the host's authorizer (an OAuth login may then reach a person; the connect
+            deadline is lifted while one is under way) and elicitation handler.
 
     Egress (seed 003 §14.2): every HTTP/SSE request goes through the egress guard with the
     connector's ``allow_private`` option; each connect attempt and each tool call appends one
@@ -119,6 +123,7 @@ class ServerConnection:
         on_catalog: OnCatalog | None = None,
         credentials: CredentialResolver | None = None,
         project_id: str | None = None,
+        hooks: HostHooks | None = None,
     ):
         self.server = server
         self.name = server.name
@@ -129,6 +134,7 @@ class ServerConnection:
         self._emit_event = emit
         self._on_catalog = on_catalog
         self._access = ConnectorAccess(server, settings, credentials, project_id)
+        self._hooks = hooks or HostHooks()
         self._refused_at_connect = 0
         self.request_timeout = self.options.request_timeout or settings.request_timeout
         self.max_call_seconds = self.options.max_call_seconds or settings.max_call_seconds
@@ -388,7 +394,7 @@ class ServerConnection:
         try:
             with scope:
                 env, headers = await self._access.resolve()
-                async with open_client(
+                async with self._access.oauth(self._authorizer(scope)) as auth, open_client(
                     self.server.target,
                     workspace=self._workspace,
                     env=env,
@@ -398,7 +404,9 @@ class ServerConnection:
                     link_holder=links,
                     limits=self.options.limits,
                     egress=self._access.egress,
+                    auth=auth,
                     client_info=_CLIENT_INFO,
+                    **self._hooks.client_kwargs(),
                 ) as conn:
                     # Patchbay checks structured results itself (after the call, see call_tool).
                     turn_off_sdk_output_validation(conn.client.session)
@@ -452,6 +460,18 @@ class ServerConnection:
         elif self._state == "connecting":  # stopped while connecting
             self._state = "closed"
         return outcome
+
+    def _authorizer(self, scope: anyio.CancelScope) -> Authorizer | None:
+        """The host's authorizer, lifting the connect deadline while a person is involved."""
+        authorizer = self._hooks.authorizer
+        if authorizer is None:
+            return None
+
+        async def authorize(url: str) -> None:
+            scope.deadline = math.inf
+            await authorizer(url)
+
+        return authorize
 
     async def _serve(self) -> _Outcome:
         while True:

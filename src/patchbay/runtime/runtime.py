@@ -41,6 +41,7 @@ import pydantic
 from anyio.abc import TaskGroup
 
 from patchbay.adapters.credentials import CredentialResolver, CredentialStore
+from patchbay.adapters.oauth.provider import Authorizer
 from patchbay.core.errors import ConfigError, FailureReason, PatchbayError, ToolCallError, ValidationError
 from patchbay.core.models import GrantDecision, RuntimeConfig, RuntimeServer
 from patchbay.core.names import (
@@ -54,6 +55,7 @@ from patchbay.core.validation import validate_tool_arguments
 from patchbay.runtime.calls import CallEvents, ToolCallResult, local_result, mcp_result, tool_error
 from patchbay.runtime.connection import ServerConnection
 from patchbay.runtime.events import EventLog, new_session_id, session_log_path
+from patchbay.runtime.hooks import ElicitationHandler, HostHooks
 from patchbay.runtime.output_guard import GUARD_IN_THREAD_BYTES, OutputGuard, rough_size
 from patchbay.runtime.permissions import Approver, PermissionEngine, Resolution
 from patchbay.runtime.router import Route, ToolRouter
@@ -128,6 +130,12 @@ class Runtime:
             connectors this runtime actually starts are resolved; one whose binding cannot be
             resolved fails with ``mcp_server_unavailable`` (``details["code"] == "auth_required"``)
             and the others run on.
+        authorizer: ``await authorizer(url)`` brings a person's browser to an OAuth authorization
+            URL (seed 003 §11.2); with it, a connector that needs a login (or more scope) gets one
+            during its connect or call; without it, such a connector fails with ``auth_required``
+            / ``auth_expired`` (``details["code"]``) and the others run on.
+        elicitation_handler: answers servers' ``elicitation/create`` requests
+            (``await handler(params) -> ElicitResult``); without it they are refused.
 
     Raises:
         ValidationError: ``validation_error`` for a bad ``session_id`` or local tool name.
@@ -150,8 +158,11 @@ class Runtime:
         local_tools: Mapping[str, LocalTool] | None = None,
         allowed_tools: Iterable[str] | None = None,
         credentials: CredentialResolver | None = None,
+        authorizer: Authorizer | None = None,
+        elicitation_handler: ElicitationHandler | None = None,
     ):
         self.config = config
+        self._hooks = HostHooks(authorizer=authorizer, elicitation=elicitation_handler)
         self.settings = settings
         self._credentials = credentials if credentials is not None else CredentialStore(settings.home)
         self._session_id = session_id if session_id is not None else new_session_id()
@@ -224,6 +235,7 @@ class Runtime:
                     on_catalog=self._catalog_changed,
                     credentials=self._credentials,
                     project_id=self.config.project_id,
+                    hooks=self._hooks,
                 )
                 for name, server in self._servers.items()
             }

@@ -92,7 +92,8 @@ def test_a_project_allow_cannot_lift_a_global_deny(run, workspace: Path) -> None
     tool = next(t for t in view["tools"] if t["name"] == "get_current_time")
     assert (tool["decision"], tool["source"]) == ("deny", "global_deny")
     denied = run("call", "mcp.time.get_current_time", '{"timezone": "UTC"}', "--yes", "--project", str(workspace))
-    assert denied.exit_code == 1 and "error[permission_denied]" in denied.stderr
+    # The snapshot excludes a denied tool (seed 003 §10.3): the runtime never lists or sends it.
+    assert denied.exit_code == 1 and "error[unknown_tool]" in denied.stderr and "global deny" in denied.stderr
 
     cleared = run("grant", "time", "get_current_time", "--clear")
     assert cleared.exit_code == 0 and "note:" not in cleared.stderr

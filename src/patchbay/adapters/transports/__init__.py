@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 from mcp import Client
 from mcp.client._transport import TransportStreams
 
@@ -74,11 +75,12 @@ async def open_link(
     stderr_tail_bytes: int = 16 * 1024,
     limits: ResourceLimits | None = None,
     egress: EgressPolicy | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[Link]:
     """Open the transport for ``target`` (no MCP handshake yet).
 
     ``limits`` apply to stdio only; ``egress`` (the connector's egress policy, default: no
-    private addresses) to HTTP/SSE only -- see :func:`open_client`.
+    private addresses) and ``auth`` (its OAuth provider) to HTTP/SSE only -- see :func:`open_client`.
     """
     if isinstance(target, StdioTarget):
         async with open_stdio(
@@ -90,7 +92,7 @@ async def open_link(
         ) as link:
             yield link
     elif isinstance(target, HttpTarget):
-        async with open_http(target, headers=headers, egress=egress) as link:
+        async with open_http(target, headers=headers, egress=egress, auth=auth) as link:
             yield link
     elif isinstance(target, SocketTarget):
         async with open_socket(target) as link:
@@ -116,6 +118,7 @@ async def open_client(
     link_holder: list[Link] | None = None,
     limits: ResourceLimits | None = None,
     egress: EgressPolicy | None = None,
+    auth: httpx2.Auth | None = None,
     **client_kwargs: Any,
 ) -> AsyncIterator[ClientConnection]:
     """Open the transport and run the MCP handshake; yield the connected client.
@@ -132,6 +135,7 @@ async def open_client(
             ``EgressPolicy(allow_private=options.allow_private)``; default ``EgressPolicy()``
             refuses loopback, private and other non-public addresses. Ignored for stdio and
             sockets (their own traffic cannot be guarded).
+        auth: the connector's OAuth provider (HTTP/SSE only; see :mod:`patchbay.adapters.oauth`).
         client_kwargs: passed to ``mcp.Client`` (callbacks, ``read_timeout_seconds``, ...).
 
     Raises:
@@ -147,6 +151,7 @@ async def open_client(
         stderr_tail_bytes=stderr_tail_bytes,
         limits=limits,
         egress=egress,
+        auth=auth,
     ) as link:
         if link_holder is not None:
             link_holder.append(link)

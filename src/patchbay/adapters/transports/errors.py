@@ -94,6 +94,9 @@ def classify(exc: BaseException, *, http_status: int | None = None) -> tuple[Err
     """
     leaves = [leaf for leaf in leaf_exceptions(exc) if not _is_cancellation(leaf)] or leaf_exceptions(exc)
     leaves = [_blocked_cause(leaf) or leaf for leaf in leaves]
+    for leaf in leaves:  # an authorization verdict of Patchbay's own says more than the status
+        if isinstance(leaf, PatchbayError) and leaf.code in (ErrorCode.AUTH_REQUIRED, ErrorCode.AUTH_EXPIRED):
+            return leaf.code, leaf.message
     if http_status in (401, 403):
         return ErrorCode.AUTH_REQUIRED, f"the server answered HTTP {http_status}: authorization is required"
     ranked = sorted(((_code_of(leaf, http_status), leaf) for leaf in leaves), key=lambda pair: _PRIORITY.index(pair[0]))

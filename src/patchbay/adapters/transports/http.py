@@ -46,6 +46,7 @@ async def open_http(
     *,
     headers: dict[str, str] | None = None,
     egress: EgressPolicy | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[HttpLink]:
     """Open ``target`` with the SDK's Streamable HTTP or SSE client, behind the egress guard.
 
@@ -53,6 +54,9 @@ async def open_http(
         headers: extra request headers (resolved credential values arrive here, never stored).
         egress: the connector's egress policy; default :class:`EgressPolicy` ``()``: private,
             loopback and other non-public addresses are refused (seed 003 §14.2).
+        auth: an ``httpx2.Auth`` for every request (the connector's OAuth provider,
+            :mod:`patchbay.adapters.oauth`); one with ``bind_guard`` is given this connection's
+            guard, so its discovery and token requests are guarded and audited too.
 
     Connect failures surface from the SDK (``httpx2.ConnectError`` and friends, possibly inside
     an ``ExceptionGroup``); a refused request is
@@ -65,6 +69,9 @@ async def open_http(
     guard = EgressGuard(egress or EgressPolicy(), origins=[target.url])
     timeout = httpx2.Timeout(_CONNECT_TIMEOUT, read=_STREAM_READ_TIMEOUT)
     link = HttpLink(streams=None, url=target.url, guard=guard)
+    bind_guard = getattr(auth, "bind_guard", None)
+    if bind_guard is not None:
+        bind_guard(guard)
 
     async def remember_status(response: httpx2.Response) -> None:
         link.last_status = response.status_code
@@ -77,11 +84,12 @@ async def open_http(
             timeout=_CONNECT_TIMEOUT,
             sse_read_timeout=_STREAM_READ_TIMEOUT,
             httpx_client_factory=factory,
+            auth=auth,
         ) as streams:
             link.streams = streams
             yield link
         return
-    async with factory(headers=headers, timeout=timeout) as http_client:
+    async with factory(headers=headers, timeout=timeout, auth=auth) as http_client:
         async with streamable_http_client(target.url, http_client=http_client) as streams:
             link.streams = streams
             yield link

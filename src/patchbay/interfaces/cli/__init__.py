@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 
 from patchbay.core.redaction import RedactingFilter
-from patchbay.interfaces.cli import connectors, credentials, governed
+from patchbay.interfaces.cli import auth, connectors, credentials, governed
 from patchbay.interfaces.cli._context import state
 
 __all__ = ["app", "configure_logging", "main"]
@@ -30,6 +30,7 @@ app = typer.Typer(
 )
 app.add_typer(connectors.app, name="connector")
 app.add_typer(credentials.app, name="credential")
+app.add_typer(auth.app, name="auth")
 app.command("probe")(governed.probe)
 app.command("tools")(governed.tools)
 app.command("grant")(governed.grant)

@@ -184,10 +184,13 @@ def call(
 ) -> None:
     """Call a tool through the governed path; asks on the terminal when the decision is ask."""
     from patchbay.runtime import Runtime
+    from patchbay.runtime.snapshot import load_snapshot
 
     args = _parse_arguments(arguments)
     service = state.service()
-    config = service.runtime_config(project)
+    prj = service.project(project)
+    service.projector.project(prj)  # the runtime loads only the projected snapshot (seed 003 §10.2)
+    config = load_snapshot(prj.path, project_id=prj.project_id)
     approver = _yes if yes else (_terminal_approver() if sys.stdin.isatty() and sys.stderr.isatty() else None)
 
     async def run() -> Any:
@@ -199,7 +202,7 @@ def call(
 
     session_id, result, failure = anyio.run(run)
     if failure is not None:
-        _explain_disabled(service, tool, failure)
+        _explain_disabled(service, tool, failure, project)
         if as_json:
             emit_json({"session_id": session_id, "error": failure.to_dict()})
         else:
@@ -260,11 +263,12 @@ def _parse_arguments(text: str | None) -> dict[str, Any]:
     return validate_tool_arguments(value)
 
 
-def _explain_disabled(service: Any, tool: str, failure: ToolCallError) -> None:
-    """An ``unknown_tool`` failure for a connector that exists but is disabled says so."""
+def _explain_disabled(service: Any, tool: str, failure: ToolCallError, project: Path) -> None:
+    """An ``unknown_tool`` failure for a connector that exists but is disabled says so; so does one
+    for a tool the snapshot hides because a grant denies it (seed 003 §10.3: Deny is excluded)."""
     if failure.reason != "unknown_tool" or not tool.startswith("mcp."):
         return
-    name = tool[4:].partition(".")[0]
+    name, _, original = tool[4:].partition(".")
     try:
         connector = service.get(name)
     except PatchbayError:
@@ -272,6 +276,15 @@ def _explain_disabled(service: Any, tool: str, failure: ToolCallError) -> None:
     if not connector.settings.enabled:
         failure.message = f"connector {name!r} is disabled; enable it with: patchbay connector enable {name}"
         failure.details["connector"] = name
+        return
+    try:
+        view = next((t for t in service.tools(name, project=project).tools if t.name == original), None)
+    except PatchbayError:
+        return
+    if view is not None and view.decision == "deny":
+        why = view.source.replace("_", " ")
+        failure.message = f"{tool} is not in this workspace's runtime: {why} (see: patchbay tools {name} --project {project})"
+        failure.details.update(connector=name, source=view.source)
 
 
 @handle_errors

@@ -1,0 +1,22 @@
+"""OAuth 2.1 for remote connectors, on the SDK's providers (seed 003 §11.2).
+
+:mod:`.storage` keeps tokens in the CredentialStore; :mod:`.callback` is the loopback redirect
+endpoint; :mod:`.provider` runs the SDK's providers behind the egress guard; :mod:`.build` picks
+and builds the provider for a connector's :class:`~patchbay.core.oauth.OAuthConfig`.
+"""
+
+from patchbay.adapters.oauth.callback import STATE_TTL, AuthorizationFailed, LoopbackCallback
+from patchbay.adapters.oauth.provider import AUDIT_NOTE, Authorizer, PatchbayOAuthProvider
+from patchbay.adapters.oauth.storage import BundleStorage, bundle_of, find_bundle
+
+__all__ = [
+    "AUDIT_NOTE",
+    "STATE_TTL",
+    "AuthorizationFailed",
+    "Authorizer",
+    "BundleStorage",
+    "LoopbackCallback",
+    "PatchbayOAuthProvider",
+    "bundle_of",
+    "find_bundle",
+]

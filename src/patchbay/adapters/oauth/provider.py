@@ -1,0 +1,503 @@
+"""The SDK's OAuth providers, run behind Patchbay's egress guard and token rules (seed 003 §11.2).
+
+Every provider here is the SDK's own (``OAuthClientProvider`` for authorization code + PKCE S256,
+``ClientCredentialsOAuthProvider``, ``PrivateKeyJWTOAuthProvider``,
+``IdentityAssertionOAuthProvider``): discovery (protected-resource and authorization-server
+metadata), the strict issuer check, dynamic client registration or CIMD, PKCE, RFC 8707
+``resource``, scope selection and step-up are the SDK's. What :class:`GuardedFlow` adds around
+their flow, request by request:
+
+* **Egress**: the OAuth requests go through the connection's :class:`EgressGuard` like every
+  other request. The guard is opened for the MCP endpoint's origin only; an OAuth request may
+  also reach the authorization server the protected-resource metadata names (and the pinned one
+  only, once a grant exists) and the endpoints of that server's issuer-checked metadata --
+  nothing else. Each OAuth request is tagged for the egress audit (``mcp_oauth_discovery`` for
+  metadata GETs, ``mcp_oauth_token`` for registration, token, refresh and revocation POSTs).
+* **Pinning**: a grant is bound to the connector URL's origin (the storage ignores a bundle of
+  another origin) and to the authorization server that issued it: a different server in the
+  metadata voids the grant (a runtime then reports ``auth_required``).
+* **No surprise logins**: without an :data:`Authorizer` (a runtime with nobody to ask) a 401 or a
+  step-up 403 raises :class:`~patchbay.core.oauth.AuthorizationRequired` /
+  :class:`~patchbay.core.oauth.AuthorizationExpired` instead of starting a login; with one, at
+  most ``max_authorizations`` logins happen per connection (the SDK itself has no cap).
+* **Refresh**: single-flight per credential (one lock per connector per event loop; the store is
+  read again under it, so a refresh done meanwhile is reused); a refused refresh token
+  (``invalid_grant``) voids the grant (``needs_auth``); a transient failure (HTTP 429/5xx, a
+  network error) keeps it. A stored token's expiry survives restarts, so an expired token is
+  refreshed rather than sent.
+* **2025-03-26 servers**: without protected-resource metadata the SDK reads the server origin's
+  authorization-server metadata and insists its ``issuer`` be that origin; 2025-03-26 servers
+  commonly publish an issuer under a path of the same origin (``https://host/oauth``). The
+  metadata came from the MCP server itself, so Patchbay accepts an issuer on the *same origin*
+  as that origin (and pins the published one); any other issuer is still refused.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import httpx2
+from anyio.lowlevel import RunVar
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider, PrivateKeyJWTOAuthProvider
+from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
+from mcp.client.auth.utils import extract_field_from_www_auth
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthMetadata
+
+from patchbay.adapters.oauth.callback import LoopbackCallback
+from patchbay.adapters.oauth.storage import BundleStorage
+from patchbay.adapters.transports.egress import EgressGuard, origin_of
+from patchbay.core.errors import ErrorCode, ProbeError
+from patchbay.core.oauth import AuthorizationExpired, AuthorizationRequired, OAuthConfig, url_origin
+
+__all__ = [
+    "AUDIT_NOTE",
+    "Authorizer",
+    "GuardedAssertionProvider",
+    "GuardedClientCredentials",
+    "GuardedFlow",
+    "GuardedPrivateKeyJWT",
+    "PatchbayOAuthProvider",
+]
+
+Authorizer = Callable[[str], Awaitable[None]]
+"""``await authorizer(authorization_url)``: get a person's browser to that URL (open it, print it,
+or -- in a headless test -- fetch it). The loopback callback receives the result."""
+
+AUDIT_NOTE = "patchbay.egress_note"
+"""``request.extensions`` key naming an OAuth request's egress-audit note."""
+
+MAX_AUTHORIZATIONS = 3
+"""Logins one connection may start (a server that keeps asking for more scope is given up on)."""
+
+_REFRESH_LOCKS: RunVar[dict[str, anyio.Lock]] = RunVar("patchbay_oauth_refresh_locks")
+
+
+def _refresh_lock(key: str) -> anyio.Lock:
+    try:
+        locks = _REFRESH_LOCKS.get()
+    except LookupError:
+        locks = {}
+        _REFRESH_LOCKS.set(locks)
+    return locks.setdefault(key, anyio.Lock())
+
+
+def _oauth_error(body: bytes) -> str | None:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    return error if isinstance(error, str) else None
+
+
+class GuardedFlow:
+    """Mixin over an SDK provider's ``_auth_flow``: egress permits and audit tags (see module doc).
+
+    Subclasses list the origins their OAuth requests may reach in :meth:`_trusted_origins`.
+    """
+
+    _guard: EgressGuard | None = None
+    connector: str = ""
+
+    def bind_guard(self, guard: EgressGuard) -> None:
+        """Attach the connection's guard (done by the HTTP transport when it opens)."""
+        self._guard = guard
+
+    def _trusted_origins(self) -> set[str]:
+        return set()
+
+    def _prepare(self, outgoing: httpx2.Request) -> None:
+        """Tag an OAuth request for the audit and open the guard for its origin when trusted."""
+        outgoing.extensions[AUDIT_NOTE] = "mcp_oauth_discovery" if outgoing.method == "GET" else "mcp_oauth_token"
+        if self._guard is None:
+            return
+        try:
+            origin = origin_of(outgoing.url)
+        except ProbeError:
+            return  # the guard refuses it when it is sent
+        if origin not in self._guard.origins and origin in self._trusted_origins():
+            self._guard.permit(str(outgoing.url))
+
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        flow = super()._auth_flow(request)  # type: ignore[misc]
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                if outgoing is not request:
+                    self._prepare(outgoing)
+                response = yield outgoing
+                response = await self._inspect(request, outgoing, response)
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
+    async def _inspect(
+        self, request: httpx2.Request, outgoing: httpx2.Request, response: httpx2.Response
+    ) -> httpx2.Response:
+        """Look at (and possibly replace) a response before the SDK's flow sees it."""
+        return response
+
+
+def _metadata_origins(metadata: Any) -> set[str]:
+    origins = set()
+    for name in ("token_endpoint", "registration_endpoint", "revocation_endpoint"):
+        value = getattr(metadata, name, None) if metadata is not None else None
+        if value:
+            origins.add(url_origin(str(value)))
+    return origins
+
+
+class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
+    """Authorization code + PKCE S256 for one connector (the SDK's ``OAuthClientProvider``).
+
+    Args:
+        server_url: the connector's URL (the protected resource).
+        config: the connector's :class:`OAuthConfig` (``grant="authorization_code"``).
+        storage: the connector's :class:`BundleStorage`.
+        connector: the connector's name (messages).
+        authorizer: shows the authorization URL to a person; None: a login is never started
+            (``auth_required``/``auth_expired`` instead).
+        callback: the running :class:`LoopbackCallback` (required with an authorizer).
+        client_secret: the resolved secret of a pre-registered client, if any.
+        max_authorizations: logins this provider may start (default 3).
+        login_timeout: seconds to wait for the browser to come back (≤ 600).
+
+    Raises (from requests it authorizes, wrapped by httpx2/the SDK):
+        AuthorizationRequired: ``auth_required``: no grant and no authorizer, the authorization
+            server changed, or too many logins.
+        AuthorizationExpired: ``auth_expired``: the grant was refused and no authorizer.
+        AuthorizationFailed: ``auth_required``: the user or the server refused, or timeout.
+        mcp.client.auth.OAuthFlowError / OAuthTokenError / OAuthRegistrationError: the SDK's.
+    """
+
+    def __init__(
+        self,
+        server_url: str,
+        *,
+        config: OAuthConfig,
+        storage: BundleStorage,
+        connector: str,
+        authorizer: Authorizer | None = None,
+        callback: LoopbackCallback | None = None,
+        client_secret: str | None = None,
+        max_authorizations: int = MAX_AUTHORIZATIONS,
+        login_timeout: float = 300.0,
+    ):
+        if authorizer is not None and callback is None:
+            raise ValueError("an authorizer needs a running LoopbackCallback")
+        redirect_uri = callback.redirect_uri if callback is not None else "http://127.0.0.1/callback"
+        metadata = OAuthClientMetadata(
+            redirect_uris=[redirect_uri],  # type: ignore[list-item]
+            client_name="Patchbay",
+            scope=config.scope,
+            token_endpoint_auth_method="none" if config.client_id is None else None,
+        )
+        super().__init__(
+            server_url,
+            metadata,
+            storage,  # type: ignore[arg-type]
+            redirect_handler=self._show if authorizer is not None else None,
+            callback_handler=self._wait if authorizer is not None else None,
+            client_metadata_url=config.client_metadata_url,
+        )
+        self.config = config
+        self.storage = storage
+        self.connector = connector
+        self._authorizer = authorizer
+        self._callback = callback
+        self._client_secret = client_secret
+        self._max_authorizations = max_authorizations
+        self._login_timeout = login_timeout
+        self.authorizations = 0
+        """Logins started by this provider."""
+        self._pinned: str | None = None
+        self._restored = False
+        self._legacy_issuer: str | None = None
+        self._refresh_key = f"{storage.store.path}:{storage.connector_id}"
+
+    # -- loading ----------------------------------------------------------------------------
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        self.context.token_expiry_time = self.storage.expires_at
+        self._pinned = await self.storage.pinned_issuer()
+        if self.context.oauth_metadata is None and self._pinned is not None:
+            # The token endpoint of the pinned server, so a refresh after a restart goes there
+            # (the SDK alone would fall back to the resource origin's /token).
+            stored = await self.storage.pinned_metadata()
+            if stored is not None:
+                self.context.oauth_metadata = OAuthMetadata.model_validate(stored)
+                self._restored = True
+        if self.config.client_id is not None:
+            # A pre-registered client always wins over anything stored (seed 003 §11.2).
+            method = self.config.token_endpoint_auth or ("client_secret_basic" if self._client_secret else "none")
+            self.context.client_info = OAuthClientInformationFull(
+                client_id=self.config.client_id,
+                client_secret=self._client_secret,
+                token_endpoint_auth_method=method,
+                redirect_uris=self.context.client_metadata.redirect_uris,
+                issuer=self.config.issuer or self._pinned,
+            )
+        elif (
+            self.context.client_info is not None
+            and self._callback is not None
+            and self.context.client_info.client_id != self.config.client_metadata_url
+            and self._callback.redirect_uri not in [str(u) for u in self.context.client_info.redirect_uris or []]
+        ):
+            # Registered for another loopback port: register again rather than send a redirect
+            # URI the server would refuse.
+            self.context.client_info = None
+
+    def _needs_refresh(self) -> bool:
+        return self._initialized and not self.context.is_token_valid() and self.context.can_refresh_token()
+
+    # -- the interactive part ---------------------------------------------------------------
+
+    async def _show(self, authorization_url: str) -> None:
+        self.authorizations += 1
+        if self.authorizations > self._max_authorizations:
+            raise AuthorizationRequired(
+                f"connector {self.connector!r}: gave up after {self._max_authorizations} authorizations "
+                "(the server keeps asking for more)",
+                details={"connector": self.connector, "reason": "too_many_authorizations"},
+            )
+        assert self._callback is not None and self._authorizer is not None
+        self._callback.expect(authorization_url)
+        await self._authorizer(authorization_url)
+
+    async def _wait(self) -> AuthorizationCodeResult:
+        assert self._callback is not None
+        result = await self._callback.wait(self._login_timeout)
+        if self._legacy_issuer is not None and result.iss == self._legacy_issuer:
+            result.iss = str(self.context.oauth_metadata.issuer) if self.context.oauth_metadata else result.iss
+        return result
+
+    # -- the flow ---------------------------------------------------------------------------
+
+    def _trusted_origins(self) -> set[str]:
+        origins = {url_origin(self.context.server_url)}
+        if self.context.auth_server_url:
+            self._check_pin(self.context.auth_server_url)
+            origins.add(url_origin(self.context.auth_server_url))
+        if self.config.issuer:
+            origins.add(url_origin(self.config.issuer))
+        return origins | _metadata_origins(self.context.oauth_metadata)
+
+    def _check_pin(self, server: str) -> None:
+        pinned = self.config.issuer or self._pinned
+        if pinned is None or _same_issuer(pinned, server):
+            return
+        if self._authorizer is None:
+            raise AuthorizationRequired(
+                f"connector {self.connector!r}: its authorization server changed ({url_origin(server)}); "
+                f"log in again with: patchbay auth login {self.connector}",
+                details={"connector": self.connector, "reason": "issuer_changed"},
+            )
+        if self.config.issuer:
+            raise AuthorizationRequired(
+                f"connector {self.connector!r}: the server names an authorization server other than "
+                "the configured issuer",
+                details={"connector": self.connector, "reason": "issuer_mismatch"},
+            )
+        self._pinned = None  # a person is logging in again: the new server is pinned afterwards
+
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if not self._initialized:
+            async with self.context.lock:
+                await self._initialize()
+        refused_token: str | None = None
+        for attempt in range(2):
+            lock = _refresh_lock(self._refresh_key) if self._needs_refresh() or refused_token else None
+            if lock is not None:
+                await lock.acquire()
+            try:
+                if lock is not None:
+                    # Another connection may have refreshed meanwhile: use its tokens if so.
+                    async with self.context.lock:
+                        await self._initialize()
+                    tokens = self.context.current_tokens
+                    if refused_token is not None and tokens is not None and tokens.access_token == refused_token:
+                        self.context.token_expiry_time = 0.0  # the server refused it: refresh first
+                retry = False
+                flow = super()._auth_flow(request)
+                try:
+                    refreshed = False
+                    outgoing = await flow.__anext__()
+                    while True:
+                        response = yield outgoing
+                        if outgoing is not request:
+                            refreshed = refreshed or outgoing.method == "POST"
+                        elif response.status_code == 401 and attempt == 0 and not refreshed and self._refreshable():
+                            retry = True
+                            refused_token = self.context.current_tokens.access_token  # type: ignore[union-attr]
+                            break
+                        elif self._must_stop(response):
+                            raise self._refusal(response)
+                        outgoing = await flow.asend(response)
+                except StopAsyncIteration:
+                    pass
+                finally:
+                    await flow.aclose()
+            finally:
+                if lock is not None:
+                    lock.release()
+            if not retry:
+                break
+        await self._pin_after_login()
+
+    def _refreshable(self) -> bool:
+        tokens = self.context.current_tokens
+        return tokens is not None and bool(tokens.refresh_token) and self.context.client_info is not None
+
+    async def _inspect(
+        self, request: httpx2.Request, outgoing: httpx2.Request, response: httpx2.Response
+    ) -> httpx2.Response:
+        return await self._legacy_metadata(outgoing, response)
+
+    def _must_stop(self, response: httpx2.Response) -> bool:
+        """A challenge the SDK would answer with a login nobody can complete here."""
+        challenged = response.status_code == 401 or (
+            response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope"
+        )
+        return challenged and self._authorizer is None
+
+    def _refusal(self, response: httpx2.Response) -> ProbeError:
+        details = {"connector": self.connector, "status": response.status_code}
+        if response.status_code == 403:
+            return AuthorizationRequired(
+                f"connector {self.connector!r} asks for more scope; grant it with: patchbay auth login {self.connector}",
+                details={**details, "reason": "insufficient_scope"},
+            )
+        if self.context.current_tokens is not None:
+            return AuthorizationExpired(
+                f"connector {self.connector!r}: the server no longer accepts its token; "
+                f"log in again with: patchbay auth login {self.connector}",
+                details={**details, "reason": "token_rejected"},
+            )
+        return AuthorizationRequired(
+            f"connector {self.connector!r} needs authorization: patchbay auth login {self.connector}",
+            details={**details, "reason": "no_grant"},
+        )
+
+    async def _pin_after_login(self) -> None:
+        metadata = self.context.oauth_metadata
+        issuer = self._legacy_issuer or (str(metadata.issuer) if metadata is not None else self.context.auth_server_url)
+        if issuer and self.context.current_tokens is not None and (issuer != self._pinned or not self._restored):
+            await self.storage.pin(issuer, metadata.model_dump(mode="json", exclude_none=True) if metadata else None)
+            self._pinned = issuer
+            self._restored = metadata is not None
+
+    # -- responses the SDK must see differently --------------------------------------------
+
+    async def _legacy_metadata(self, outgoing: httpx2.Request, response: httpx2.Response) -> httpx2.Response:
+        """2025-03-26 layout: accept a same-origin issuer under a path (see module doc)."""
+        if self.context.auth_server_url is not None or outgoing.method != "GET" or response.status_code != 200:
+            return response
+        origin = url_origin(self.context.server_url)
+        if str(outgoing.url) != f"{origin}/.well-known/oauth-authorization-server":
+            return response
+        try:
+            data = json.loads(await response.aread())
+        except ValueError:
+            return response
+        issuer = data.get("issuer") if isinstance(data, dict) else None
+        if not isinstance(issuer, str) or url_origin(issuer) != origin or urlsplit(issuer).path in ("", "/"):
+            return response
+        self._check_pin(issuer)
+        self._legacy_issuer = issuer
+        data["issuer"] = origin
+        return httpx2.Response(
+            200, headers={"content-type": "application/json"}, content=json.dumps(data).encode(), request=outgoing
+        )
+
+    # -- refresh ----------------------------------------------------------------------------
+
+    async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        if response.status_code == 200:
+            return await super()._handle_refresh_response(response)
+        body = await response.aread()
+        error = _oauth_error(body)
+        if response.status_code == 429 or response.status_code >= 500:
+            raise ProbeError(
+                f"connector {self.connector!r}: refreshing its token failed for now "
+                f"(HTTP {response.status_code}); the refresh token is kept",
+                code=ErrorCode.SERVER_CLOSED,
+                details={"connector": self.connector, "status": response.status_code},
+            )
+        used = self.context.current_tokens.refresh_token if self.context.current_tokens else None
+        stored = await self.storage.get_tokens()
+        if stored is not None and stored.refresh_token and stored.refresh_token != used:
+            # Another process rotated the refresh token meanwhile: use its tokens.
+            self.context.current_tokens = stored
+            self.context.token_expiry_time = self.storage.expires_at
+            if self.context.is_token_valid():
+                return True
+        await self.storage.void(error or f"refresh_refused_http_{response.status_code}")
+        self.context.clear_tokens()
+        if self._authorizer is None:
+            raise AuthorizationExpired(
+                f"connector {self.connector!r}: its refresh token was refused ({error or response.status_code}); "
+                f"log in again with: patchbay auth login {self.connector}",
+                details={"connector": self.connector, "reason": error or "refresh_refused"},
+            )
+        return False
+
+
+def _same_issuer(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
+
+
+class _MachineFlow(GuardedFlow):
+    """Shared part of the machine-to-machine providers: the configured issuer is trusted."""
+
+    _issuer: str | None
+
+    def _trusted_origins(self) -> set[str]:
+        origins = {url_origin(self.context.server_url)}  # type: ignore[attr-defined]
+        if self._issuer:
+            origins.add(url_origin(self._issuer))
+        return origins | _metadata_origins(self.context.oauth_metadata)  # type: ignore[attr-defined]
+
+    async def _initialize(self) -> None:
+        await super()._initialize()  # type: ignore[misc]
+        expiry = getattr(self.context.storage, "expires_at", None)  # type: ignore[attr-defined]
+        self.context.token_expiry_time = expiry  # type: ignore[attr-defined]
+
+
+class GuardedClientCredentials(_MachineFlow, ClientCredentialsOAuthProvider):
+    """The SDK's client-credentials provider behind the guard (``grant="client_credentials"``)."""
+
+
+class GuardedPrivateKeyJWT(_MachineFlow, PrivateKeyJWTOAuthProvider):
+    """The SDK's ``private_key_jwt`` client-credentials provider behind the guard."""
+
+
+class GuardedAssertionProvider(GuardedFlow, IdentityAssertionOAuthProvider):
+    """The SDK's SEP-990 identity-assertion provider behind the guard (``cross_app_access``).
+
+    Args (beyond the SDK's): ``idp_origin``: the identity provider's token endpoint origin, whose
+    RFC 8693 exchange runs inside the assertion provider on the same guarded client.
+    """
+
+    def __init__(self, *args: Any, idp_origin: str | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._idp_origin = idp_origin
+
+    def _trusted_origins(self) -> set[str]:
+        origins = {url_origin(self._issuer)}
+        if self._token_endpoint:
+            origins.add(url_origin(self._token_endpoint))
+        return origins
+
+
+def expired(at: float | None) -> bool:
+    """Whether a token expiring at Unix second ``at`` has expired (None: not known to)."""
+    return at is not None and time.time() > at

@@ -1,0 +1,410 @@
+"""Runtime projection: canonical state → ``<workspace>/.patchbay/mcp-runtime.json`` (seed 003 §10.3).
+
+The control plane is the only writer of the snapshot a workspace runtime loads
+(:func:`patchbay.runtime.snapshot.load_snapshot`); its schema is
+:class:`~patchbay.runtime.snapshot.RuntimeSnapshot`. Rules per connector (seed 003 §10.3 and the
+addendum dated 2026-09-04), derived from the control plane's own decision function
+(:func:`patchbay.core.policy.decide`, DESIGN.md "Permissions") so both sides cannot drift:
+
+* only globally enabled connectors are written; ``lifecycle`` defaults to ``lazy``;
+* ``include_tools``/``exclude_tools`` are copied; every tool whose explicit decision is Deny (a
+  global deny, which nothing lifts, or the project's deny) is merged into ``exclude_tools`` as an
+  escaped exact pattern, so it is never listed nor sent;
+* ``approval_mode`` ``ask``/``custom`` → ``approve_tools: true``; ``allow_all`` → approval only for
+  the exact names with an explicit Ask (tools annotated ``destructiveHint`` still ask through
+  their annotations, DESIGN.md step 4);
+* explicit Allow (global or project) → the exact ``allowed_tools`` list; a project grant wins over
+  a global allow/ask but never over a global deny;
+* grant names are exact: a grant called ``get_*`` or ``*`` covers no other tool (wildcards never
+  expand grants), and a tool missing from the cached catalog gets nothing beyond its own exact
+  grants and the approval mode (no extra authorization);
+* no secret value: targets carry none (seed 003 §7.3) and credentials are bindings (references).
+
+Writing is atomic and ordered: under an exclusive ``flock`` of ``.patchbay/mcp-runtime.lock`` the
+state is read, a temporary file in ``.patchbay`` is written, fsynced and renamed over the snapshot,
+and the directory is fsynced; so a reader sees the old or the new file, and the last writer to take
+the lock wrote the newest committed state. Neither ``.patchbay`` nor any file in it is followed
+through a symlink.
+
+**Mode 0600** (directory 0700): the snapshot holds no secret, but it does hold the user's commands,
+URLs (possibly internal hosts), credential reference ids and tool catalogs; only runtimes of the
+same user read it, as with ``credentials.json``. A ``.gitignore`` of ``*`` is written when the
+directory is created, so the per-user state is not committed by accident.
+
+Re-projection after a mutation (seed 003 §10.5 steps 1–2; the reload of live runtimes is not
+here): a global change re-projects every known workspace (the projects table), a project grant
+only its own; a workspace that no longer exists, or cannot be written, is skipped and reported
+(:class:`ProjectionReport`), never a failure of the committed mutation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from patchbay.core.credentials import BINDINGS_KEY
+from patchbay.core.errors import ConfigError, PatchbayError
+from patchbay.core.models import Project, RuntimeConfig, RuntimeOptions, RuntimeServer
+from patchbay.core.policy import decide, is_visible
+from patchbay.runtime.snapshot import (
+    MAX_SNAPSHOT_BYTES,
+    SNAPSHOT_DIR,
+    SNAPSHOT_FILE,
+    SNAPSHOT_VERSION,
+    RuntimeSnapshot,
+    SnapshotServer,
+    snapshot_path,
+)
+
+if TYPE_CHECKING:
+    from patchbay.control.connectors import ConnectorService
+
+__all__ = [
+    "LOCK_FILE",
+    "LOCK_TIMEOUT",
+    "SNAPSHOT_MODE",
+    "ProjectionReport",
+    "Projector",
+    "WorkspaceProjection",
+    "build_snapshot",
+    "exact_pattern",
+    "project_server",
+    "write_snapshot",
+]
+
+logger = logging.getLogger(__name__)
+
+SNAPSHOT_MODE = 0o600
+"""File mode of the snapshot (see the module docstring for why not 0644)."""
+LOCK_FILE = "mcp-runtime.lock"
+LOCK_TIMEOUT = 10.0
+"""Seconds a projection waits for another writer of the same workspace before giving up."""
+_GITIGNORE = b"# Written by Patchbay: per-user runtime state, not for version control.\n*\n"
+
+
+def exact_pattern(name: str) -> str:
+    """``name`` as an ``fnmatch`` pattern that matches exactly ``name`` (``a*`` → ``a[*]``)."""
+    return "".join(f"[{ch}]" if ch in "*?[" else ch for ch in name)
+
+
+def project_server(server: RuntimeServer) -> tuple[str, SnapshotServer]:
+    """One enabled connector's snapshot entry, keyed by its name (rules in the module docstring).
+
+    Args:
+        server: the connector with its raw global and project grants and cached catalog, as
+            :meth:`ConnectorService.runtime_config` builds it.
+    """
+    settings = server.settings
+    denied: list[str] = []
+    allowed: list[str] = []
+    asked: list[str] = []
+    overrides: list[str] = []
+    for tool in sorted(set(server.global_grants) | set(server.project_grants)):
+        verdict = decide(
+            tool,
+            include_tools=settings.include_tools,
+            exclude_tools=settings.exclude_tools,
+            approval_mode=settings.approval_mode,
+            global_grant=server.global_grants.get(tool),
+            project_grant=server.project_grants.get(tool),
+        )
+        if not verdict.visible or verdict.source not in ("global_deny", "project_grant", "global_grant"):
+            continue  # hidden by include/exclude anyway
+        if verdict.decision == "deny":
+            denied.append(tool)
+            continue
+        if verdict.decision == "allow":
+            allowed.append(tool)
+        elif settings.approval_mode == "allow_all":
+            asked.append(tool)
+        else:
+            continue  # ask/custom: every tool not allowed asks already
+        if verdict.source == "project_grant":
+            overrides.append(tool)
+    exclude = tuple(dict.fromkeys((*settings.exclude_tools, *map(exact_pattern, denied))))
+    options = {k: v for k, v in server.runtime_config.items() if k != BINDINGS_KEY}
+    lifecycle = RuntimeOptions.model_validate(options).lifecycle
+    options.pop("lifecycle", None)
+    return server.name, SnapshotServer(
+        connector_id=server.connector_id,
+        revision=server.revision,
+        settings_revision=settings.revision,
+        target=server.target,
+        lifecycle=lifecycle,
+        runtime_config=options,
+        bindings=server.bindings,
+        include_tools=settings.include_tools,
+        exclude_tools=exclude,
+        approval_mode=settings.approval_mode,
+        approve_tools=True if settings.approval_mode != "allow_all" else tuple(asked),
+        allowed_tools=tuple(allowed),
+        project_overrides=tuple(overrides),
+        tools=tuple(t for t in server.tools if is_visible(t.name, settings.include_tools, exclude)),
+    )
+
+
+def build_snapshot(config: RuntimeConfig, *, generated_at: int) -> RuntimeSnapshot:
+    """The snapshot of one workspace: its enabled connectors, by name (seed 003 §10.3).
+
+    Args:
+        config: :meth:`ConnectorService.runtime_config` of the workspace.
+        generated_at: Unix time in milliseconds.
+    """
+    servers = dict(project_server(s) for s in sorted(config.servers, key=lambda s: s.name) if s.settings.enabled)
+    return RuntimeSnapshot(
+        version=SNAPSHOT_VERSION, project_id=config.project_id, generated_at=generated_at, servers=servers
+    )
+
+
+def _encode(snapshot: RuntimeSnapshot) -> bytes:
+    data = json.dumps(snapshot.model_dump(mode="json"), ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
+    if len(data) > MAX_SNAPSHOT_BYTES:
+        raise ConfigError("snapshot", f"the projection is larger than {MAX_SNAPSHOT_BYTES} bytes; not written")
+    return data
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return "it is a symbolic link or not a directory"
+    return exc.strerror or type(exc).__name__
+
+
+@contextlib.contextmanager
+def _snapshot_dir(root: Path) -> Iterator[int]:
+    """An fd of ``<root>/.patchbay`` (created 0700 with a ``.gitignore``), under the workspace lock.
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``snapshot``): ``.patchbay`` is a symlink or no
+            directory, cannot be created, or stays locked for :data:`LOCK_TIMEOUT` seconds.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        root_fd = os.open(root, flags)
+    except OSError as exc:
+        raise ConfigError("snapshot", f"the workspace {root} cannot be opened ({_why(exc)})") from None
+    try:
+        created = False
+        try:
+            os.mkdir(SNAPSHOT_DIR, 0o700, dir_fd=root_fd)
+            created = True
+        except FileExistsError:
+            pass
+        dir_fd = os.open(SNAPSHOT_DIR, flags, dir_fd=root_fd)
+    except OSError as exc:
+        raise ConfigError("snapshot", f"{root / SNAPSHOT_DIR} cannot be used ({_why(exc)})") from None
+    finally:
+        os.close(root_fd)
+    try:
+        if created:
+            with contextlib.suppress(OSError):
+                _write_new(dir_fd, ".gitignore", _GITIGNORE, 0o644)
+        try:
+            lock_fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+        except OSError as exc:
+            raise ConfigError("snapshot", f"{root / SNAPSHOT_DIR / LOCK_FILE} cannot be opened ({_why(exc)})") from None
+        try:
+            deadline = time.monotonic() + LOCK_TIMEOUT
+            while True:
+                try:
+                    fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise ConfigError(
+                            "snapshot", f"{root / SNAPSHOT_DIR} stayed locked for {LOCK_TIMEOUT:g}s"
+                        ) from None
+                    time.sleep(0.01)  # another projection holds it; flock has no timeout of its own
+            yield dir_fd
+        finally:
+            os.close(lock_fd)  # releases the lock
+    finally:
+        os.close(dir_fd)
+
+
+def _write_new(dir_fd: int, name: str, data: bytes, mode: int) -> None:
+    """Create ``name`` (never an existing file or symlink) in ``dir_fd``, write, fsync."""
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    try:
+        os.fchmod(fd, mode)  # exactly this mode, whatever the umask
+        with os.fdopen(fd, "wb", closefd=False) as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    finally:
+        os.close(fd)
+
+
+def _replace(dir_fd: int, data: bytes) -> None:
+    """Atomically replace the snapshot in ``dir_fd``: temp file, fsync, rename, fsync the directory."""
+    tmp = f".{SNAPSHOT_FILE}.{secrets.token_hex(8)}.tmp"
+    try:
+        _write_new(dir_fd, tmp, data, SNAPSHOT_MODE)
+        os.replace(tmp, SNAPSHOT_FILE, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    os.fsync(dir_fd)
+
+
+def _locked_write(root: Path, make: Callable[[], RuntimeSnapshot]) -> Path:
+    """Under the workspace lock, build the snapshot with ``make()`` and replace the file with it."""
+    with _snapshot_dir(root) as dir_fd:
+        data = _encode(make())
+        try:
+            _replace(dir_fd, data)
+        except OSError as exc:
+            raise ConfigError("snapshot", f"{snapshot_path(root)} cannot be written ({_why(exc)})") from None
+    return snapshot_path(root)
+
+
+def write_snapshot(workspace: Path | str, snapshot: RuntimeSnapshot) -> Path:
+    """Write ``snapshot`` atomically as ``<workspace>/.patchbay/mcp-runtime.json`` (mode 0600).
+
+    :meth:`Projector.project` projects from canonical state; this writes a snapshot already built.
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``snapshot``) when it cannot be written (read-only
+            or missing workspace, a workspace path that is itself a symlink — pass the canonical
+            path —, ``.patchbay`` is a symlink or a file, disk full, over
+            :data:`~patchbay.runtime.snapshot.MAX_SNAPSHOT_BYTES`); a previous snapshot is left as
+            it was.
+    """
+    return _locked_write(Path(workspace), lambda: snapshot)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceProjection:
+    """What happened to one workspace.
+
+    Attributes:
+        project_id / workspace: the project and its canonical path.
+        status: ``written``; ``missing`` (the directory is gone, or its path no longer resolves to
+            itself); ``failed`` (it exists but the snapshot could not be written).
+        code: the stable error code when ``failed`` (``invalid_config``), else None.
+        message: why it was skipped; empty when written.
+    """
+
+    project_id: str
+    workspace: str
+    status: Literal["written", "missing", "failed"]
+    code: str | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionReport:
+    """The outcome of one re-projection.
+
+    Attributes:
+        workspaces: one entry per workspace that was considered.
+        error: ``{"code", "message", "details"}`` when the projects could not even be listed
+            (e.g. ``canonical_state_unavailable``); the committed mutation stands either way.
+    """
+
+    workspaces: tuple[WorkspaceProjection, ...] = ()
+    error: dict[str, Any] | None = None
+
+    @property
+    def written(self) -> tuple[WorkspaceProjection, ...]:
+        return tuple(w for w in self.workspaces if w.status == "written")
+
+    @property
+    def skipped(self) -> tuple[WorkspaceProjection, ...]:
+        return tuple(w for w in self.workspaces if w.status != "written")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able form (paths and ids only; nothing secret)."""
+        return {
+            "written": [w.workspace for w in self.written],
+            "skipped": [
+                {
+                    "project_id": w.project_id,
+                    "workspace": w.workspace,
+                    "status": w.status,
+                    "code": w.code,
+                    "message": w.message,
+                }
+                for w in self.skipped
+            ],
+            "error": self.error,
+        }
+
+
+@dataclass
+class Projector:
+    """Projects a :class:`ConnectorService`'s canonical state into workspace snapshots.
+
+    Usage::
+
+        projector = Projector(service)
+        projector.project(service.project(Path("~/work/repo").expanduser()))   # one, raising
+        report = projector.reproject()                  # every known workspace, never raising
+        report = projector.reproject("prj_0123456789abcdef")                   # only that one
+
+    Args:
+        service: the connector service whose state is projected.
+        clock: Unix time in milliseconds, for ``generated_at``.
+    """
+
+    service: ConnectorService
+    clock: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
+
+    def project(self, project: Project) -> Path:
+        """Write ``project``'s snapshot from the state committed now; returns its path.
+
+        The state is read under the workspace's lock, so the last projection to finish wrote the
+        newest state even when several processes project at once.
+
+        Raises:
+            ConfigError: ``invalid_config``: field ``project`` when the workspace is gone or its
+                path no longer resolves to itself; field ``snapshot`` when it cannot be written.
+            CanonicalStateUnavailable: the database cannot be read.
+        """
+        root = Path(project.path)
+        if not root.is_dir() or os.path.realpath(root) != project.path:
+            raise ConfigError("project", f"the workspace {project.path} no longer exists (or moved)")
+        return _locked_write(
+            root, lambda: build_snapshot(self.service.runtime_config(project), generated_at=self.clock())
+        )
+
+    def reproject(self, project_id: str | None = None) -> ProjectionReport:
+        """Re-project every known workspace, or only ``project_id``'s; never raises for a workspace.
+
+        A workspace that no longer exists is reported ``missing``, one that cannot be written
+        ``failed`` (both logged as warnings); the others are still written.
+        """
+        try:
+            if project_id is None:
+                projects = self.service.repository.list_projects()
+            else:
+                projects = [self.service.repository.get_project(project_id)]
+        except PatchbayError as exc:
+            logger.warning("runtime projection skipped: %s", exc)
+            return ProjectionReport(error=exc.to_dict())
+        results = []
+        for project in projects:
+            try:
+                self.project(project)
+            except PatchbayError as exc:
+                missing = isinstance(exc, ConfigError) and exc.field == "project"
+                status: Literal["missing", "failed"] = "missing" if missing else "failed"
+                logger.warning("runtime snapshot of %s not written (%s): %s", project.path, status, exc.message)
+                results.append(
+                    WorkspaceProjection(
+                        project.project_id, project.path, status, None if missing else str(exc.code), exc.message
+                    )
+                )
+            else:
+                results.append(WorkspaceProjection(project.project_id, project.path, "written"))
+        return ProjectionReport(workspaces=tuple(results))

@@ -1,0 +1,348 @@
+"""The workspace runtime snapshot: its schema and the only way a runtime loads its servers.
+
+Seed 003 §10.1–§10.3 and the addendum dated 2026-09-04; DESIGN.md "Layers". The control plane
+(:mod:`patchbay.control.projection`) writes ``<workspace>/.patchbay/mcp-runtime.json``; a runtime
+(in this process or another one) reads it with :func:`load_snapshot` and nothing else: no
+``.mcp.json``, ``.cursor/mcp.json``, ``.vscode/mcp.json`` or host file can add a server.
+
+The file (version 1)::
+
+    {
+      "version": 1,
+      "project_id": "prj_0123456789abcdef",
+      "generated_at": 1757000000000,                 # Unix time, milliseconds
+      "servers": {
+        "<connector name>": {
+          "connector_id": "...", "revision": 3, "settings_revision": 2,
+          "target": {"transport": "stdio", "command": "...", "args": [...], "cwd": ""},
+          "lifecycle": "lazy",                        # default lazy (seed 003 §10.3)
+          "runtime_config": {...},                    # other non-secret runtime options
+          "bindings": [{"ref": "cred_...", "delivery": "env", "name": "API_KEY"}],
+          "include_tools": ["get_*"],                 # the connector's globs
+          "exclude_tools": ["drop_*", "purge"],       # its globs + every explicit Deny, escaped exact
+          "approval_mode": "allow_all",
+          "approve_tools": ["send_mail"],             # true for ask/custom; exact Ask names for allow_all
+          "allowed_tools": ["get_issue"],             # exact explicit Allow names (global or project)
+          "project_overrides": ["get_issue"],         # which explicit entries came from the project
+          "tools": [...]                              # the cached catalog of the visible tools
+        }
+      }
+    }
+
+It holds no secret value: targets were checked to carry none when they were stored (seed 003
+§7.3) and credentials appear as bindings (references), resolved by the runtime when it starts a
+connector (seed 003 §10.4, addendum 2026-09-07).
+
+How the runtime decides from it (:func:`runtime_server`): a tool matched by ``exclude_tools`` or
+not matched by a non-empty ``include_tools`` is invisible (so an explicitly denied tool is never
+listed nor sent); a name in ``allowed_tools`` is allowed; a name in the ``approve_tools`` list is
+asked; otherwise ``approval_mode`` decides (``ask``/``custom`` ask; ``allow_all`` allows, except
+tools annotated ``destructiveHint``, which ask — DESIGN.md "Permissions" step 4). Names are exact:
+no pattern in a grant list is ever expanded.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from patchbay.core.credentials import CredentialBinding, check_bindings
+from patchbay.core.errors import ConfigError, NotFoundError
+from patchbay.core.models import (
+    ApprovalMode,
+    ConnectorSettings,
+    ConnectorTarget,
+    GrantDecision,
+    HttpTarget,
+    Lifecycle,
+    RuntimeConfig,
+    RuntimeOptions,
+    RuntimeServer,
+    SocketTarget,
+    ToolSummary,
+)
+from patchbay.core.names import validate_connector_name
+from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target
+
+__all__ = [
+    "MAX_SNAPSHOT_BYTES",
+    "SNAPSHOT_DIR",
+    "SNAPSHOT_FILE",
+    "SNAPSHOT_VERSION",
+    "RuntimeSnapshot",
+    "SnapshotServer",
+    "load_snapshot",
+    "parse_snapshot",
+    "runtime_server",
+    "snapshot_path",
+]
+
+SNAPSHOT_VERSION = 1
+SNAPSHOT_DIR = ".patchbay"
+"""The directory inside a workspace that holds the snapshot (DESIGN.md "Layers")."""
+SNAPSHOT_FILE = "mcp-runtime.json"
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+"""Largest snapshot :func:`load_snapshot` reads (bytes): 32 connectors whose catalogs use the full
+``probe_max_metadata_bytes`` (2 MiB each, seed 003 §9.2) fit."""
+
+_ToolName = Annotated[str, StringConstraints(min_length=1, max_length=512)]
+_Pattern = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+
+
+def snapshot_path(workspace: Path | str) -> Path:
+    """``<workspace>/.patchbay/mcp-runtime.json`` (the path is not resolved or checked)."""
+    return Path(workspace) / SNAPSHOT_DIR / SNAPSHOT_FILE
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class SnapshotServer(_Strict):
+    """One projected connector (seed 003 §10.3); the connector's name is its key in ``servers``."""
+
+    connector_id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    revision: int = Field(ge=1)
+    """The connector revision it was projected from."""
+    settings_revision: int = Field(ge=1)
+    """The settings revision it was projected from."""
+    target: ConnectorTarget
+    lifecycle: Lifecycle
+    """``lazy`` unless the connector says otherwise (seed 003 §10.3)."""
+    runtime_config: dict[str, Any]
+    """The connector's other runtime options (no ``lifecycle``, no ``bindings``); checked with
+    :meth:`RuntimeOptions.parse_strict`."""
+    bindings: tuple[CredentialBinding, ...]
+    """Credential references; never a value (seed 003 §10.4)."""
+    include_tools: tuple[_Pattern, ...]
+    """The connector's ``include_tools`` globs."""
+    exclude_tools: tuple[_Pattern, ...]
+    """The connector's ``exclude_tools`` globs plus every explicitly denied tool as an escaped,
+    exact pattern (``a*`` is written ``a[*]``)."""
+    approval_mode: ApprovalMode
+    approve_tools: Literal[True] | tuple[_ToolName, ...]
+    """``true`` for ``ask``/``custom`` (every tool not in ``allowed_tools`` asks); for
+    ``allow_all`` the exact names that ask because of an explicit Ask."""
+    allowed_tools: tuple[_ToolName, ...]
+    """Exact names of explicitly allowed tools (global or project grants)."""
+    project_overrides: tuple[_ToolName, ...]
+    """Names in ``allowed_tools``/``approve_tools`` whose decision comes from the project's grant
+    rather than a global one; attribution for events only, it grants nothing."""
+    tools: tuple[ToolSummary, ...]
+    """The cached catalog's visible tools (annotations feed risk and the destructive rule)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SnapshotServer:
+        asks = self.approve_tools if isinstance(self.approve_tools, tuple) else ()
+        if (self.approval_mode == "allow_all") != isinstance(self.approve_tools, tuple):
+            raise ValueError("approve_tools must be true for approval_mode ask/custom and a list for allow_all")
+        for field, names in (("allowed_tools", self.allowed_tools), ("approve_tools", asks)):
+            if len(set(names)) != len(names):
+                raise ValueError(f"{field} lists a tool twice")
+        if set(asks) & set(self.allowed_tools):
+            raise ValueError("a tool is in both allowed_tools and approve_tools")
+        if not set(self.project_overrides) <= set(asks) | set(self.allowed_tools):
+            raise ValueError("project_overrides names a tool that is neither allowed nor asked")
+        if "lifecycle" in self.runtime_config or "bindings" in self.runtime_config:
+            raise ValueError("runtime_config must not repeat lifecycle or bindings")
+        return self
+
+
+class RuntimeSnapshot(_Strict):
+    """The whole file (seed 003 §10.3 ``McpRuntimeSnapshot``)."""
+
+    version: Literal[1]
+    project_id: Annotated[str, StringConstraints(pattern=r"^prj_[0-9a-f]{16}$")]
+    generated_at: int = Field(ge=0)
+    """Unix time in milliseconds."""
+    servers: dict[str, SnapshotServer]
+
+
+def runtime_server(name: str, server: SnapshotServer) -> RuntimeServer:
+    """The :class:`RuntimeServer` a runtime uses for one snapshot entry.
+
+    The connector's settings carry the snapshot's include/exclude patterns (denies included) and
+    approval mode; explicit allow and ask names become grants (project ones where
+    ``project_overrides`` says so, for ``sourcedFrom``), so :class:`PermissionEngine` decides exactly
+    as the module docstring says. The target is checked again as when it was stored (seed 003 §7.3).
+
+    Raises:
+        ConfigError: ``invalid_config``; ``details["field"]`` is ``servers.<name>.<field>``.
+    """
+    field = f"servers.{name}"
+    try:
+        validate_connector_name(name)
+        target = server.target
+        if isinstance(target, HttpTarget):
+            validate_http_target(target.url, target.transport)
+        elif isinstance(target, SocketTarget):
+            if validate_socket_path(target.path).path != target.path:
+                raise ConfigError("socket_path", "must be absolute and normalised")
+        else:
+            checked = validate_stdio_target(target.command, target.args, target.cwd)
+            if checked.cwd != target.cwd:
+                raise ConfigError("cwd", "must be a normalised path inside the workspace")
+        check_bindings(server.bindings, target.transport)
+        options = {**server.runtime_config, "lifecycle": server.lifecycle}
+        RuntimeOptions.parse_strict(options, transport=target.transport)
+    except ConfigError as exc:
+        raise ConfigError(f"{field}.{exc.field}", exc.message.partition(": ")[2] or exc.message) from None
+    asks = server.approve_tools if isinstance(server.approve_tools, tuple) else ()
+    explicit: dict[str, GrantDecision] = {tool: "allow" for tool in server.allowed_tools}
+    explicit.update({tool: "ask" for tool in asks})
+    overrides = set(server.project_overrides)
+    return RuntimeServer(
+        connector_id=server.connector_id,
+        name=name,
+        target=target,
+        settings=ConnectorSettings(
+            enabled=True,
+            include_tools=server.include_tools,
+            exclude_tools=server.exclude_tools,
+            approval_mode=server.approval_mode,
+            revision=server.settings_revision,
+        ),
+        global_grants={tool: d for tool, d in explicit.items() if tool not in overrides},
+        project_grants={tool: d for tool, d in explicit.items() if tool in overrides},
+        tools=server.tools,
+        runtime_config=options,
+        bindings=server.bindings,
+    )
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key[:80]!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_snapshot(data: bytes | str, *, project_id: str) -> RuntimeSnapshot:
+    """Check a snapshot document: version, then project, then schema (seed 003 §10.2).
+
+    Args:
+        data: the file's bytes (UTF-8 JSON).
+        project_id: the project the caller runs for; a snapshot written for another is refused.
+
+    Raises:
+        ConfigError: ``invalid_config`` with ``details["field"]``: ``snapshot`` (not JSON, duplicate
+            keys, not an object), ``version`` (missing or not 1), ``project_id`` (written for another
+            project; ``details`` also has ``expected`` and ``found``), or the dotted path of the first
+            schema error (``servers.time.approve_tools``).
+    """
+    try:
+        document = json.loads(data, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ConfigError("snapshot", f"is not a valid JSON document ({str(exc)[:200]})") from None
+    if not isinstance(document, dict):
+        raise ConfigError("snapshot", "must be a JSON object")
+    version = document.get("version")
+    if type(version) is not int or version != SNAPSHOT_VERSION:
+        raise ConfigError("version", f"unsupported snapshot version {str(version)[:40]!r}; this runtime reads 1")
+    found = document.get("project_id")
+    if found != project_id:
+        error = ConfigError(
+            "project_id",
+            f"the snapshot was written for project {str(found)[:40]!r}, not {project_id!r}; "
+            "refusing it (re-project this workspace)",
+        )
+        error.details.update(expected=project_id, found=found if isinstance(found, str) else None)
+        raise error
+    try:
+        return RuntimeSnapshot.model_validate_json(data, strict=True)
+    except pydantic.ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "snapshot"
+        raise ConfigError(where, first["msg"][:300]) from None
+
+
+def _read(root: Path) -> bytes:
+    """The snapshot's bytes, opened without following a symlink at ``.patchbay`` or the file.
+
+    Raises:
+        NotFoundError: ``not_found`` when there is no snapshot.
+        ConfigError: ``invalid_config`` (field ``snapshot``) for a symlink, a non-regular file, an
+            over-large or unreadable file.
+    """
+    where = snapshot_path(root)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        dir_fd = os.open(root / SNAPSHOT_DIR, flags | os.O_DIRECTORY)
+    except FileNotFoundError:
+        raise NotFoundError(
+            f"no runtime snapshot at {where}; project the workspace first", details={"path": str(where)}
+        ) from None
+    except OSError as exc:
+        raise ConfigError("snapshot", f"{root / SNAPSHOT_DIR} cannot be opened ({_why(exc)})") from None
+    try:
+        try:
+            fd = os.open(SNAPSHOT_FILE, flags | os.O_NONBLOCK, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise NotFoundError(
+                f"no runtime snapshot at {where}; project the workspace first", details={"path": str(where)}
+            ) from None
+        except OSError as exc:
+            raise ConfigError("snapshot", f"{where} cannot be opened ({_why(exc)})") from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError("snapshot", f"{where} is not a regular file")
+            if info.st_size > MAX_SNAPSHOT_BYTES:
+                raise ConfigError("snapshot", f"{where} is larger than {MAX_SNAPSHOT_BYTES} bytes")
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                data = handle.read(MAX_SNAPSHOT_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError("snapshot", f"{where} cannot be read ({_why(exc)})") from None
+        finally:
+            os.close(fd)
+    finally:
+        os.close(dir_fd)
+    if len(data) > MAX_SNAPSHOT_BYTES:
+        raise ConfigError("snapshot", f"{where} is larger than {MAX_SNAPSHOT_BYTES} bytes")
+    return data
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "it is a symbolic link"
+    return exc.strerror or type(exc).__name__
+
+
+def load_snapshot(workspace: Path | str, *, project_id: str) -> RuntimeConfig:
+    """The :class:`RuntimeConfig` of ``workspace``, from its projected snapshot and nothing else.
+
+    Seed 003 §10.1–§10.2: version, ``project_id`` and schema are checked; no ambient MCP file is
+    read. Neither ``.patchbay`` nor the file may be a symlink.
+
+    Args:
+        workspace: the workspace directory (symlinks resolved here).
+        project_id: the caller's project (``ConnectorService.project(workspace).project_id``).
+
+    Raises:
+        NotFoundError: ``not_found`` when the workspace has no snapshot.
+        ConfigError: ``invalid_config``: field ``workspace`` (not a directory), ``snapshot``,
+            ``version``, ``project_id`` (written for another project) or ``servers.<name>...``.
+    """
+    try:
+        root = Path(os.path.realpath(workspace))
+        if not root.is_dir():
+            raise ConfigError("workspace", f"{str(workspace)[:200]!r} is not a directory")
+    except (OSError, ValueError) as exc:
+        raise ConfigError("workspace", f"{str(workspace)[:200]!r} cannot be used ({exc})") from None
+    snapshot = parse_snapshot(_read(root), project_id=project_id)
+    # Names are lower case (validated per entry) and JSON keys are unique, so no two entries clash.
+    servers = tuple(runtime_server(name, server) for name, server in snapshot.servers.items())
+    return RuntimeConfig(project_id=snapshot.project_id, workspace=str(root), servers=servers)

@@ -1,0 +1,244 @@
+"""Loading the workspace runtime snapshot (seed 003 §10.1–§10.2): version, project and schema are
+checked, nothing is followed through a symlink, and no ambient MCP file can add a server."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from patchbay.adapters.store import open_store
+from patchbay.control.connectors import ConnectorService
+from patchbay.core.errors import ConfigError, NotFoundError, ToolCallError
+from patchbay.core.settings import Settings
+from patchbay.runtime import Runtime
+from patchbay.runtime import snapshot as snapshot_module
+from patchbay.runtime.snapshot import load_snapshot, snapshot_path
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> ConnectorService:
+    settings = Settings(home=tmp_path / "home")
+    settings.home.mkdir()
+    return ConnectorService(open_store(settings), settings)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def projected(service: ConnectorService, workspace: Path) -> dict:
+    """A workspace with one stdio connector projected; returns the snapshot document."""
+    service.project(workspace)
+    target = service.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace)
+    service.add("time", target)
+    service.update_settings("time", approval_mode="allow_all")
+    service.grant("time", "convert_time", "ask")
+    service.grant("time", "get_current_time", "allow", project=workspace)
+    return json.loads(snapshot_path(workspace).read_text())
+
+
+def rewrite(workspace: Path, document: dict | str) -> None:
+    text = document if isinstance(document, str) else json.dumps(document)
+    snapshot_path(workspace).write_text(text)
+
+
+def test_the_loaded_config_is_what_was_projected(service: ConnectorService, workspace: Path, projected: dict) -> None:
+    prj = service.project(workspace)
+    config = load_snapshot(workspace, project_id=prj.project_id)
+    assert (config.project_id, config.workspace) == (prj.project_id, str(workspace.resolve()))
+    (server,) = config.servers
+    assert server.name == "time" and server.target == service.get("time").target
+    assert server.options.lifecycle == "lazy"
+    assert (server.global_grants, server.project_grants) == ({"convert_time": "ask"}, {"get_current_time": "allow"})
+
+
+def test_a_snapshot_written_for_another_project_is_refused(
+    service: ConnectorService, workspace: Path, tmp_path: Path, projected: dict
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    prj = service.project(other)
+    (other / ".patchbay").mkdir()
+    snapshot_path(other).write_bytes(snapshot_path(workspace).read_bytes())  # copied over
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(other, project_id=prj.project_id)
+    assert exc.value.code == "invalid_config" and exc.value.field == "project_id"
+    assert exc.value.details["expected"] == prj.project_id
+    assert exc.value.details["found"] == service.project(workspace).project_id
+
+
+def test_a_workspace_without_a_snapshot_is_not_found(service: ConnectorService, workspace: Path) -> None:
+    with pytest.raises(NotFoundError) as exc:
+        load_snapshot(workspace, project_id=service.project(workspace).project_id)
+    assert exc.value.code == "not_found" and "project the workspace first" in exc.value.message
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace / "missing", project_id=service.project(workspace).project_id)
+    assert exc.value.field == "workspace"
+
+
+def _server(change: Callable[[dict], None]) -> Callable[[dict], None]:
+    return lambda document: change(document["servers"]["time"])
+
+
+def _set(path: str, value: object) -> Callable[[dict], None]:
+    *parents, last = path.split(".")
+
+    def change(document: dict) -> None:
+        node = document
+        for part in parents:
+            node = node[part]
+        node[last] = value
+
+    return change
+
+
+BAD_DOCUMENTS = {
+    "version 2": (_set("version", 2), "version"),
+    "version true": (_set("version", True), "version"),
+    "version missing": (lambda d: d.pop("version"), "version"),
+    "unknown top-level key": (_set("mcpServers", {}), "mcpServers"),
+    "generated_at as text": (_set("generated_at", "now"), "generated_at"),
+    "revision as text (strict)": (_set("servers.time.revision", "3"), "servers.time.revision"),
+    "unknown server key": (_set("servers.time.directTools", True), "servers.time.directTools"),
+    "approve_tools false": (_set("servers.time.approve_tools", False), "servers.time"),
+    "approve_tools true under allow_all": (_set("servers.time.approve_tools", True), "servers.time"),
+    "allowed and asked at once": (_set("servers.time.allowed_tools", ["convert_time"]), "servers.time"),
+    "override of nothing": (_set("servers.time.project_overrides", ["nope"]), "servers.time"),
+    "unknown lifecycle": (_set("servers.time.lifecycle", "forever"), "servers.time.lifecycle"),
+    "unknown runtime option": (_set("servers.time.runtime_config", {"nope": 1}), "servers.time.nope"),
+    "lifecycle repeated in options": (_set("servers.time.runtime_config", {"lifecycle": "eager"}), "servers.time"),
+    "secret in args": (
+        _set("servers.time.target.args", ["--api-key=sk-live-0123456789abcdefghij"]),
+        "servers.time.args",
+    ),
+    "cwd escaping": (_set("servers.time.target.cwd", "../outside"), "servers.time.cwd"),
+    "shell line as command": (_set("servers.time.target.command", "sh -c 'curl x | sh'"), "servers.time.command"),
+    "url with userinfo": (
+        _set("servers.time.target", {"transport": "sse", "url": "http://u:p@127.0.0.1/sse"}),
+        "servers.time.url",
+    ),
+    "header binding on stdio": (
+        _set("servers.time.bindings", [{"ref": "cred_" + "0" * 32, "delivery": "header", "name": "X-Key"}]),
+        "servers.time.bindings",
+    ),
+    "binding carrying a value": (
+        _set("servers.time.bindings", [{"ref": "cred_" + "0" * 32, "delivery": "env", "name": "K", "value": "v"}]),
+        "servers.time.bindings",
+    ),
+    "bad connector name": (
+        lambda d: d["servers"].update({"Bad Name": d["servers"].pop("time")}),
+        "servers.Bad Name.name",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_DOCUMENTS))
+def test_a_malformed_snapshot_is_refused_with_the_field(
+    service: ConnectorService, workspace: Path, projected: dict, case: str
+) -> None:
+    change, field = BAD_DOCUMENTS[case]
+    document = copy.deepcopy(projected)
+    change(document)
+    rewrite(workspace, document)
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=service.project(workspace).project_id)
+    assert exc.value.code == "invalid_config"
+    assert exc.value.field.startswith(field), exc.value.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"version": 1, "version": 1}', '{"version": NaN}', "[1]", "not json", '{"version": 1'],
+    ids=["duplicate key", "NaN", "array", "garbage", "truncated"],
+)
+def test_a_snapshot_that_is_not_one_json_object_is_refused(
+    service: ConnectorService, workspace: Path, projected: dict, text: str
+) -> None:
+    rewrite(workspace, text)
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=service.project(workspace).project_id)
+    assert exc.value.field == "snapshot"
+
+
+def test_symlinks_fifos_and_oversized_files_are_not_read(
+    service: ConnectorService, workspace: Path, tmp_path: Path, projected: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project_id = service.project(workspace).project_id
+    good = snapshot_path(workspace)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_bytes(good.read_bytes())  # a valid snapshot, but not the workspace's own file
+    good.unlink()
+    good.symlink_to(elsewhere)
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=project_id)
+    assert exc.value.field == "snapshot" and "symbolic link" in exc.value.message
+
+    good.unlink()
+    os.mkfifo(good)  # would block a plain open()
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=project_id)
+    assert "not a regular file" in exc.value.message
+
+    good.unlink()
+    good.write_bytes(elsewhere.read_bytes())
+    monkeypatch.setattr(snapshot_module, "MAX_SNAPSHOT_BYTES", 64)
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=project_id)
+    assert "larger than 64 bytes" in exc.value.message
+    monkeypatch.undo()
+
+    dot = workspace / ".patchbay"
+    moved = tmp_path / "moved-dot"
+    dot.rename(moved)
+    dot.symlink_to(moved)
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=project_id)
+    assert exc.value.field == "snapshot"
+
+
+AMBIENT = {"command": sys.executable, "args": ["-c", "open('AMBIENT_RAN', 'w').close()"]}
+
+
+async def test_no_ambient_mcp_file_adds_a_server(service: ConnectorService, workspace: Path) -> None:
+    """Host config files in the workspace are never read: only projected connectors exist."""
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"ambient": AMBIENT, "time": AMBIENT}}))
+    for host in (".cursor", ".vscode"):
+        (workspace / host).mkdir()
+        (workspace / host / "mcp.json").write_text(json.dumps({"servers": {"ambient": AMBIENT}}))
+    prj = service.project(workspace)
+    target = service.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace)
+    service.add("time", target)
+    service.update_settings("time", approval_mode="allow_all")
+    service.grant("time", "convert_time", "deny")
+    service.projector.project(prj)
+
+    assert list(json.loads(snapshot_path(workspace).read_text())["servers"]) == ["time"]
+    config = load_snapshot(workspace, project_id=prj.project_id)
+    assert [s.name for s in config.servers] == ["time"] and config.servers[0].target == target
+
+    async with Runtime(config, settings=service.settings) as runtime:
+        names = {tool.name: tool.decision for tool in await runtime.list_tools()}
+        assert names == {"mcp.time.get_current_time": "allow"}  # the denied tool is not even listed
+        with pytest.raises(ToolCallError) as exc:
+            await runtime.call("mcp.ambient.anything", {})
+        assert exc.value.reason == "unknown_tool"
+        with pytest.raises(ToolCallError) as exc:
+            await runtime.call(
+                "mcp.time.convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "UTC"}
+            )
+        assert exc.value.reason == "unknown_tool"
+        result = await runtime.call("mcp.time.get_current_time", {"timezone": "UTC"})
+        assert "UTC" in result.text
+    assert not (workspace / "AMBIENT_RAN").exists()
