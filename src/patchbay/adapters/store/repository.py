@@ -24,6 +24,7 @@ database is read-only, corrupt, locked past ``busy_timeout`` or unreachable.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
@@ -86,6 +87,74 @@ class Repository(ProjectGrantCacheMixin):
         Raises:
             ConfigError: ``invalid_config`` for a bad field, or field ``name`` when the name exists.
         """
+        return self.create_connectors(
+            [
+                dict(
+                    name=name,
+                    display_name=display_name,
+                    target=target,
+                    description=description,
+                    source=source,
+                    runtime_config=runtime_config,
+                    credential_ref=credential_ref,
+                    settings=settings,
+                )
+            ]
+        )[0]
+
+    def create_connectors(
+        self, items: Sequence[Mapping[str, Any]], *, before_commit: Callable[[list[Connector]], None] | None = None
+    ) -> list[Connector]:
+        """Insert several connectors in ONE transaction: all of them or none (seed 003 §15, "Import
+        commit: SQLite batch").
+
+        Args:
+            items: keyword arguments of :meth:`create_connector` for each connector (``name``,
+                ``display_name``, ``target`` required).
+            before_commit: called with the new connectors after every insert and before the
+                commit; if it raises, nothing is committed (the credential import hangs its
+                store write here). If the commit itself fails after it ran, the caller must undo
+                whatever it did (the exception propagates).
+
+        Raises:
+            ConfigError: ``invalid_config`` for a bad field, or field ``name`` when a name exists
+                or repeats within ``items``; nothing inserted.
+        """
+        rows = [self._new_row(**item) for item in items]
+        names = [row["name"].lower() for row in rows]
+        for index, name in enumerate(names):
+            if name in names[:index]:
+                raise _duplicate(rows[index]["name"])
+        try:
+            with self._write() as conn:
+                for row in rows:
+                    if self._name_taken(conn, row["name"]):
+                        raise _duplicate(row["name"])
+                    conn.execute(insert(mcp_connectors).values(row))
+                connectors = [_rows.connector_from_row(row) for row in rows]
+                if before_commit is not None:
+                    before_commit(connectors)
+        except IntegrityError as exc:  # lost a race on a unique name
+            with self._read() as conn:
+                for row in rows:
+                    if self._name_taken(conn, row["name"]):
+                        raise _duplicate(row["name"]) from exc
+            raise
+        return connectors
+
+    def _new_row(
+        self,
+        name: str,
+        display_name: str,
+        target: Any,
+        *,
+        description: str = "",
+        source: str = "custom",
+        runtime_config: dict[str, Any] | None = None,
+        credential_ref: str | None = None,
+        settings: ConnectorSettings | None = None,
+    ) -> dict[str, Any]:
+        """The checked column values of a new connector row (no SQL)."""
         validate_connector_name(name)
         check = _rows.check_text
         values: dict[str, Any] = {
@@ -101,17 +170,7 @@ class Repository(ProjectGrantCacheMixin):
             "revision": 1,
         }
         values["created_at"] = values["updated_at"] = self._clock()
-        try:
-            with self._write() as conn:
-                if self._name_taken(conn, name):
-                    raise _duplicate(name)
-                conn.execute(insert(mcp_connectors).values(values))
-        except IntegrityError as exc:  # lost a race on the unique name
-            with self._read() as conn:
-                if self._name_taken(conn, name):
-                    raise _duplicate(name) from exc
-            raise
-        return _rows.connector_from_row(values)
+        return values
 
     def get_connector(self, connector_id: str) -> Connector:
         """The connector with this id. Raises ``NotFoundError`` (``not_found``)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 
 from patchbay.core.redaction import RedactingFilter
-from patchbay.interfaces.cli import auth, connectors, credentials, governed
+from patchbay.interfaces.cli import auth, connectors, credentials, governed, imports
 from patchbay.interfaces.cli._context import state
 
 __all__ = ["app", "configure_logging", "main"]
@@ -31,6 +31,7 @@ app = typer.Typer(
 app.add_typer(connectors.app, name="connector")
 app.add_typer(credentials.app, name="credential")
 app.add_typer(auth.app, name="auth")
+app.add_typer(imports.app, name="import")
 app.command("probe")(governed.probe)
 app.command("tools")(governed.tools)
 app.command("grant")(governed.grant)
