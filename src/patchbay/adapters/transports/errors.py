@@ -13,6 +13,7 @@ import ssl
 import httpx2
 import mcp_types as types
 import pydantic
+from mcp.client.auth.exceptions import OAuthFlowError, OAuthRegistrationError
 from mcp.shared.exceptions import MCPError
 
 from patchbay.core.errors import ErrorCode, PatchbayError
@@ -94,9 +95,16 @@ def classify(exc: BaseException, *, http_status: int | None = None) -> tuple[Err
     """
     leaves = [leaf for leaf in leaf_exceptions(exc) if not _is_cancellation(leaf)] or leaf_exceptions(exc)
     leaves = [_blocked_cause(leaf) or leaf for leaf in leaves]
-    for leaf in leaves:  # an authorization verdict of Patchbay's own says more than the status
+    for leaf in leaves:  # an authorization verdict says more than the status that led to it
         if isinstance(leaf, PatchbayError) and leaf.code in (ErrorCode.AUTH_REQUIRED, ErrorCode.AUTH_EXPIRED):
             return leaf.code, leaf.message
+        if isinstance(leaf, OAuthFlowError):  # the SDK's discovery/registration/token failures
+            hint = (
+                " (no dynamic client registration here: configure a client id with patchbay auth configure)"
+                if isinstance(leaf, OAuthRegistrationError)
+                else ""
+            )
+            return ErrorCode.AUTH_REQUIRED, f"OAuth: {str(leaf)[:300] or type(leaf).__name__}{hint}"
     if http_status in (401, 403):
         return ErrorCode.AUTH_REQUIRED, f"the server answered HTTP {http_status}: authorization is required"
     ranked = sorted(((_code_of(leaf, http_status), leaf) for leaf in leaves), key=lambda pair: _PRIORITY.index(pair[0]))
