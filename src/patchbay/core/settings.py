@@ -7,6 +7,7 @@ are seconds.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
 from pydantic import Field, field_validator
@@ -75,6 +76,13 @@ class Settings(BaseSettings):
     """Most bytes of one tool's schemas (compact JSON); larger tools are left out."""
     protocol_mode: str = "legacy"
     """The SDK ``Client`` mode: ``legacy`` (initialize handshake; server→client requests work) or ``auto``."""
+    screening_max_bytes: int = Field(default=256 * 1024, ge=1024)
+    """UTF-8 bytes of one item (prompt expansion, resource content, tool result) the injection scanner
+    reads; a bigger item is scanned in its first and last half of this and is marked untrusted
+    (rule ``scan_limit``) (seed 000 §8, §10)."""
+    screening_policy: Literal["label", "withhold"] = "label"
+    """What an item the injection scanner flags becomes in a model's context: ``label`` (wrapped in an
+    untrusted-content label) or ``withhold`` (a placeholder naming the rules) (seed 000 §8, §10)."""
 
     @field_validator("home", mode="before")
     @classmethod

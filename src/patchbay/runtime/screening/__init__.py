@@ -1,0 +1,65 @@
+"""Injection screening: a scanner for prompt expansions, resource contents and tool results before
+they reach a model's context (seed 000 §8 "expanded messages must pass prompt-injection detection",
+§10 "MCP output enters the context as untrusted text", §12).
+
+Usage::
+
+    result = screen(text, source="mcp:wiki:wiki://docs/a", max_bytes=settings.screening_max_bytes)
+    if result.untrusted:
+        event_log.append(CONTENT_SCREENED, screened_event_payload(result, settings.screening_policy))
+    context_text = apply_policy(text, result, settings.screening_policy)
+
+Rules (:data:`RULES`; each finding carries its rule name and code-point spans, never text):
+
+* phrase rules over normalised text, in English, Chinese (simplified and traditional), Spanish,
+  French, German, Italian, Portuguese, Russian, Japanese and Korean (what each covers, and how it
+  avoids flagging security writing that *discusses* injection: ``_phrases``) —
+  ``instruction_override``, ``role_switch``, ``system_prompt_request``, ``secret_request``,
+  ``ai_directive``, ``concealment``;
+* Unicode rules over the original text (``_unicode``) — ``unicode_tags``, ``bidi_control``,
+  ``invisible_characters``; text smuggled in tag characters or variation selectors is decoded and
+  scanned by the phrase rules;
+* hidden channels (``_channels``): HTML comment bodies, base64 runs that decode to text and the
+  decoded queries of URLs are scanned by the phrase rules; findings say ``via="html_comment"``,
+  ``via="base64"`` or ``via="url"`` and, for base64 and URLs, span the encoded run;
+* ``scan_limit``: the item is over ``Settings.screening_max_bytes``; only its head and tail were
+  scanned.
+
+Normalisation before matching (``_normalize``): NFKC + case folding, whitespace collapsed,
+zero-width and other format characters dropped, look-alike Cyrillic/Greek letters inside Latin
+words read as Latin; spans map back to the original text.
+
+Cost: every pass is linear in the scanned text (patterns are only tried where one of their head
+words occurs, with bounded gaps; bounded windows around each match; base64 decoding capped per
+item), and at most ``max_bytes`` (``Settings.screening_max_bytes``, default 256 KiB, about 64K
+tokens) of an item is read. Measured (``benchmarks/screening_rates.py --throughput``): about
+2–3 MiB/s on prose; the slowest shapes tried (text dense with zero-width characters or tiny HTML
+comments) about 0.5 MiB/s, still linear.
+
+Measured on the labelled corpus in ``tests/fixtures/screening/`` by
+``benchmarks/screening_rates.py``; the test suite holds the detection and false-positive rates to
+thresholds.
+"""
+
+from patchbay.runtime.screening._policy import CONTENT_SCREENED, ScreeningPolicy, apply_policy, screened_event_payload
+from patchbay.runtime.screening._scanner import (
+    DEFAULT_MAX_BYTES,
+    MAX_SPANS_PER_FINDING,
+    RULES,
+    Finding,
+    ScreeningResult,
+    screen,
+)
+
+__all__ = [
+    "CONTENT_SCREENED",
+    "DEFAULT_MAX_BYTES",
+    "MAX_SPANS_PER_FINDING",
+    "RULES",
+    "Finding",
+    "ScreeningPolicy",
+    "ScreeningResult",
+    "apply_policy",
+    "screen",
+    "screened_event_payload",
+]

@@ -1,0 +1,237 @@
+"""Invisible, bidirectional and tag characters: the three Unicode rules and the hidden text they carry.
+
+Rules (names are stable; seed 000 §10 "tool output is untrusted text"):
+
+``unicode_tags``
+    Characters of the tag block U+E0000–U+E007F. They render as nothing, yet models read them as
+    the ASCII they mirror ("ASCII smuggling"). The one legitimate use, an emoji tag sequence (a
+    subdivision flag: U+1F3F4, 1–32 tag letters or digits, U+E007F CANCEL TAG), is not flagged.
+    The tag characters of a flagged run are decoded to ASCII and that text is scanned by the
+    phrase rules too (``via="unicode_tags"``).
+
+``bidi_control``
+    Embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069) that can make text display in
+    an order other than the one it is read in ("Trojan Source"). Flagged when the line holding the
+    control has no right-to-left letter (Hebrew, Arabic, Syriac, Thaana, N'Ko, ...), or when an
+    embedding, override or isolate opened in the line is not closed in it. The directional *marks*
+    (LRM U+200E, RLM U+200F, ALM U+061C) are never flagged: RTL text uses them routinely.
+    Trade-off: balanced isolates around Latin words in an RTL line pass, although an attacker can
+    use them too; reordering inside an RTL line is what RTL authors do every day.
+
+``invisible_characters``
+    Zero-width and other invisible characters (ZWSP, ZWNJ, ZWJ, WORD JOINER, invisible operators,
+    a BOM that is not the first character, Mongolian vowel separator, Hangul fillers, interlinear
+    annotation and other deprecated format characters). A run of them is flagged when it is three
+    or more long (steganography), or when neither neighbouring visible character is one that joins
+    legitimately: a letter of a script that uses joiners (Arabic, Persian, Indic, Thai, CJK, ...),
+    a combining mark, or an emoji or symbol. So ``ig\\u200bnore`` and ``You\\u200d are`` are flagged;
+    Persian ``می\\u200cخواهم``, Devanagari conjuncts and emoji ZWJ sequences are not. Runs of two or
+    more variation selectors (U+FE00–FE0F, U+E0100–E01EF) are flagged too: a single selector after
+    a character is ordinary, a run of them can carry bytes, which are decoded and scanned
+    (``via="variation_selectors"``). The soft hyphen (U+00AD) is never flagged (it is ordinary in
+    German and in hyphenated HTML); it is still dropped before matching.
+
+Cost: one regex pass finds every candidate run; per-run work is bounded (a line is looked at once,
+at most 4,096 characters of it), and the scan stops after :data:`MAX_HITS` flagged runs.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = ["MAX_HITS", "Hidden", "UnicodeHit", "scan_unicode"]
+
+MAX_HITS = 4096
+"""Most flagged runs reported per scanned text; the scan stops there (the item is flagged anyway)."""
+
+_CANDIDATES = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e007f\U000e0100-\U000e01ef]+"
+)
+_BIDI_OPENERS = frozenset("\u202a\u202b\u202d\u202e\u2066\u2067\u2068")
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_EMBEDDINGS = frozenset("\u202a\u202b\u202d\u202e")
+_ISOLATES = frozenset("\u2066\u2067\u2068")
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff]")
+_LINE_WINDOW = 2048
+_BLACK_FLAG = "\U0001f3f4"
+_CANCEL_TAG = "\U000e007f"
+
+
+@dataclass(frozen=True, slots=True)
+class UnicodeHit:
+    """One flagged run: ``rule`` and the ``[start, end)`` code-point span in the scanned text."""
+
+    rule: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Hidden:
+    """Text decoded from a flagged run (tag characters or variation selectors), to be re-scanned."""
+
+    via: str
+    start: int
+    end: int
+    text: str
+
+
+def _is_tag(char: str) -> bool:
+    return 0xE0000 <= ord(char) <= 0xE007F
+
+
+def _is_selector(char: str) -> bool:
+    code = ord(char)
+    return 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
+
+
+def _kind(char: str) -> str:
+    if _is_tag(char):
+        return "tag"
+    if _is_selector(char):
+        return "selector"
+    if char in _BIDI:
+        return "bidi"
+    return "invisible"
+
+
+_KINDS: dict[str, str] = {}
+
+
+def _joins_legitimately(char: str) -> bool:
+    """A neighbour next to which ZWJ/ZWNJ/ZWSP are ordinary: non-Latin script letters, marks, emoji."""
+    if not char:
+        return False
+    code = ord(char)
+    if code < 0x0590:  # Latin, Greek, Cyrillic, Armenian, ASCII punctuation and digits
+        return False
+    if 0x1E00 <= code <= 0x1EFF or 0xFF00 <= code <= 0xFF5F or 0x2000 <= code <= 0x206F:
+        return False  # Latin Extended Additional, fullwidth ASCII, general punctuation
+    category = unicodedata.category(char)
+    return category[0] in "LM" or category in ("So", "Sk") or 0x1F000 <= code <= 0x1FAFF
+
+
+def _visible_neighbour(text: str, index: int, step: int) -> str:
+    """The nearest character from ``index`` in direction ``step`` that is not a variation selector."""
+    if 0 <= index < len(text) and text[index] < "\ufe00":
+        return text[index]
+    for _ in range(8):
+        if not 0 <= index < len(text):
+            return ""
+        if not _is_selector(text[index]):
+            return text[index]
+        index += step
+    return ""
+
+
+def _line_bounds(text: str, index: int) -> tuple[int, int]:
+    low = max(0, index - _LINE_WINDOW)
+    start = text.rfind("\n", low, index) + 1 or low
+    end = text.find("\n", index, min(len(text), index + _LINE_WINDOW))
+    return start, (end if end != -1 else min(len(text), index + _LINE_WINDOW))
+
+
+def _bidi_line_flagged(line: str) -> bool:
+    """Whether the bidi controls of one line are suspicious (see the module docstring)."""
+    if not _RTL.search(line):
+        return True
+    embeddings = isolates = 0
+    for char in line:
+        if char in _EMBEDDINGS:
+            embeddings += 1
+        elif char == "\u202c":
+            embeddings = max(0, embeddings - 1)
+        elif char in _ISOLATES:
+            isolates += 1
+        elif char == "\u2069":
+            isolates = max(0, isolates - 1)
+            embeddings = 0  # PDI closes the embeddings opened inside the isolate
+    return embeddings > 0 or isolates > 0
+
+
+def _decode_selectors(run: str) -> str | None:
+    data = bytearray()
+    for char in run:
+        code = ord(char)
+        data.append(code - 0xFE00 if code <= 0xFE0F else code - 0xE0100 + 16)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _split(run: str, offset: int) -> Iterator[tuple[str, int, int]]:
+    """Sub-runs of one kind: ``(kind, start, end)``."""
+    if len(run) == 1:
+        kind = _KINDS.get(run)
+        if kind is None:
+            kind = _KINDS[run] = _kind(run)
+        yield kind, offset, offset + 1
+        return
+    start = 0
+    for index in range(1, len(run) + 1):
+        if index == len(run) or _kind(run[index]) != _kind(run[start]):
+            yield _kind(run[start]), offset + start, offset + index
+            start = index
+
+
+def scan_unicode(text: str) -> tuple[list[UnicodeHit], list[Hidden]]:
+    """Find the runs the three Unicode rules flag, and the hidden text some of them carry.
+
+    Args:
+        text: the text to scan (the original, not normalised).
+
+    Returns:
+        ``(hits, hidden)``: flagged runs with their rule, and decoded hidden texts with the span of
+        the run they came from (both in code points of ``text``).
+    """
+    hits: list[UnicodeHit] = []
+    hidden: list[Hidden] = []
+    bidi_lines: dict[int, bool] = {}
+    for match in _CANDIDATES.finditer(text):
+        if len(hits) >= MAX_HITS:
+            break
+        for kind, start, end in _split(match.group(), match.start()):
+            if kind == "tag":
+                before = text[start - 1] if start else ""
+                run = text[start:end]
+                if (
+                    before == _BLACK_FLAG
+                    and run[-1] == _CANCEL_TAG
+                    and 2 <= len(run) <= 33
+                    and all(c.isalnum() for c in (chr(ord(t) - 0xE0000) for t in run[:-1]))
+                ):
+                    continue
+                hits.append(UnicodeHit("unicode_tags", start, end))
+                decoded = "".join(chr(ord(c) - 0xE0000) for c in run if 0xE0020 <= ord(c) <= 0xE007E)
+                if decoded.strip():
+                    hidden.append(Hidden("unicode_tags", start, end, decoded))
+            elif kind == "selector":
+                if end - start >= 2:
+                    hits.append(UnicodeHit("invisible_characters", start, end))
+                    decoded_text = _decode_selectors(text[start:end])
+                    if decoded_text and decoded_text.strip():
+                        hidden.append(Hidden("variation_selectors", start, end, decoded_text))
+            elif kind == "bidi":
+                line_start, line_end = _line_bounds(text, start)
+                flagged = bidi_lines.get(line_start)
+                if flagged is None:
+                    flagged = bidi_lines[line_start] = _bidi_line_flagged(text[line_start:line_end])
+                if flagged:
+                    hits.append(UnicodeHit("bidi_control", start, end))
+            else:
+                if start == 0 and text[start:end] == "\ufeff":
+                    continue  # a byte order mark at the very start
+                if end - start < 3 and not (
+                    _joins_legitimately(_visible_neighbour(text, start - 1, -1))
+                    or _joins_legitimately(_visible_neighbour(text, end, 1))
+                ):
+                    hits.append(UnicodeHit("invisible_characters", start, end))
+                elif end - start >= 3:
+                    hits.append(UnicodeHit("invisible_characters", start, end))
+    return hits, hidden
