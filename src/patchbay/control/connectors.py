@@ -8,9 +8,10 @@ the effective decision of every tool (DESIGN.md "Permissions"), and builds the
 
 from __future__ import annotations
 
+import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -50,6 +51,12 @@ __all__ = ["ConnectorService", "ToolView", "ToolsView", "merge_runtime_options"]
 
 _DECISIONS = ("allow", "ask", "deny")
 _T = TypeVar("_T")
+_log = logging.getLogger(__name__)
+
+CommittedListener = Callable[[str | None, ProjectionReport], object]
+"""``listener(project_id, report)`` after a committed mutation was re-projected: ``project_id`` is
+the one project affected (a project grant) or None (every project); ``report`` says which
+workspaces were written (:class:`~patchbay.control.projection.ProjectionReport`)."""
 
 
 def _real_dir(workspace: Path) -> Path:
@@ -95,13 +102,34 @@ class ConnectorService:
         self.projector = Projector(self)
         self.last_projection: ProjectionReport | None = None
         """What the re-projection after the last committed mutation wrote or skipped."""
+        self._committed: list[CommittedListener] = []
+
+    def on_committed(self, listener: CommittedListener) -> Callable[[], None]:
+        """Call ``listener`` after every committed mutation, once its workspaces are re-projected
+        (seed 003 §10.5 step 3: e.g. :meth:`patchbay.runtime.sessions.SessionHost.committed`
+        reloads the runtimes). It runs synchronously in the mutating caller's thread; one that
+        raises is logged and never undoes the mutation (§10.5 step 7). Returns a function that
+        removes the listener."""
+        self._committed.append(listener)
+
+        def remove() -> None:
+            if listener in self._committed:
+                self._committed.remove(listener)
+
+        return remove
 
     def _reprojected(self, result: _T, *, project_id: str | None = None) -> _T:
         """``result``, once the workspaces a committed mutation affects are re-projected: every
         known one, or only ``project_id``'s for a project grant (seed 003 §10.3, §10.5 steps 1–2;
-        :mod:`patchbay.control.projection`). Never raises: a workspace that is gone or cannot be
-        written is skipped and reported in :attr:`last_projection`."""
-        self.last_projection = self.projector.reproject(project_id)
+        :mod:`patchbay.control.projection`), and the :meth:`on_committed` listeners were told.
+        Never raises: a workspace that is gone or cannot be written is skipped and reported in
+        :attr:`last_projection`."""
+        report = self.last_projection = self.projector.reproject(project_id)
+        for listener in tuple(self._committed):
+            try:
+                listener(project_id, report)
+            except Exception:
+                _log.exception("a committed-mutation listener failed (the mutation stands)")
         return result
 
     # -- connectors -------------------------------------------------------------------------
