@@ -176,7 +176,7 @@ class LoopbackCallback:
                         return
             if target is None:
                 return
-            ok = method == b"GET" and await self._accept(target.decode("ascii", "replace"))
+            ok = method == b"GET" and await self._accept(target.decode("ascii", "replace")) == "success"
             body = (_SUCCESS if ok else _FAILURE).encode()
             headers = [
                 ("content-type", "text/html; charset=utf-8"),
@@ -192,8 +192,9 @@ class LoopbackCallback:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, h11.LocalProtocolError):
                 pass
 
-    async def _accept(self, target: str) -> bool:
-        """Judge one redirect; True when it completed (successfully or with an OAuth error)."""
+    async def _accept(self, target: str) -> str:
+        """Judge one redirect: ``success`` (a code was delivered), ``failure`` (the server sent an
+        OAuth error: the login fails) or ``refused`` (not a redirect this login expects)."""
         parts = urlsplit(target)
         query = parse_qs(parts.query)
 
@@ -205,18 +206,18 @@ class LoopbackCallback:
         pending = self._pending.get(state) if state and parts.path == "/callback" else None
         if pending is None or not secrets.compare_digest(pending.state, state or ""):
             self.refused += 1
-            return False
+            return "refused"
         del self._pending[pending.state]  # single use, whatever happens next
         if self._clock() > pending.expires_at:
             self.refused += 1
-            return False
+            return "refused"
         if self._verify is not None:
             try:
                 await self._verify()
             except Exception as exc:
                 self.refused += 1
                 await self._send.send(exc)
-                return False
+                return "failure"
         error = one("error")
         if error:
             await self._send.send(
@@ -225,10 +226,10 @@ class LoopbackCallback:
                     details={"error": error[:64]},
                 )
             )
-            return True
+            return "failure"
         code = one("code")
         if not code:
             self.refused += 1
-            return False
+            return "refused"
         await self._send.send(AuthorizationCodeResult(code=code, state=state, iss=one("iss")))
-        return True
+        return "success"

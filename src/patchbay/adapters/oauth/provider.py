@@ -46,7 +46,13 @@ from anyio.lowlevel import RunVar
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider, PrivateKeyJWTOAuthProvider
 from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
-from mcp.client.auth.utils import extract_field_from_www_auth
+from mcp.client.auth.utils import (
+    build_protected_resource_metadata_discovery_urls,
+    create_oauth_metadata_request,
+    extract_field_from_www_auth,
+    extract_resource_metadata_from_www_auth,
+    handle_protected_resource_response,
+)
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthMetadata
 
 from patchbay.adapters.oauth.callback import LoopbackCallback
@@ -325,7 +331,8 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
                         await self._initialize()
                     tokens = self.context.current_tokens
                     if refused_token is not None and tokens is not None and tokens.access_token == refused_token:
-                        self.context.token_expiry_time = 0.0  # the server refused it: refresh first
+                        # The server refused it: refresh first (0 would read as "no expiry").
+                        self.context.token_expiry_time = time.time() - 1
                 retry = False
                 flow = super()._auth_flow(request)
                 try:
@@ -340,6 +347,14 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
                             refused_token = self.context.current_tokens.access_token  # type: ignore[union-attr]
                             break
                         elif self._must_stop(response):
+                            if response.status_code == 401 and (self.config.issuer or self._pinned):
+                                # Nobody can log in here, but a grant from a server the resource
+                                # no longer names must still be voided, not retried forever.
+                                for discovery in self._resource_metadata_requests(response):
+                                    metadata = await handle_protected_resource_response((yield discovery))
+                                    if metadata is not None and metadata.authorization_servers:
+                                        await self._void_if_moved(str(metadata.authorization_servers[0]))
+                                        break
                             raise self._refusal(response)
                         outgoing = await flow.asend(response)
                 except StopAsyncIteration:
@@ -352,6 +367,35 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
             if not retry:
                 break
         await self._pin_after_login()
+
+    def _resource_metadata_requests(self, response: httpx2.Response) -> list[httpx2.Request]:
+        """The SDK's protected-resource metadata requests for a 401 (RFC 9728 discovery order)."""
+        urls = build_protected_resource_metadata_discovery_urls(
+            extract_resource_metadata_from_www_auth(response), self.context.server_url
+        )
+        requests = []
+        for url in urls:
+            request = create_oauth_metadata_request(url)
+            self._prepare(request)
+            requests.append(request)
+        return requests
+
+    async def _void_if_moved(self, server: str) -> None:
+        """Void the grant when the resource names another authorization server than the pinned one.
+
+        Raises:
+            AuthorizationRequired: ``auth_required`` (reason ``issuer_changed``) when it moved.
+        """
+        pinned = self.config.issuer or self._pinned
+        if pinned is None or _same_issuer(pinned, server):
+            return
+        await self.storage.void("issuer_changed", keep_client=False)
+        self.context.clear_tokens()
+        raise AuthorizationRequired(
+            f"connector {self.connector!r}: its authorization server changed ({url_origin(server)}); "
+            f"log in again with: patchbay auth login {self.connector}",
+            details={"connector": self.connector, "reason": "issuer_changed"},
+        )
 
     def _refreshable(self) -> bool:
         tokens = self.context.current_tokens

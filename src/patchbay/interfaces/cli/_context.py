@@ -119,9 +119,23 @@ class CliState:
 state = CliState()
 
 
-NOT_SECRET_KEYS = frozenset({"session_id", "sessionId", "credential_ref"})
-"""Keys whose names look secret but whose values are Patchbay's own identifiers or references
-(a session id, the name of a credential, never its value); their strings are still scanned."""
+NOT_SECRET_KEYS = frozenset(
+    {
+        "session_id",
+        "sessionId",
+        "credential_ref",
+        "oauth",
+        "client_secret_ref",
+        "private_key_ref",
+        "idp_client_secret_ref",
+        "id_token_ref",
+        "has_refresh_token",
+        "token_endpoint_auth",
+    }
+)
+"""Keys whose names look secret but whose values are Patchbay's own identifiers, references or
+flags (a session id, a credential id, an OAuth config holding only references, whether a refresh
+token exists), never a secret value; their strings are still scanned."""
 
 
 def redact_output(value: Any) -> Any:

@@ -9,6 +9,7 @@ callback (``http://127.0.0.1:<port>/callback``); machine grants need no browser.
 
 from __future__ import annotations
 
+import sys
 import time
 import webbrowser
 from pathlib import Path
@@ -50,7 +51,7 @@ def _print_status(view: dict[str, Any]) -> None:
         out_console.print(
             Text(
                 f"  scope: {view['scope'] or '-'}  expires: {_when(view['expires_at'])}  "
-                f"refresh token: {'yes' if view['has_refresh_token'] else 'no'}"
+                f"refreshable: {'yes' if view['has_refresh_token'] else 'no'}"
             )
         )
 
@@ -119,10 +120,12 @@ def login(
     service = _service()
 
     async def show(url: str) -> None:
-        # The URL carries only public values (client id, PKCE challenge, state); stderr keeps
-        # stdout clean for --json.
+        # The URL carries only public values (client id, PKCE challenge, the one-time state the
+        # callback checks); it is the point of --no-browser, so it is written as it is -- the
+        # redacting console would mask state=. stderr keeps stdout clean for --json.
         err_console.print(Text(f"Open this URL to authorize {name}:"))
-        err_console.print(Text(url), soft_wrap=True)
+        sys.stderr.write(url + "\n")
+        sys.stderr.flush()
         if not no_browser:
             await anyio.to_thread.run_sync(webbrowser.open, url)
         err_console.print(Text(f"waiting up to {timeout:g}s for the browser to come back…"))
