@@ -30,6 +30,8 @@ DESIGN_EVENT_TYPES = {
     "mcp.server.restarting",
     "mcp.server.permanently_failed",
     "mcp.server.shutdown",
+    "mcp.server.tools_changed",
+    "content.screened",
     "mcp.resource.requested",
     "mcp.resource.fetched",
     "mcp.prompt.invoked",

@@ -38,6 +38,11 @@ notification arrived for ``request_timeout`` seconds, or after ``max_call_second
 whatever the progress; the cancellation makes the SDK send ``notifications/cancelled`` and drop a
 late reply, and the connection stays usable.
 
+**list_changed** (issue 6 point 5): :attr:`ServerConnection.refresh` re-lists the tools on the live
+connection when the server sends ``notifications/tools/list_changed`` and republishes the catalog
+through ``on_catalog``; it also carries the resources/prompts change counters. See
+:mod:`patchbay.runtime.catalog_refresh`.
+
 **Shutdown**: :meth:`request_stop` (runtime exit) and :meth:`shutdown` (user-initiated) close the
 connection for good and emit ``mcp.server.shutdown``; it never restarts.
 """
@@ -47,9 +52,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 import mcp_types as types
@@ -61,11 +66,12 @@ from mcp.shared.exceptions import MCPError
 from patchbay.adapters.credentials import CredentialResolver
 from patchbay.adapters.oauth.provider import Authorizer
 from patchbay.adapters.transports import ClientConnection, classify, open_client
-from patchbay.adapters.transports.catalog import list_catalog
+from patchbay.adapters.transports.catalog import Catalog, list_catalog
 from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
 from patchbay.core.models import RuntimeServer, ToolSummary
 from patchbay.core.settings import Settings
 from patchbay.runtime.access import ConnectorAccess
+from patchbay.runtime.catalog_refresh import CatalogRefresh
 from patchbay.runtime.hooks import HostHooks
 from patchbay.runtime.output_schema import check_tool_result, turn_off_sdk_output_validation
 
@@ -80,6 +86,7 @@ OnCatalog = Callable[[str, "dict[str, ToolSummary] | None"], None]
 _CLIENT_INFO = types.Implementation(name="patchbay", version="0.1.0")
 _STDERR_IN_DETAILS = 1000
 _Outcome = Literal["stopped", "idle", "lost", "connect_failed"]
+_T = TypeVar("_T")
 
 
 class ServerConnection:
@@ -170,6 +177,10 @@ class ServerConnection:
         self._crash_limit: str | None = None
         self.diagnostics: list[dict[str, Any]] = []
         """Tools the server listed but the catalog left out (schema bounds), one dict each."""
+        self.refresh = CatalogRefresh(
+            self.name, settings, emit=self._emit, apply=self._relisted, is_live=lambda: self._state == "connected"
+        )
+        """list_changed handling: tools re-lists, resources/prompts change counters (catalog_refresh.py)."""
 
     # -- public -----------------------------------------------------------------------------
 
@@ -271,6 +282,7 @@ class ServerConnection:
             ) from exc
         finally:
             self._inflight -= 1
+            self.refresh.call_finished()
             self._access.audit("mcp_tool_call", refused_before)
             self._last_used = anyio.current_time()
             if self._inflight == 0 and self._idle_wait_unbounded:
@@ -286,6 +298,67 @@ class ServerConnection:
         await anyio.to_thread.run_sync(
             functools.partial(check_tool_result, tool, output_schema, result, connector=self.name)
         )
+
+    # -- other requests: resources and prompts (issue 6; used by runtime/peer.py) -------------
+
+    async def request(self, method: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
+        """Send one request other than ``tools/call`` (``resources/list``, ``resources/read``,
+        ``prompts/get``, ...) on the live session, in the caller's task, connecting first if needed.
+
+        Args:
+            method: the JSON-RPC method, for messages.
+            send: ``await send(client)`` makes the SDK call and returns its result.
+
+        The rules of :meth:`call_tool` apply, except that these requests report no progress: the
+        answer must come within ``request_timeout`` seconds; a crash during the request counts
+        like one during a call (seed 000 §3.1) and the request is never re-sent.
+
+        Raises:
+            ToolCallError: ``mcp_server_unavailable``, ``mcp_server_restarted`` /
+                ``mcp_server_unstable``, ``timeout`` (``details["timeoutSeconds"]``), or
+                ``tool_error`` (a JSON-RPC error: ``details["mcpCode"]``; or an invalid result).
+        """
+        if self._state != "connected":
+            await self.ensure_connected()
+        client, conn = self._client, self._conn
+        if client is None or conn is None or self._state != "connected":
+            raise self._unavailable()
+        conn_ended, generation = conn.ended, self._generation
+        self._inflight += 1
+        try:
+            with anyio.move_on_after(self.request_timeout):
+                return await send(client)
+            raise ToolCallError(
+                FailureReason.TIMEOUT,
+                f"{self.name}: no answer to {method} within {self.request_timeout:g}s",
+                details={"connector": self.name, "timeoutSeconds": self.request_timeout, "capped": False},
+            )
+        except MCPError as exc:
+            if exc.error.code == types.CONNECTION_CLOSED and (
+                conn_ended.is_set() or (exc.error.message == "Connection closed" and exc.error.data is None)
+            ):
+                raise self._crashed_during_call(generation, exc.error.message or "connection closed") from exc
+            raise ToolCallError(
+                FailureReason.TOOL_ERROR,
+                f"{self.name}: {method} failed: {exc.error.message}",
+                details={"connector": self.name, "mcpCode": exc.error.code},
+            ) from exc
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            raise self._crashed_during_call(generation, f"the connection closed ({type(exc).__name__})") from exc
+        except (RuntimeError, pydantic.ValidationError) as exc:
+            if self._state != "connected" or self._generation != generation:
+                raise self._crashed_during_call(generation, "the connection closed") from exc
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ToolCallError(
+                FailureReason.TOOL_ERROR,
+                f"{self.name}: {method} returned an invalid result: {first}",
+                details={"connector": self.name},
+            ) from exc
+        finally:
+            self._inflight -= 1
+            self._last_used = anyio.current_time()
+            if self._inflight == 0 and self._idle_wait_unbounded:
+                self._wake.set()
 
     def request_stop(self) -> None:
         """Close the connection for good (runtime exit); returns at once, see :meth:`wait_closed`."""
@@ -406,7 +479,7 @@ class ServerConnection:
                     egress=self._access.egress,
                     auth=auth,
                     client_info=_CLIENT_INFO,
-                    **self._hooks.client_kwargs(),
+                    **self.refresh.begin_attempt(self._hooks.client_kwargs()),
                 ) as conn:
                     # Patchbay checks structured results itself (after the call, see call_tool).
                     turn_off_sdk_output_validation(conn.client.session)
@@ -424,6 +497,7 @@ class ServerConnection:
                     self._publish(conn, catalog.tools)
                     async with anyio.create_task_group() as watch:
                         watch.start_soon(self._watch_end, conn, self._generation)
+                        watch.start_soon(self.refresh.run, conn.client, self._generation)
                         outcome = await self._serve()
                         watch.cancel_scope.cancel()
                     if outcome == "lost":
@@ -519,6 +593,19 @@ class ServerConnection:
         )
         self._catalog(self.tools)
         self._ready.set()
+
+    def _relisted(self, generation: int, catalog: Catalog) -> dict[str, ToolSummary] | None:
+        """Install a re-listed catalog (catalog_refresh.py) if ``generation`` is still live.
+
+        Returns the previous catalog, or None (nothing changed) for a stale generation.
+        """
+        if generation != self._generation or self._state != "connected":
+            return None
+        previous = self.tools
+        self.tools = {tool.name: tool for tool in catalog.tools}
+        self.diagnostics = [diagnostic.to_dict() for diagnostic in catalog.diagnostics]
+        self._catalog(self.tools)
+        return previous
 
     def _fail_connect(self, code: ErrorCode, message: str, links: list[Any]) -> None:
         self._access.audit("mcp_connect", self._refused_at_connect)

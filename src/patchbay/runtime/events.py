@@ -60,11 +60,13 @@ EVENT_TYPES: frozenset[str] = frozenset(
         "mcp.server.restarting",
         "mcp.server.permanently_failed",
         "mcp.server.shutdown",
+        "mcp.server.tools_changed",
         "mcp.resource.requested",
         "mcp.resource.fetched",
         "mcp.prompt.invoked",
         "mcp.prompt.expanded",
         "context.built",
+        "content.screened",
         "turn.completed",
     }
 )

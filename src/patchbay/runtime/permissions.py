@@ -31,8 +31,19 @@ __all__ = [
     "ApprovalRequest",
     "Approver",
     "PermissionEngine",
+    "RESOURCE_READ",
     "Resolution",
+    "USER_EXPLICIT_INCLUDE",
 ]
+
+RESOURCE_READ = "resources/read"
+"""The grant key a connector's resource reads are decided under (issue 6): a pseudo-tool with
+risk ``read`` that goes through the same rules as a tool (``include_tools``/``exclude_tools``,
+global and project grants, ``approval_mode``), so ``patchbay grant NAME resources/read deny``
+blocks every include from that connector and ``allow`` lets them through without asking."""
+
+USER_EXPLICIT_INCLUDE = "user_explicit_include"
+"""``sourcedFrom`` of the ``permission.requested`` event of a resource include (seed 000 §7)."""
 
 ApprovalAnswer = Literal["allow_once", "allow_session", "deny"]
 """What an approver answers: allow this call, allow this tool for the rest of the session, or deny."""
@@ -132,6 +143,19 @@ class PermissionEngine:
             server.settings,
             tool,
             annotations=annotations,
+            global_grants=server.global_grants,
+            project_grants=server.project_grants,
+        )
+
+    def evaluate_resource_read(self, server: RuntimeServer) -> Decision:
+        """The policy decision (steps 1–4) for reading ``server``'s resources: the pseudo-tool
+        :data:`RESOURCE_READ`, always risk ``read`` (seed 000 §7: "risk=read 通常 allow"), so
+        ``allow_all`` allows it and ``ask``/``custom`` ask; a deny grant or an exclude pattern
+        matching it denies it."""
+        return decide_for(
+            server.settings,
+            RESOURCE_READ,
+            annotations={"readOnlyHint": True},
             global_grants=server.global_grants,
             project_grants=server.project_grants,
         )

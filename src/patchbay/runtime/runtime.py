@@ -26,9 +26,11 @@ The events before a request are written in one ``write`` just before it is sent 
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import inspect
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
@@ -50,20 +52,43 @@ from patchbay.core.names import (
     validate_connector_name,
 )
 from patchbay.core.policy import Decision, is_visible
+from patchbay.core.schema_bounds import SchemaBounds
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_tool_arguments
 from patchbay.runtime.calls import CallEvents, ToolCallResult, local_result, mcp_result, tool_error
+from patchbay.runtime.catalog_refresh import wire_connector
 from patchbay.runtime.connection import ServerConnection
 from patchbay.runtime.events import EventLog, new_session_id, session_log_path
 from patchbay.runtime.hooks import ElicitationHandler, HostHooks
 from patchbay.runtime.output_guard import GUARD_IN_THREAD_BYTES, OutputGuard, rough_size
+from patchbay.runtime.peer import ConnectorPeer, connector_peer
 from patchbay.runtime.permissions import Approver, PermissionEngine, Resolution
+from patchbay.runtime.prompts import ExpandedPrompt, PromptInfo, expand_prompt, list_prompts
+from patchbay.runtime.resources import (
+    IncludedResource,
+    ResourceInfo,
+    ResourceTemplateInfo,
+    include_resource,
+    list_resource_templates,
+    list_resources,
+)
 from patchbay.runtime.router import Route, ToolRouter
 from patchbay.runtime.scope import tool_scope
+from patchbay.runtime.tool_definitions import (
+    PROXY_TOOL_NAME,
+    DefinitionFormat,
+    ProxyShape,
+    ToolDefinitions,
+    build_definitions,
+    check_format,
+    proxy_definitions,
+    run_proxy,
+)
 
 __all__ = ["LocalTool", "Runtime", "RuntimeTool", "ToolCallResult"]
 
 _MAX_TOOL_NAME = 1024
+_WIRE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 LocalTool = Callable[..., Any]
 """A local tool: ``fn(**arguments)``, sync (run in a worker thread) or async. It may return a str
@@ -84,6 +109,9 @@ class RuntimeTool:
             every call is refused).
         risk: ``read``, ``destructive``, ``network``, or ``local`` for local tools.
         input_schema: the tool's JSON Schema for its arguments (``{}`` when unknown).
+        title: the server's display title, if any.
+        output_schema: the server's ``outputSchema``, if any.
+        annotations: the server's tool annotations (wire form, e.g. ``{"readOnlyHint": true}``).
     """
 
     name: str
@@ -94,6 +122,9 @@ class RuntimeTool:
     decision: GrantDecision
     risk: str
     input_schema: dict[str, Any] = field(default_factory=dict)
+    title: str | None = None
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
 
 
 class _State(enum.Enum):
@@ -214,6 +245,19 @@ class Runtime:
         """``<settings.sessions_dir>/<session_id>.jsonl``."""
         return self._log_path
 
+    def record_event(self, type: str, payload: Mapping[str, Any]) -> None:
+        """Append a host event (``user.message``, ``context.built``, ``content.screened``, ...) to
+        this session's log, redacted like every event (seed 000 §6).
+
+        Raises:
+            ValidationError: ``validation_error`` for a type not in ``EVENT_TYPES``.
+            RuntimeError: the runtime is not entered.
+        """
+        try:
+            self._opened().append(type, dict(payload))
+        except ValueError as exc:
+            raise ValidationError(str(exc), details={"type": type}) from None
+
     # -- lifecycle --------------------------------------------------------------------------
 
     async def __aenter__(self) -> Runtime:
@@ -273,6 +317,7 @@ class Runtime:
         async def connect(name: str) -> None:
             try:
                 await self._connect(name)
+                await self._connections[name].refresh.settled()  # a list_changed already queued
             except ToolCallError:
                 pass
 
@@ -299,23 +344,82 @@ class Runtime:
                         decision.decision,
                         decision.risk,
                         dict(live.input_schema),
+                        title=live.title,
+                        output_schema=live.output_schema,
+                        annotations=live.annotations,
                     )
                 )
         return tools
 
-    async def tool_definitions(self) -> list[dict[str, Any]]:
-        """Tool definitions for a model API: ``{"name", "description", "input_schema"}`` each.
+    async def tool_definitions(
+        self, format: DefinitionFormat = "anthropic", *, shape: ProxyShape = "mcp"
+    ) -> ToolDefinitions:
+        """Tool definitions for a model API (issue 6 point 6; see :mod:`patchbay.runtime.tool_definitions`).
 
-        ``name`` is the wire name (``mcp__<connector>__<tool>``, ``^[A-Za-z0-9_-]{1,64}$``, unique,
-        stable for the same catalog) that :meth:`call` maps back to the connector and tool. Tools
-        whose decision is ``deny`` are left out: offering them to a model would only produce
-        refusals.
+        Args:
+            format: ``"anthropic"`` (default: ``{"name", "description", "input_schema"}``),
+                ``"openai"`` (Chat Completions function tools), ``"openai-responses"`` (the
+                Responses API's flat function tools, ``strict: false``), ``"mcp"`` (MCP ``Tool``
+                shape) or ``"proxy"`` (the one ``mcp`` tool of seed 003 §1.5; no connector is
+                contacted). ``name`` is always the wire name (``^[A-Za-z0-9_-]{1,64}$``, unique,
+                stable for the same catalog) that :meth:`call_wire` maps back.
+            shape: for ``"proxy"`` only, the API shape the proxy tool is written in.
+
+        Returns:
+            A :class:`ToolDefinitions`: a sequence of the definition dicts, plus ``diagnostics``
+            (``{tool, format, reason}``) for each tool whose schema could not be made acceptable.
+            ``deny`` tools are left out (offering them would only produce refusals).
+
+        Raises:
+            ValidationError: ``validation_error`` for an unknown ``format`` or ``shape``.
+            RuntimeError: the runtime is not open.
         """
-        return [
-            {"name": tool.wire_name, "description": tool.description or "", "input_schema": tool.input_schema}
-            for tool in await self.list_tools()
-            if tool.decision != "deny"
-        ]
+        self._opened()
+        check_format(format, ("anthropic", "openai", "openai-responses", "mcp", "proxy"))
+        if format == "proxy":
+            return proxy_definitions(shape, local_names=self._local)
+        return build_definitions(await self.list_tools(), format, SchemaBounds.from_settings(self.settings))
+
+    async def call_wire(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolCallResult:
+        """Call a tool by the wire name a model used (from :meth:`tool_definitions`).
+
+        The name is mapped back to the canonical name through the runtime's table (never parsed)
+        and called through :meth:`call`: the same permission decision and event chain. ``"mcp"``
+        is the proxy tool (:meth:`call_proxy`) unless a local tool has that name.
+
+        Raises:
+            ValidationError: ``validation_error`` when ``name`` is not 1-64 chars of ``[A-Za-z0-9_-]``.
+            ToolCallError: as :meth:`call` (an unknown wire name → ``unknown_tool``, logged).
+        """
+        self._opened()
+        if not isinstance(name, str) or not _WIRE_NAME.fullmatch(name):
+            raise ValidationError("a wire name is 1-64 characters of [A-Za-z0-9_-]", details={"field": "name"})
+        if name == PROXY_TOOL_NAME and name not in self._local:
+            return await self.call_proxy(arguments)
+        try:
+            name = self._router.from_wire(name)
+        except KeyError:
+            # A lazy connector with no cached catalog has no wire names until it is up.
+            connector = wire_connector(name, self._servers)
+            if connector is not None and not self._is_live(connector):
+                with contextlib.suppress(ToolCallError):  # call() reports the name as unknown
+                    await self._connect(connector)
+                with contextlib.suppress(KeyError):
+                    name = self._router.from_wire(name)
+        return await self.call(name, arguments)
+
+    async def call_proxy(self, arguments: Mapping[str, Any] | None) -> ToolCallResult:
+        """Run the proxy tool (``format="proxy"``): ``search``, ``describe`` or ``call`` (seed 003 §1.5).
+
+        ``call`` goes through :meth:`call` (permissions, events); ``search``/``describe`` read the
+        catalog only. See :func:`patchbay.runtime.tool_definitions.run_proxy`.
+
+        Raises:
+            ValidationError: ``validation_error`` for bad proxy arguments.
+            ToolCallError: ``unknown_tool``/``permission_denied`` for ``describe``; as :meth:`call`.
+        """
+        self._opened()
+        return await run_proxy(self, arguments)
 
     # -- calling ----------------------------------------------------------------------------
 
@@ -354,7 +458,7 @@ class Runtime:
             if connector is not None and not self._is_live(connector):
                 log.flush()
                 await self._connect(connector)
-            route = self._router.resolve(name)
+            route = await self._resolve_fresh(name, connector, log)
             events.resolved(route.name, route.connector)
             if route.kind == "local":
                 return await self._call_local(events, route)
@@ -404,6 +508,31 @@ class Runtime:
         if connection.state != "connected":
             await connection.ensure_connected()
         return connection
+
+    async def _resolve_fresh(self, name: str, connector: str | None, log: EventLog) -> Route:
+        """Resolve ``name`` against a current catalog (issue 6 point 5, catalog_refresh.py).
+
+        A queued or in-flight tools re-list of the name's connector is waited for first; a name
+        the router does not know gets one re-list on demand when the listing may be stale.
+
+        Raises:
+            ToolCallError: ``unknown_tool`` / ``ambiguous_call`` as :meth:`ToolRouter.resolve`.
+        """
+        connection = self._connections.get(connector or wire_connector(name, self._servers) or "")
+        if connection is None:
+            return self._router.resolve(name)
+        if connection.refresh.busy:
+            log.flush()
+            await connection.refresh.settled()
+        try:
+            return self._router.resolve(name)
+        except ToolCallError as exc:
+            if exc.reason is not FailureReason.UNKNOWN_TOOL:
+                raise
+            log.flush()
+            if not await connection.refresh.relist_on_demand():
+                raise
+        return self._router.resolve(name)
 
     def _catalog_changed(self, name: str, tools: Mapping[str, Any] | None) -> None:
         """A connection published a (new) live catalog, or withdrew it (None)."""
@@ -506,6 +635,56 @@ class Runtime:
             raise tool_error(name, outcome)
         events.tool_completed(outcome, self.settings.result_preview_chars)
         return outcome
+
+    # -- resources and prompts (issue 6): runtime/resources.py, runtime/prompts.py --------------
+
+    def _peer(self, connector: str) -> ConnectorPeer:
+        return connector_peer(
+            connector, servers=self._servers, connections=self._connections, log=self._opened(), settings=self.settings
+        )
+
+    async def list_resources(self, connector: str) -> list[ResourceInfo]:
+        """Every resource ``connector`` lists, all pages; metadata only, nothing is read (seed 000 §7).
+
+        Raises:
+            NotFoundError: ``not_found`` (no such enabled connector); CatalogError:
+            ``tool_list_failed`` (page or size bound); ToolCallError: ``mcp_server_unavailable``,
+            ``timeout``, ``tool_error``. See :func:`patchbay.runtime.resources.list_resources`.
+        """
+        return await list_resources(self._peer(connector))
+
+    async def list_resource_templates(self, connector: str) -> list[ResourceTemplateInfo]:
+        """Every resource template ``connector`` lists, all pages (errors as :meth:`list_resources`)."""
+        return await list_resource_templates(self._peer(connector))
+
+    async def include_resource(self, connector: str, uri: str) -> IncludedResource:
+        """Read one resource by URI because the user (or a policy) explicitly included it: it passes
+        the PermissionEngine with risk ``read`` and ``sourcedFrom: user_explicit_include``, then
+        ``mcp.resource.requested`` … ``mcp.resource.fetched {sizeBytes, contentHash}`` are logged
+        (seed 000 §7). Expand a template first (:func:`patchbay.runtime.resources.expand_uri_template`).
+
+        Raises:
+            ValidationError, NotFoundError, ToolCallError (``permission_denied``,
+            ``approval_unavailable``, ...): see :func:`patchbay.runtime.resources.include_resource`.
+        """
+        return await include_resource(self._peer(connector), self._permissions, uri)
+
+    async def list_prompts(self, connector: str) -> list[PromptInfo]:
+        """Every prompt ``connector`` lists, all pages (errors as :meth:`list_resources`)."""
+        return await list_prompts(self._peer(connector))
+
+    async def expand_prompt(
+        self, connector: str, prompt: str, arguments: Mapping[str, Any] | None = None
+    ) -> ExpandedPrompt:
+        """``prompts/get`` after a local check of the arguments against the declaration (seed 000 §8);
+        logs ``mcp.prompt.invoked`` and ``mcp.prompt.expanded``; the messages are user messages
+        carrying ``source: {mcp: {server, prompt}}``.
+
+        Raises:
+            ValidationError (unknown argument; ``argument '<name>' is required``), NotFoundError,
+            ToolCallError: see :func:`patchbay.runtime.prompts.expand_prompt`.
+        """
+        return await expand_prompt(self._peer(connector), prompt, arguments)
 
 
 def _ms_since(started: float) -> float:

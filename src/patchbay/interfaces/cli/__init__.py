@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 
 from patchbay.core.redaction import RedactingFilter
-from patchbay.interfaces.cli import auth, connectors, credentials, governed, imports
+from patchbay.interfaces.cli import auth, connectors, credentials, governed, imports, prompts, resources
 from patchbay.interfaces.cli._context import state
 
 __all__ = ["app", "configure_logging", "main"]
@@ -32,6 +32,8 @@ app.add_typer(connectors.app, name="connector")
 app.add_typer(credentials.app, name="credential")
 app.add_typer(auth.app, name="auth")
 app.add_typer(imports.app, name="import")
+app.add_typer(resources.app, name="resource")
+app.add_typer(prompts.app, name="prompt")
 app.command("probe")(governed.probe)
 app.command("tools")(governed.tools)
 app.command("grant")(governed.grant)
