@@ -39,9 +39,9 @@ import anyio.lowlevel
 import httpx2
 import mcp_types as types
 
-from patchbay.adapters.credentials import CredentialResolver, CredentialStore
+from patchbay.adapters.credentials import CredentialResolver
 from patchbay.adapters.egress_audit import EgressAudit, audit_path, target_origin
-from patchbay.adapters.oauth.build import connector_auth
+from patchbay.adapters.oauth.build import oauth_for
 from patchbay.adapters.oauth.provider import AUDIT_NOTE, Authorizer
 from patchbay.adapters.transports import EgressBlocked, EgressPolicy, HttpLink, StdioLink, classify, open_client
 from patchbay.adapters.transports.catalog import Catalog, CatalogError, list_catalog
@@ -56,7 +56,6 @@ from patchbay.core.models import (
     SocketTarget,
     StdioTarget,
 )
-from patchbay.core.oauth import AuthorizationRequired, oauth_from_config
 from patchbay.core.redaction import redact_known, redact_text, redact_value, registered_secrets
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target
@@ -399,19 +398,10 @@ class Prober:
             ConfigError / CredentialUnavailable / AuthorizationRequired: classified like any
                 connect failure (``invalid_config``, ``auth_required``).
         """
-        config = oauth_from_config(connector.runtime_config)
-        if config is None or not isinstance(connector.target, HttpTarget):
-            yield None
-            return
-        if not isinstance(self.credentials, CredentialStore):
-            raise AuthorizationRequired(
-                f"connector {connector.name!r} uses OAuth but the probe has no credential store",
-                details={"connector": connector.name, "reason": "no_credential_store"},
-            )
-        async with connector_auth(
-            connector.target.url,
-            config=config,
-            store=self.credentials,
+        async with oauth_for(
+            target=connector.target,
+            runtime_config=connector.runtime_config,
+            credentials=self.credentials,
             connector_id=connector.connector_id,
             connector=connector.name,
             egress=egress,

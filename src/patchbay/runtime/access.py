@@ -16,14 +16,13 @@ from typing import Any
 import anyio
 import httpx2
 
-from patchbay.adapters.credentials import CredentialResolver, CredentialStore
+from patchbay.adapters.credentials import CredentialResolver
 from patchbay.adapters.egress_audit import EgressAudit, EgressNote, audit_path, target_origin
-from patchbay.adapters.oauth.build import connector_auth
+from patchbay.adapters.oauth.build import oauth_for
 from patchbay.adapters.oauth.provider import AUDIT_NOTE, Authorizer
 from patchbay.adapters.transports import EgressBlocked, EgressPolicy
 from patchbay.core.credentials import CredentialUnavailable
-from patchbay.core.models import HttpTarget, RuntimeServer
-from patchbay.core.oauth import AuthorizationRequired, oauth_from_config
+from patchbay.core.models import RuntimeServer
 from patchbay.core.settings import Settings
 
 __all__ = ["ConnectorAccess"]
@@ -119,19 +118,10 @@ class ConnectorAccess:
                 an unresolvable secret reference, no authorization server).
         """
         server = self._server
-        config = oauth_from_config(server.runtime_config)
-        if config is None or not isinstance(server.target, HttpTarget):
-            yield None
-            return
-        if not isinstance(self._credentials, CredentialStore):
-            raise AuthorizationRequired(
-                f"connector {server.name!r} uses OAuth but the runtime has no credential store",
-                details={"connector": server.name, "reason": "no_credential_store"},
-            )
-        async with connector_auth(
-            server.target.url,
-            config=config,
-            store=self._credentials,
+        async with oauth_for(
+            target=server.target,
+            runtime_config=server.runtime_config,
+            credentials=self._credentials,
             connector_id=server.connector_id,
             connector=server.name,
             egress=self.egress,

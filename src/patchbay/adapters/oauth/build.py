@@ -14,8 +14,9 @@ of server voids the grant.
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -40,9 +41,10 @@ from patchbay.adapters.oauth.provider import (
 from patchbay.adapters.oauth.storage import BundleStorage
 from patchbay.adapters.transports.egress import EgressGuard, EgressPolicy, guarded_client
 from patchbay.core.errors import ErrorCode, ProbeError
-from patchbay.core.oauth import AuthorizationRequired, OAuthConfig, url_origin
+from patchbay.core.models import ConnectorTarget, HttpTarget
+from patchbay.core.oauth import AuthorizationRequired, OAuthConfig, oauth_from_config, url_origin
 
-__all__ = ["connector_auth", "discover_issuer", "exchange_id_token"]
+__all__ = ["connector_auth", "discover_issuer", "exchange_id_token", "oauth_for"]
 
 _TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 _ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
@@ -255,3 +257,52 @@ async def connector_auth(
         )
     provider.connector = connector  # type: ignore[attr-defined]
     yield provider
+
+
+@asynccontextmanager
+async def oauth_for(
+    *,
+    target: ConnectorTarget,
+    runtime_config: Mapping[str, Any],
+    credentials: object,
+    connector_id: str,
+    connector: str,
+    egress: EgressPolicy,
+    authorizer: Authorizer | None = None,
+    verify: Callable[[], Awaitable[None]] | None = None,
+    login_timeout: float = 300.0,
+) -> AsyncIterator[httpx2.Auth | None]:
+    """:func:`connector_auth` for a connector as a probe or a runtime holds it: None when it has
+    no OAuth settings or is not an HTTP/SSE connector.
+
+    Args:
+        target / runtime_config: the connector's (``runtime_config["oauth"]``).
+        credentials: what resolves its credentials; OAuth needs the :class:`CredentialStore`
+            itself (its token bundle lives there).
+
+    Raises:
+        ConfigError: ``invalid_config`` for malformed OAuth settings.
+        AuthorizationRequired: ``auth_required``: no credential store, no authorization server.
+        CredentialUnavailable: ``auth_required``: a secret reference cannot be resolved.
+    """
+    config = oauth_from_config(runtime_config)
+    if config is None or not isinstance(target, HttpTarget):
+        yield None
+        return
+    if not isinstance(credentials, CredentialStore):
+        raise AuthorizationRequired(
+            f"connector {connector!r} uses OAuth but there is no credential store to hold its tokens",
+            details={"connector": connector, "reason": "no_credential_store"},
+        )
+    async with connector_auth(
+        target.url,
+        config=config,
+        store=credentials,
+        connector_id=connector_id,
+        connector=connector,
+        egress=egress,
+        authorizer=authorizer,
+        verify=verify,
+        login_timeout=login_timeout,
+    ) as auth:
+        yield auth
