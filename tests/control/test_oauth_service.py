@@ -232,3 +232,54 @@ async def test_client_credentials_obtains_a_token_without_a_browser(
         assert (await whoami(plane, NAME))["client_id"] == "m2m"
         for path in files_under(plane.home, plane.workspace):
             assert secret.encode() not in path.read_bytes(), path  # only the variable's name is stored
+
+
+def test_oauth_settings_ride_in_the_snapshot_and_leave_other_connectors_callable(tmp_path: Path) -> None:
+    from patchbay.runtime.snapshot import load_snapshot
+
+    plane = control_plane(tmp_path / "home")
+    add_oauth_connector(plane, NAME, "https://mcp.example.com/mcp", client_id="cid", scope="read")
+    project = plane.service.project(plane.workspace)
+    plane.service.projector.project(project)
+    config = load_snapshot(project.path, project_id=project.project_id)
+    (server,) = config.servers
+    assert server.runtime_config["oauth"] == {"grant": "authorization_code", "client_id": "cid", "scope": "read", "signing_algorithm": "RS256"}
+
+
+@pytest.mark.parametrize(
+    ("field", "url"),
+    [
+        ("issuer", "https://user:pw@auth.example.com"),
+        ("issuer", "http://auth.example.com"),
+        ("issuer", "https:///x"),
+        ("issuer", "https://auth.example.com/?tenant=1"),
+        ("client_metadata_url", "https://u:p@cimd.example.com/c.json"),
+        ("idp_token_endpoint", "ftp://idp.example.com/token"),
+    ],
+)
+def test_bad_authorization_server_urls_are_refused_and_nothing_is_stored(tmp_path: Path, field: str, url: str) -> None:
+    from patchbay.core.errors import ConfigError
+
+    plane = control_plane(tmp_path / "home")
+    plane.service.add(NAME, plane.service.remote_target("https://mcp.example.com/mcp"))
+    before = plane.service.get(NAME).revision
+    extra = {"client_id": "c", "client_secret": "s3cret-value-123", "idp_client_id": "i", "id_token": "tok-123456789"}
+    grant = "cross_app_access" if field == "idp_token_endpoint" else "authorization_code"
+    with pytest.raises(ConfigError) as info:
+        plane.oauth.configure(NAME, grant=grant, **{field: url}, **extra)
+    assert info.value.code == "invalid_config"
+    assert plane.service.get(NAME).revision == before
+    assert plane.service.credentials.store.load() == {}
+    assert "pw@" not in info.value.message
+
+
+def test_reconfiguring_never_deletes_a_credential_a_binding_still_uses(tmp_path: Path) -> None:
+    plane = control_plane(tmp_path / "home")
+    plane.service.add(NAME, plane.service.remote_target("https://mcp.example.com/mcp"))
+    from patchbay.control.bindings import parse_bearer
+
+    plane.service.set_bindings(NAME, [parse_bearer("bearer-value-1234567")])
+    (ref,) = [b.ref for b in plane.service.get(NAME).bindings]
+    plane.oauth.configure(NAME, client_id="c", client_secret=f"@credential:{ref}")
+    plane.oauth.configure(NAME)  # the secret is no longer part of the OAuth settings
+    assert ref in plane.service.credentials.store.load()

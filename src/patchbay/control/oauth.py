@@ -34,7 +34,10 @@ from patchbay.core.models import Connector, HttpTarget, ProbeResult
 from patchbay.core.oauth import OAuthConfig, oauth_from_config, url_origin
 from patchbay.core.redaction import register_secret
 
-__all__ = ["OAuthService"]
+__all__ = ["REVOCATION_DEADLINE", "OAuthService"]
+
+REVOCATION_DEADLINE = 20.0
+"""Seconds ``logout`` gives the revocation requests in all; the tokens are deleted either way."""
 
 _SECRET_FIELDS = {
     "client_secret": "client_secret_ref",
@@ -123,7 +126,8 @@ class OAuthService:
                 self._check_usable(connector, ref)
         previous = oauth_from_config(connector.runtime_config)
         runtime_config = {**connector.runtime_config, "oauth": config.model_dump(mode="json", exclude_none=True)}
-        stale = [ref for ref in (previous.refs() if previous else ()) if ref not in config.refs()]
+        bound = {binding.ref for binding in connector.bindings}
+        stale = [ref for ref in (previous.refs() if previous else ()) if ref not in config.refs() and ref not in bound]
         owned_stale = [ref for ref in stale if self._owned(connector, ref)]
         undo = self.store.apply(upserts=created)
         try:
@@ -255,14 +259,22 @@ class OAuthService:
                     details={"error": "connector_changed"},
                 )
 
-        result = await self.connectors.probe(
-            name,
-            workspace=workspace,
-            authorizer=authorizer if config.interactive else None,
-            verify=verify,
-            login_timeout=login_timeout,
-        )
+        try:
+            result = await self.connectors.probe(
+                name,
+                workspace=workspace,
+                authorizer=authorizer if config.interactive else None,
+                verify=verify,
+                login_timeout=login_timeout,
+            )
+        finally:
+            # Removed while its login was under way: tokens that arrived meanwhile must not outlive it.
+            if not await anyio.to_thread.run_sync(self._exists, connector.connector_id):
+                await anyio.to_thread.run_sync(self.store.delete_owned_by, connector.connector_id)
         return result, await anyio.to_thread.run_sync(self.status, name)
+
+    def _exists(self, connector_id: str) -> bool:
+        return any(c.connector_id == connector_id for c in self.connectors.list())
 
     # -- logout -----------------------------------------------------------------------------
 
@@ -270,8 +282,8 @@ class OAuthService:
         """Revoke the grant (RFC 7009, best effort) and delete the tokens.
 
         Revocation requests go only to the pinned server's ``revocation_endpoint`` (through the
-        egress guard, audited as ``mcp_oauth_token``); whatever they answer, the bundle is
-        deleted. Returns ``{"connector", "revoked": [token kinds the server accepted],
+        egress guard, audited as ``mcp_oauth_token``) and get :data:`REVOCATION_DEADLINE` seconds
+        in all; whatever they answer (or if they never finish), the bundle is deleted. Returns ``{"connector", "revoked": [token kinds the server accepted],
         "revocation": "done"|"unsupported"|"failed"|"nothing_to_revoke", "deleted": bool}``.
 
         Raises:
@@ -290,13 +302,16 @@ class OAuthService:
             return outcome
         tokens = (bundle.tokens or {}) if bundle is not None else {}
         endpoint = (bundle.as_metadata or {}).get("revocation_endpoint") if bundle is not None else None
-        if tokens:
-            if not endpoint:
+        try:
+            if tokens and not endpoint:
                 outcome["revocation"] = "unsupported"
-            else:
-                outcome["revoked"], outcome["revocation"] = await self._revoke(connector, bundle, endpoint, tokens)
-        await anyio.to_thread.run_sync(lambda: self.store.apply(deletes=[record.credential_id]))
-        outcome["deleted"] = True
+            elif tokens:
+                outcome["revocation"] = "failed"
+                with anyio.move_on_after(REVOCATION_DEADLINE):  # a trickling server cannot hold the tokens
+                    outcome["revoked"], outcome["revocation"] = await self._revoke(connector, bundle, endpoint, tokens)
+        finally:
+            await anyio.to_thread.run_sync(lambda: self.store.apply(deletes=[record.credential_id]))
+            outcome["deleted"] = True
         return outcome
 
     async def _revoke(

@@ -61,6 +61,29 @@ def url_origin(url: str) -> str:
     return f"{scheme}://{host}" if port in (None, default) else f"{scheme}://{host}:{port}"
 
 
+_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _check_oauth_url(name: str, value: str) -> None:
+    """An authorization-server URL: absolute, with a host, no userinfo, no fragment (and no query
+    for an issuer, RFC 8414 §2); https unless the host is loopback (OAuth 2.1 §1.5)."""
+    if len(value) > 2048:
+        raise ValueError(f"{name} is longer than 2048 characters")
+    parts = urlsplit(value)
+    try:
+        parts.port  # noqa: B018 - validates the port
+    except ValueError:
+        raise ValueError(f"{name} has an invalid port") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{name} must be an absolute http(s) URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"{name} must not carry a user name or password")
+    if parts.fragment or (name == "issuer" and parts.query):
+        raise ValueError(f"{name} must not have a {'fragment' if parts.fragment else 'query'}")
+    if parts.scheme != "https" and parts.hostname.lower() not in _LOOPBACK_HOSTS:
+        raise ValueError(f"{name} must use https (plain http only for a loopback host)")
+
+
 class OAuthConfig(BaseModel):
     """``runtime_config["oauth"]``: how a Streamable HTTP/SSE connector authorizes (seed 003 §11.2).
 
@@ -103,8 +126,8 @@ class OAuthConfig(BaseModel):
                 raise ValueError(f"{name} must be a credential id (cred_…), not a value")
         for name in ("client_metadata_url", "issuer", "idp_token_endpoint"):
             value = getattr(self, name)
-            if value is not None and urlsplit(value).scheme not in ("http", "https"):
-                raise ValueError(f"{name} must be an absolute http(s) URL")
+            if value is not None:
+                _check_oauth_url(name, value)
         if self.client_metadata_url is not None and (
             urlsplit(self.client_metadata_url).scheme != "https" or urlsplit(self.client_metadata_url).path in ("", "/")
         ):

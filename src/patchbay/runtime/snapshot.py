@@ -69,6 +69,7 @@ from patchbay.core.models import (
     ToolSummary,
 )
 from patchbay.core.names import validate_connector_name
+from patchbay.core.oauth import oauth_from_config
 from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target
 
 __all__ = [
@@ -190,8 +191,13 @@ def runtime_server(name: str, server: SnapshotServer) -> RuntimeServer:
             if checked.cwd != target.cwd:
                 raise ConfigError("cwd", "must be a normalised path inside the workspace")
         check_bindings(server.bindings, target.transport)
-        options = {**server.runtime_config, "lifecycle": server.lifecycle}
-        RuntimeOptions.parse_strict(options, transport=target.transport)
+        # OAuth settings ride along in runtime_config (references only, seed 003 §11.2); they are
+        # checked by their own model, the rest as runtime options.
+        if oauth_from_config(server.runtime_config) is not None and target.transport not in ("streamable_http", "sse"):
+            raise ConfigError("oauth", "OAuth is for remote (Streamable HTTP or SSE) connectors")
+        options = dict(server.runtime_config)
+        plain = {k: v for k, v in options.items() if k != "oauth"}
+        RuntimeOptions.parse_strict({**plain, "lifecycle": server.lifecycle}, transport=target.transport)
     except ConfigError as exc:
         raise ConfigError(f"{field}.{exc.field}", exc.message.partition(": ")[2] or exc.message) from None
     asks = server.approve_tools if isinstance(server.approve_tools, tuple) else ()

@@ -212,3 +212,22 @@ async def test_with_an_authorizer_a_new_authorization_server_gets_a_new_login(tm
         assert fixture.counts("alt")["register"] == 1
         status = plane.oauth.status(NAME)
         assert (status["state"], status["issuer"]) == ("authorized", fixture.issuer("alt"))
+
+
+@pytest.mark.parametrize("fault", ["408", "invalid_request"])
+async def test_a_refusal_other_than_invalid_grant_keeps_the_refresh_token(tmp_path: Path, fault: str) -> None:
+    with oauth_server(separate_as=True) as fixture:
+        plane = control_plane(tmp_path / "home")
+        add_oauth_connector(plane, NAME, fixture.url)
+        await login(plane, fixture)
+        kept = plane.bundle(NAME).tokens["refresh_token"]
+        plane.expire_access_token(NAME)
+        fixture.control(reject_access_tokens=True, refresh=fault)
+
+        await unavailable(plane)
+        status = plane.oauth.status(NAME)
+        assert status["has_refresh_token"] is True and status["state"] == "expired"
+        assert plane.bundle(NAME).tokens["refresh_token"] == kept
+
+        fixture.control(refresh="ok")
+        assert (await whoami(plane, NAME))["scopes"] == ["mcp"]

@@ -152,12 +152,21 @@ class GuardedFlow:
         return response
 
 
+def _origin(url: str) -> str:
+    """The origin as the egress guard writes it (``scheme://host:port``, the port always given), so
+    trusted origins compare equal to the guard's; ``""`` for a URL the guard refuses anyway."""
+    try:
+        return origin_of(url)
+    except ProbeError:
+        return ""
+
+
 def _metadata_origins(metadata: Any) -> set[str]:
     origins = set()
     for name in ("token_endpoint", "registration_endpoint", "revocation_endpoint"):
         value = getattr(metadata, name, None) if metadata is not None else None
         if value:
-            origins.add(url_origin(str(value)))
+            origins.add(_origin(str(value)))
     return origins
 
 
@@ -289,12 +298,12 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
     # -- the flow ---------------------------------------------------------------------------
 
     def _trusted_origins(self) -> set[str]:
-        origins = {url_origin(self.context.server_url)}
+        origins = {_origin(self.context.server_url)}
         if self.context.auth_server_url:
             self._check_pin(self.context.auth_server_url)
-            origins.add(url_origin(self.context.auth_server_url))
+            origins.add(_origin(self.context.auth_server_url))
         if self.config.issuer:
-            origins.add(url_origin(self.config.issuer))
+            origins.add(_origin(self.config.issuer))
         return origins | _metadata_origins(self.context.oauth_metadata)
 
     def _check_pin(self, server: str) -> None:
@@ -427,7 +436,7 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
                 details={**details, "reason": "token_rejected"},
             )
         return AuthorizationRequired(
-            f"connector {self.connector!r} needs authorization: patchbay auth login {self.connector}",
+            f"connector {self.connector!r} is not logged in; run: patchbay auth login {self.connector}",
             details={**details, "reason": "no_grant"},
         )
 
@@ -446,7 +455,8 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
         if self.context.auth_server_url is not None or outgoing.method != "GET" or response.status_code != 200:
             return response
         origin = url_origin(self.context.server_url)
-        if str(outgoing.url) != f"{origin}/.well-known/oauth-authorization-server":
+        legacy = outgoing.url.path == "/.well-known/oauth-authorization-server"
+        if not legacy or _origin(str(outgoing.url)) != _origin(self.context.server_url):
             return response
         try:
             data = json.loads(await response.aread())
@@ -469,28 +479,32 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
             return await super()._handle_refresh_response(response)
         body = await response.aread()
         error = _oauth_error(body)
-        if response.status_code == 429 or response.status_code >= 500:
+        details = {"connector": self.connector, "status": response.status_code, "error": (error or "")[:64] or None}
+        if error != "invalid_grant":
+            # Only invalid_grant says the grant is gone (seed 003 §11.2); a 408/429/5xx, a redirect,
+            # a 404 or a client-side error keeps the refresh token for a later try.
+            code = ErrorCode.AUTH_REQUIRED if error in ("invalid_client", "unauthorized_client") else ErrorCode.SERVER_CLOSED
             raise ProbeError(
-                f"connector {self.connector!r}: refreshing its token failed for now "
-                f"(HTTP {response.status_code}); the refresh token is kept",
-                code=ErrorCode.SERVER_CLOSED,
-                details={"connector": self.connector, "status": response.status_code},
+                f"connector {self.connector!r}: refreshing its token failed (HTTP {response.status_code}"
+                f"{', ' + error[:64] if error else ''}); the refresh token is kept",
+                code=code,
+                details=details,
             )
         used = self.context.current_tokens.refresh_token if self.context.current_tokens else None
-        stored = await self.storage.get_tokens()
-        if stored is not None and stored.refresh_token and stored.refresh_token != used:
-            # Another process rotated the refresh token meanwhile: use its tokens.
+        # Void only the grant this refresh token belongs to: another process may have rotated it
+        # meanwhile, and then its (fresh) tokens are used instead.
+        stored = await self.storage.void_unless_rotated("invalid_grant", used)
+        if stored is not None:
             self.context.current_tokens = stored
             self.context.token_expiry_time = self.storage.expires_at
             if self.context.is_token_valid():
                 return True
-        await self.storage.void(error or f"refresh_refused_http_{response.status_code}")
         self.context.clear_tokens()
         if self._authorizer is None:
             raise AuthorizationExpired(
-                f"connector {self.connector!r}: its refresh token was refused ({error or response.status_code}); "
+                f"connector {self.connector!r}: its refresh token was refused (invalid_grant); "
                 f"log in again with: patchbay auth login {self.connector}",
-                details={"connector": self.connector, "reason": error or "refresh_refused"},
+                details={**details, "reason": "invalid_grant"},
             )
         return False
 
@@ -505,9 +519,9 @@ class _MachineFlow(GuardedFlow):
     _issuer: str | None
 
     def _trusted_origins(self) -> set[str]:
-        origins = {url_origin(self.context.server_url)}  # type: ignore[attr-defined]
+        origins = {_origin(self.context.server_url)}  # type: ignore[attr-defined]
         if self._issuer:
-            origins.add(url_origin(self._issuer))
+            origins.add(_origin(self._issuer))
         return origins | _metadata_origins(self.context.oauth_metadata)  # type: ignore[attr-defined]
 
     async def _initialize(self) -> None:
@@ -536,9 +550,9 @@ class GuardedAssertionProvider(GuardedFlow, IdentityAssertionOAuthProvider):
         self._idp_origin = idp_origin
 
     def _trusted_origins(self) -> set[str]:
-        origins = {url_origin(self._issuer)}
+        origins = {_origin(self._issuer)}
         if self._token_endpoint:
-            origins.add(url_origin(self._token_endpoint))
+            origins.add(_origin(self._token_endpoint))
         return origins
 
 

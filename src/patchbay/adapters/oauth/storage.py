@@ -157,6 +157,36 @@ class BundleStorage:
         """Record the authorization server this grant belongs to (and its metadata)."""
         await anyio.to_thread.run_sync(lambda: self._update(issuer=issuer, as_metadata=metadata))
 
+    async def void_unless_rotated(self, reason: str, refresh_token: str | None) -> OAuthToken | None:
+        """Void the grant (as :meth:`void`) if its stored refresh token is still ``refresh_token``,
+        in one store transaction; otherwise another process rotated it meanwhile and its active
+        tokens are returned (nothing is voided)."""
+
+        def change(records: dict[str, StoredCredential]) -> dict[str, Any] | None:
+            record = find_bundle(records, self.connector_id)
+            bundle = bundle_of(record)
+            if record is None or bundle is None or bundle.resource_origin != self.origin:
+                return None
+            tokens = bundle.tokens or {}
+            if bundle.status == "active" and tokens.get("refresh_token") and tokens["refresh_token"] != refresh_token:
+                return {"tokens": tokens, "expires_at": bundle.expires_at}
+            void = bundle.model_copy(
+                update={"tokens": None, "expires_at": None, "status": "needs_auth", "reason": reason}
+            )
+            records[record.credential_id] = record.model_copy(
+                update={"value": void.model_dump(mode="json"), "updated_at": self.store.now()}
+            )
+            return None
+
+        rotated = await anyio.to_thread.run_sync(self.store.mutate, change)
+        if rotated is None:
+            self.expires_at = None
+            return None
+        token = OAuthToken.model_validate(rotated["tokens"])
+        _remember(token.access_token, token.refresh_token)
+        self.expires_at = rotated["expires_at"]
+        return token
+
     async def void(self, reason: str, *, keep_client: bool = True) -> None:
         """Mark the grant ``needs_auth``: tokens dropped (refresh token included), registration kept
         unless ``keep_client`` is False (seed 003 §11.2: ``invalid_grant`` → needs-auth)."""

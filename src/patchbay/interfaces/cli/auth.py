@@ -45,12 +45,14 @@ def _when(seconds: float | None) -> str:
 
 
 def _print_status(view: dict[str, Any]) -> None:
-    out_console.print(Text(f"{view['connector']}: {view['state']}" + (f" ({view['reason']})" if view["reason"] else "")))
+    # Scope, reason and issuer come from servers: one_line strips control characters.
+    reason = f" ({one_line(str(view['reason']))[:80]})" if view["reason"] else ""
+    out_console.print(Text(f"{view['connector']}: {view['state']}{reason}"))
     if view["configured"]:
-        out_console.print(Text(f"  grant: {view['grant']}  issuer: {view['issuer'] or '-'}"))
+        out_console.print(Text(f"  grant: {view['grant']}  issuer: {one_line(str(view['issuer'] or '-'))}"))
         out_console.print(
             Text(
-                f"  scope: {view['scope'] or '-'}  expires: {_when(view['expires_at'])}  "
+                f"  scope: {one_line(str(view['scope'] or '-'))[:200]}  expires: {_when(view['expires_at'])}  "
                 f"refreshable: {'yes' if view['has_refresh_token'] else 'no'}"
             )
         )
