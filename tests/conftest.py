@@ -1,4 +1,6 @@
-"""Shared fixtures: the anyio backend and an isolated data home with the venv on PATH."""
+"""Shared fixtures: the anyio backend, an isolated data home with the venv on PATH, and a connector
+service on its own data home with an empty workspace beside it (tests that need other ones define
+their own ``service``/``workspace``, which take precedence)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from patchbay.adapters.store import open_store
+from patchbay.control.connectors import ConnectorService
+from patchbay.core.settings import Settings
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -24,3 +30,19 @@ def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     path = os.environ.get("PATH", "")
     if str(VENV_BIN) not in path.split(os.pathsep):
         monkeypatch.setenv("PATH", f"{VENV_BIN}{os.pathsep}{path}")
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> ConnectorService:
+    """The control plane on a fresh data home ``<tmp_path>/home`` (a real SQLite store)."""
+    settings = Settings(home=tmp_path / "home")
+    settings.home.mkdir()
+    return ConnectorService(open_store(settings), settings)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty workspace directory ``<tmp_path>/ws``, as a canonical path."""
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path.resolve()

@@ -14,7 +14,9 @@ and every CLI output is scanned: no canary value appears anywhere but in
 ``credentials.json``, and there only the managed ones (an environment credential's value is never
 stored). The digests the servers report prove each value did arrive where it was bound.
 
-There is no REST API yet (issue 5); when it lands, its responses belong in this scan too.
+The REST API (issue 5) is part of the scenario: every answer of every read route, a real probe
+of each connector through it (the stdio server prints its secrets on stderr) and a refused
+request that carries a value are scanned with the rest.
 """
 
 from __future__ import annotations
@@ -67,6 +69,48 @@ class Outputs:
     def add(self, where: str, text: str) -> str:
         self.texts.append((where, text))
         return text
+
+
+def api_answers(home: Path, workspace: Path, outputs: Outputs) -> None:
+    """Every read route of the REST API, a probe of each connector and a refused request carrying a
+    canary, through an in-process client; each answer is added to ``outputs``."""
+    import anyio
+    import httpx2
+
+    from patchbay.core.settings import Settings
+    from patchbay.interfaces.api import create_app
+
+    async def run() -> None:
+        api = create_app(Settings(home=home), workspace=workspace)
+        transport = httpx2.ASGITransport(app=api)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as client:
+
+            async def answer(method: str, url: str, **kwargs: object) -> httpx2.Response:
+                response = await client.request(method, url, **kwargs)
+                outputs.add(f"API {method} {url}", response.text)
+                return response
+
+            cwd = {"cwd": str(workspace)}
+            for connector in (await answer("GET", "/api/mcp/connectors")).json()["connectors"]:
+                name = connector["name"]
+                await answer("GET", f"/api/mcp/connectors/{name}")
+                await answer("GET", f"/api/mcp/connectors/{name}/tools")
+                await answer("GET", f"/api/mcp/connectors/{name}/tools", params=cwd)
+                probe = await answer("POST", f"/api/mcp/connectors/{name}/probe", params=cwd)
+                assert probe.json()["state"] == "ready", probe.text
+            await answer("GET", "/api/mcp/catalog")
+            await answer("GET", "/api/settings/mcp")
+            await answer("GET", "/openapi.json")
+            refused = await answer(
+                "POST",
+                "/api/mcp/connectors",
+                json={"name": "Not A Name", "target": {"transport": "streamable_http", "url": "https://x.example/mcp"},
+                      "bindings": [{"delivery": "bearer", "value": HTTP_BEARER}]},
+            )
+            assert refused.status_code == 422
+        api.state.context.close()
+
+    anyio.run(run)
 
 
 @pytest.fixture
@@ -169,6 +213,9 @@ def test_no_canary_leaves_the_credential_store(
             )
             assert failed["error"]["code"] == "tool_error"
             sessions.append(failed["session_id"])
+
+        # -- the REST API on the same data home ------------------------------------------------
+        api_answers(home, workspace, outputs)
 
         # -- the same in fresh processes, every log record on stderr ----------------------------
         env = {**os.environ, "PATCHBAY_HOME": str(home), "PATCHBAY_DEBUG": "1"}

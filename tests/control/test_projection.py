@@ -13,34 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from patchbay.adapters.store import open_store
 from patchbay.control import projection
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.credentials import parse_env
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import ToolCacheEntry, ToolSummary
 from patchbay.core.policy import decide_for
-from patchbay.core.settings import Settings
 from patchbay.runtime.permissions import PermissionEngine
 from patchbay.runtime.snapshot import load_snapshot, snapshot_path
 
 pytestmark = pytest.mark.anyio
 
 CANARY = "cnryPROJmanaged-5e6f7a8b"
-
-
-@pytest.fixture
-def service(tmp_path: Path) -> ConnectorService:
-    settings = Settings(home=tmp_path / "home")
-    settings.home.mkdir()
-    return ConnectorService(open_store(settings), settings)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
 
 
 def add(service: ConnectorService, name: str, workspace: Path, **kwargs):

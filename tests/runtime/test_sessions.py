@@ -15,11 +15,9 @@ import anyio
 import psutil
 import pytest
 
-from patchbay.adapters.store import open_store
 from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ErrorCode, FailureReason, NotFoundError, PatchbayError, ToolCallError
 from patchbay.core.models import Project
-from patchbay.core.settings import Settings
 from patchbay.runtime.events import read_events, session_log_path
 from patchbay.runtime.permissions import ApprovalRequest
 from patchbay.runtime.sessions import SessionHost, collect_reloads
@@ -29,20 +27,6 @@ from support import FIXTURES, assert_group_gone, wait_until
 pytestmark = pytest.mark.anyio
 
 LIFECYCLE = str(FIXTURES / "lifecycle_server.py")
-
-
-@pytest.fixture
-def service(tmp_path: Path) -> ConnectorService:
-    settings = Settings(home=tmp_path / "home")
-    settings.home.mkdir()
-    return ConnectorService(open_store(settings), settings)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path.resolve()
 
 
 def add_server(service: ConnectorService, name: str, workspace: Path, *args: str, **kwargs: Any) -> None:

@@ -12,29 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from patchbay.adapters.store import open_store
 from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ConfigError, NotFoundError, ToolCallError
-from patchbay.core.settings import Settings
 from patchbay.runtime import Runtime
 from patchbay.runtime import snapshot as snapshot_module
 from patchbay.runtime.snapshot import load_snapshot, snapshot_path
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def service(tmp_path: Path) -> ConnectorService:
-    settings = Settings(home=tmp_path / "home")
-    settings.home.mkdir()
-    return ConnectorService(open_store(settings), settings)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
 
 
 @pytest.fixture

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import os
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -40,6 +38,7 @@ from typing import Any, Protocol
 import pydantic
 from pydantic import Field
 
+from patchbay.adapters.atomic import lock_exclusive, replace_file
 from patchbay.core.credentials import (
     CREDENTIAL_ID_PREFIX,
     Credential,
@@ -209,17 +208,8 @@ class CredentialStore:
         except OSError as exc:
             raise self._unavailable("cannot be locked", exc) from None
         try:
-            deadline = time.monotonic() + LOCK_TIMEOUT
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise CanonicalStateUnavailable(
-                            f"the credential store {self.path} stayed locked for {LOCK_TIMEOUT:g}s"
-                        ) from None
-                    time.sleep(0.01)  # another writer holds it; flock has no timeout of its own
+            if not lock_exclusive(fd, LOCK_TIMEOUT):  # another writer holds it
+                raise CanonicalStateUnavailable(f"the credential store {self.path} stayed locked for {LOCK_TIMEOUT:g}s")
             yield
         finally:
             os.close(fd)  # releases the lock
@@ -232,29 +222,13 @@ class CredentialStore:
         }
         data = json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8")
         try:
-            fd, tmp = tempfile.mkstemp(dir=self.home, prefix=".credentials.", suffix=".tmp")
-        except OSError as exc:
-            raise self._unavailable("cannot be written", exc) from None
-        try:
+            dir_fd = os.open(self.home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
-                os.fchmod(fd, 0o600)
-                with os.fdopen(fd, "wb", closefd=False) as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise self._unavailable("cannot be written", exc) from None
-        with contextlib.suppress(OSError):  # make the rename itself durable
-            dir_fd = os.open(self.home, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dir_fd)
+                replace_file(dir_fd, CREDENTIALS_FILE, data, 0o600, strict_dir_sync=False)
             finally:
                 os.close(dir_fd)
+        except OSError as exc:
+            raise self._unavailable("cannot be written", exc) from None
 
     def mutate(self, change: Callable[[dict[str, StoredCredential]], Any]) -> Any:
         """Run ``change(records)`` on a fresh read under the lock and save what it leaves.

@@ -17,6 +17,7 @@ from typing import Any, TypeVar, cast
 
 from patchbay.adapters.credentials import CredentialStore
 from patchbay.adapters.store import Repository
+from patchbay.adapters.store.repository import project_id_for
 from patchbay.adapters.transports.stdio import workspace_cwd
 from patchbay.control.credentials import BindingSpec, CredentialService
 from patchbay.control.options import checked_options as _checked_options
@@ -421,6 +422,18 @@ class ConnectorService:
         """
         return self.repository.ensure_project(str(_real_dir(workspace)))
 
+    def find_project(self, workspace: Path) -> Project | None:
+        """The project of a workspace directory if it already has one; never creates it.
+
+        Read-only callers use this rather than :meth:`project`: every known project's workspace
+        gets its snapshot (``<workspace>/.patchbay/``) written on each committed change (seed 003
+        §10.3), so merely looking at a directory must not make it a project.
+
+        Raises:
+            ConfigError: ``invalid_config`` (field ``project``) when the directory does not exist.
+        """
+        return self.repository.find_project(str(_real_dir(workspace)))
+
     def grant(self, name: str, tool: str, decision: str, *, project: Path | None = None) -> ToolGrant:
         """Set a global grant, or a project grant when ``project`` is given (idempotent upsert).
 
@@ -479,8 +492,9 @@ class ConnectorService:
                 (:meth:`patchbay.control.oauth.OAuthService.login`; see :meth:`Prober.probe`).
         """
         connector = self.get(name)
-        try:  # the egress audit names the project the probe ran for (seed 003 §14.2)
-            project_id: str | None = self.project(workspace).project_id
+        try:  # the egress audit names the workspace's project (seed 003 §14.2) by its stable id; a
+            # probe does not make the workspace a project (projects get snapshots written, §10.3)
+            project_id: str | None = project_id_for(str(_real_dir(workspace)))
         except ConfigError:
             project_id = None  # not a directory: the probe reports it (stdio), or needs none (remote)
         result = await self.prober.probe(connector, workspace=workspace, project_id=project_id, **login)
@@ -503,10 +517,11 @@ class ConnectorService:
 
     # -- effective decisions ----------------------------------------------------------------
 
-    def tools(self, name: str, *, project: Path | None = None) -> ToolsView:
-        """Every cached tool of ``name`` with its effective decision (global, or in ``project``)."""
+    def tools(self, name: str, *, project: Path | Project | None = None) -> ToolsView:
+        """Every cached tool of ``name`` with its effective decision (global, or in ``project``:
+        a workspace directory, made a project if it is none yet, or a :class:`Project`)."""
         connector = self.get(name)
-        prj = self.project(project) if project is not None else None
+        prj = project if isinstance(project, Project) or project is None else self.project(project)
         entry, state = self.cached_catalog(connector)
         global_grants = {g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)}
         project_grants = (

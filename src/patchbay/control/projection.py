@@ -41,17 +41,16 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import logging
 import os
-import secrets
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from patchbay.adapters.atomic import lock_exclusive, replace_file, write_new
 from patchbay.core.credentials import BINDINGS_KEY
 from patchbay.core.errors import ConfigError, PatchbayError
 from patchbay.core.models import Project, RuntimeConfig, RuntimeOptions, RuntimeServer
@@ -207,23 +206,14 @@ def _snapshot_dir(root: Path) -> Iterator[int]:
     try:
         if created:
             with contextlib.suppress(OSError):
-                _write_new(dir_fd, ".gitignore", _GITIGNORE, 0o644)
+                write_new(dir_fd, ".gitignore", _GITIGNORE, 0o644)
         try:
             lock_fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
         except OSError as exc:
             raise ConfigError("snapshot", f"{root / SNAPSHOT_DIR / LOCK_FILE} cannot be opened ({_why(exc)})") from None
         try:
-            deadline = time.monotonic() + LOCK_TIMEOUT
-            while True:
-                try:
-                    fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise ConfigError(
-                            "snapshot", f"{root / SNAPSHOT_DIR} stayed locked for {LOCK_TIMEOUT:g}s"
-                        ) from None
-                    time.sleep(0.01)  # another projection holds it; flock has no timeout of its own
+            if not lock_exclusive(lock_fd, LOCK_TIMEOUT):  # another projection holds it
+                raise ConfigError("snapshot", f"{root / SNAPSHOT_DIR} stayed locked for {LOCK_TIMEOUT:g}s")
             yield dir_fd
         finally:
             os.close(lock_fd)  # releases the lock
@@ -231,38 +221,12 @@ def _snapshot_dir(root: Path) -> Iterator[int]:
         os.close(dir_fd)
 
 
-def _write_new(dir_fd: int, name: str, data: bytes, mode: int) -> None:
-    """Create ``name`` (never an existing file or symlink) in ``dir_fd``, write, fsync."""
-    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
-    try:
-        os.fchmod(fd, mode)  # exactly this mode, whatever the umask
-        with os.fdopen(fd, "wb", closefd=False) as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-    finally:
-        os.close(fd)
-
-
-def _replace(dir_fd: int, data: bytes) -> None:
-    """Atomically replace the snapshot in ``dir_fd``: temp file, fsync, rename, fsync the directory."""
-    tmp = f".{SNAPSHOT_FILE}.{secrets.token_hex(8)}.tmp"
-    try:
-        _write_new(dir_fd, tmp, data, SNAPSHOT_MODE)
-        os.replace(tmp, SNAPSHOT_FILE, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
-        raise
-    os.fsync(dir_fd)
-
-
 def _locked_write(root: Path, make: Callable[[], RuntimeSnapshot]) -> Path:
     """Under the workspace lock, build the snapshot with ``make()`` and replace the file with it."""
     with _snapshot_dir(root) as dir_fd:
         data = _encode(make())
         try:
-            _replace(dir_fd, data)
+            replace_file(dir_fd, SNAPSHOT_FILE, data, SNAPSHOT_MODE)
         except OSError as exc:
             raise ConfigError("snapshot", f"{snapshot_path(root)} cannot be written ({_why(exc)})") from None
     return snapshot_path(root)

@@ -83,6 +83,10 @@ class Settings(BaseSettings):
     screening_policy: Literal["label", "withhold"] = "label"
     """What an item the injection scanner flags becomes in a model's context: ``label`` (wrapped in an
     untrusted-content label) or ``withhold`` (a placeholder naming the rules) (seed 000 §8, §10)."""
+    api_host: str = "127.0.0.1"
+    """Address ``patchbay serve`` binds; anything but loopback also needs ``--allow-remote``."""
+    api_port: int = Field(default=8765, ge=0, le=65535)
+    """TCP port ``patchbay serve`` binds (0: any free port, printed at start)."""
 
     @field_validator("home", mode="before")
     @classmethod

@@ -87,6 +87,7 @@ _CLIENT_INFO = types.Implementation(name="patchbay", version="0.1.0")
 _STDERR_IN_DETAILS = 1000
 _Outcome = Literal["stopped", "idle", "lost", "connect_failed"]
 _T = TypeVar("_T")
+_OnProgress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 
 class ServerConnection:
@@ -229,64 +230,20 @@ class ServerConnection:
         """
         if self._state in ("idle", "closing"):  # closed for idleness (perhaps during an approval)
             await self.ensure_connected()
-        client, conn = self._client, self._conn
-        if client is None or conn is None or self._state != "connected":
-            raise self._unavailable()
-        conn_ended = conn.ended
-        generation = self._generation
-        idle, cap = self.request_timeout, self.max_call_seconds
-        started = anyio.current_time()
-        scope = anyio.CancelScope(deadline=started + min(idle, cap))
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            # A sign of life: the idle part of the timeout starts again, never past the hard cap.
-            scope.deadline = min(started + cap, anyio.current_time() + idle)
-
-        self._inflight += 1
+        client, conn = self._live()
         refused_before = self._access.mark()
         try:
-            with scope:
-                result = await client.call_tool(tool, arguments, progress_callback=on_progress)
-            if not scope.cancelled_caught:
-                await self._check_output(tool, result)
-                return result
-            capped = anyio.current_time() - started >= cap - 1e-3
-            seconds = cap if capped else idle
-            raise ToolCallError(
-                FailureReason.TIMEOUT,
-                f"{self.name}: no result for {tool!r} within {seconds:g}s"
-                + (" (the total cap for one call)" if capped else " without progress"),
-                details={"connector": self.name, "timeoutSeconds": seconds, "capped": capped},
+            return await self._exchange(
+                client,
+                conn,
+                repr(tool),
+                lambda live, on_progress: live.call_tool(tool, arguments, progress_callback=on_progress),
+                cap=self.max_call_seconds,
+                check=functools.partial(self._check_output, tool),
             )
-        except MCPError as exc:
-            # -32000 is both the SDK's "connection closed" and many servers' generic error code:
-            # only a stream that really ended (or the SDK's own wording) is a crash.
-            if exc.error.code == types.CONNECTION_CLOSED and (
-                conn_ended.is_set() or (exc.error.message == "Connection closed" and exc.error.data is None)
-            ):
-                raise self._crashed_during_call(generation, exc.error.message or "connection closed") from exc
-            raise ToolCallError(
-                FailureReason.TOOL_ERROR,
-                f"{self.name}: {tool!r} failed: {exc.error.message}",
-                details={"connector": self.name, "mcpCode": exc.error.code},
-            ) from exc
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-            raise self._crashed_during_call(generation, f"the connection closed ({type(exc).__name__})") from exc
-        except (RuntimeError, pydantic.ValidationError) as exc:
-            if self._state != "connected" or self._generation != generation:
-                raise self._crashed_during_call(generation, "the connection closed") from exc
-            raise ToolCallError(
-                FailureReason.TOOL_ERROR,
-                f"{self.name}: {tool!r} returned an invalid result: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
-                details={"connector": self.name},
-            ) from exc
         finally:
-            self._inflight -= 1
             self.refresh.call_finished()
             self._access.audit("mcp_tool_call", refused_before)
-            self._last_used = anyio.current_time()
-            if self._inflight == 0 and self._idle_wait_unbounded:
-                self._wake.set()  # the owner waits without an idle deadline: the clock starts now
 
     async def _check_output(self, tool: str, result: types.CallToolResult) -> None:
         """Apply the outputSchema rules (runtime/output_schema.py); isError results pass unchecked."""
@@ -320,27 +277,87 @@ class ServerConnection:
         """
         if self._state != "connected":
             await self.ensure_connected()
+        client, conn = self._live()
+        return await self._exchange(client, conn, method, lambda live, _: send(live), cap=None)
+
+    def _live(self) -> tuple[Client, ClientConnection]:
+        """The live session's client and connection. Raises ``mcp_server_unavailable`` without one."""
         client, conn = self._client, self._conn
         if client is None or conn is None or self._state != "connected":
             raise self._unavailable()
+        return client, conn
+
+    async def _exchange(
+        self,
+        client: Client,
+        conn: ClientConnection,
+        what: str,
+        send: Callable[[Client, _OnProgress | None], Awaitable[_T]],
+        *,
+        cap: float | None,
+        check: Callable[[_T], Awaitable[None]] | None = None,
+    ) -> _T:
+        """One request on the live session with the rules that :meth:`call_tool` and :meth:`request`
+        share: the timeout, crash detection (seed 000 §3.1: never re-sent) and error translation.
+
+        Args:
+            what: the request for messages (a tool's ``repr`` or a JSON-RPC method).
+            send: ``await send(client, on_progress)`` makes the SDK call; ``on_progress`` is None
+                when ``cap`` is None.
+            cap: ``max_call_seconds`` for a request whose progress notifications restart the
+                ``request_timeout`` clock (never past the cap); None: no progress, the answer must
+                come within ``request_timeout`` seconds.
+            check: awaited on the result outside the timeout (the outputSchema rules).
+
+        Raises:
+            ToolCallError: ``mcp_server_restarted`` / ``mcp_server_unstable``, ``mcp_server_unavailable``
+                (the crash used the last restart), ``timeout`` (``details["timeoutSeconds"]``,
+                ``details["capped"]``), ``tool_error`` (``details["mcpCode"]``, or an invalid result).
+        """
         conn_ended, generation = conn.ended, self._generation
+        idle = self.request_timeout
+        started = anyio.current_time()
+        scope = anyio.CancelScope(deadline=started + (idle if cap is None else min(idle, cap)))
+        on_progress = None
+        if cap is not None:
+            limit = cap
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                # A sign of life: the idle part of the timeout starts again, never past the hard cap.
+                scope.deadline = min(started + limit, anyio.current_time() + idle)
+
         self._inflight += 1
         try:
-            with anyio.move_on_after(self.request_timeout):
-                return await send(client)
+            with scope:
+                result = await send(client, on_progress)
+            if not scope.cancelled_caught:
+                if check is not None:
+                    await check(result)
+                return result
+            if cap is None:
+                raise ToolCallError(
+                    FailureReason.TIMEOUT,
+                    f"{self.name}: no answer to {what} within {idle:g}s",
+                    details={"connector": self.name, "timeoutSeconds": idle, "capped": False},
+                )
+            capped = anyio.current_time() - started >= cap - 1e-3
+            seconds = cap if capped else idle
             raise ToolCallError(
                 FailureReason.TIMEOUT,
-                f"{self.name}: no answer to {method} within {self.request_timeout:g}s",
-                details={"connector": self.name, "timeoutSeconds": self.request_timeout, "capped": False},
+                f"{self.name}: no result for {what} within {seconds:g}s"
+                + (" (the total cap for one call)" if capped else " without progress"),
+                details={"connector": self.name, "timeoutSeconds": seconds, "capped": capped},
             )
         except MCPError as exc:
+            # -32000 is both the SDK's "connection closed" and many servers' generic error code:
+            # only a stream that really ended (or the SDK's own wording) is a crash.
             if exc.error.code == types.CONNECTION_CLOSED and (
                 conn_ended.is_set() or (exc.error.message == "Connection closed" and exc.error.data is None)
             ):
                 raise self._crashed_during_call(generation, exc.error.message or "connection closed") from exc
             raise ToolCallError(
                 FailureReason.TOOL_ERROR,
-                f"{self.name}: {method} failed: {exc.error.message}",
+                f"{self.name}: {what} failed: {exc.error.message}",
                 details={"connector": self.name, "mcpCode": exc.error.code},
             ) from exc
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
@@ -351,14 +368,14 @@ class ServerConnection:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ToolCallError(
                 FailureReason.TOOL_ERROR,
-                f"{self.name}: {method} returned an invalid result: {first}",
+                f"{self.name}: {what} returned an invalid result: {first}",
                 details={"connector": self.name},
             ) from exc
         finally:
             self._inflight -= 1
             self._last_used = anyio.current_time()
             if self._inflight == 0 and self._idle_wait_unbounded:
-                self._wake.set()
+                self._wake.set()  # the owner waits without an idle deadline: the clock starts now
 
     def request_stop(self) -> None:
         """Close the connection for good (runtime exit); returns at once, see :meth:`wait_closed`."""

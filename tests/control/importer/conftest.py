@@ -1,5 +1,6 @@
-"""Importer fixtures: an isolated data home, a workspace, a fake home directory, and a way to place
-the sample host files of tests/fixtures/import_configs/ (``__WORKSPACE__`` becomes the workspace)."""
+"""Importer fixtures: a fake home directory, and a way to place the sample host files of
+tests/fixtures/import_configs/ (``__WORKSPACE__`` becomes the workspace). The data home
+(``service``) and the workspace are tests/conftest.py's."""
 
 from __future__ import annotations
 
@@ -8,25 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from patchbay.adapters.store import open_store
-from patchbay.control.connectors import ConnectorService
-from patchbay.core.settings import Settings
-
 SAMPLES = Path(__file__).resolve().parents[2] / "fixtures" / "import_configs"
-
-
-@pytest.fixture
-def service(tmp_path: Path) -> ConnectorService:
-    settings = Settings(home=tmp_path / "data")
-    settings.home.mkdir()
-    return ConnectorService(open_store(settings), settings)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path.resolve()
 
 
 @pytest.fixture

@@ -233,3 +233,8 @@ def test_a_workspace_that_is_no_directory_is_refused(service: ConnectorService, 
     with pytest.raises(ConfigError) as info:
         preview_import(service, workspace=tmp_path / "missing", home=home)
     assert info.value.field == "project"
+
+
+def test_a_misspelt_keyword_is_refused_as_before(service: ConnectorService, workspace: Path, home: Path) -> None:
+    with pytest.raises(TypeError, match="'path'"):
+        preview_import(service, workspace=workspace, home=home, path=["cursor"])  # type: ignore[call-arg]

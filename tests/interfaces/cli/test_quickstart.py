@@ -15,9 +15,11 @@ VENV_BIN = Path(sys.executable).parent
 
 
 def quickstart_patchbay_steps() -> list[str]:
-    """The `patchbay ...` steps of the README's first quick-start command (install steps dropped)."""
+    """The `patchbay ...` steps of the README's terminal walkthrough, the first command of its
+    "Command line" section (install steps dropped; the quick start itself runs `patchbay serve`,
+    tests/interfaces/api/test_serve.py)."""
     readme = (REPO / "README.md").read_text()
-    blocks = re.findall(r"```bash\n(.*?)```", readme.split("## Quick start", 1)[1], re.S)
+    blocks = re.findall(r"```bash\n(.*?)```", readme.split("## Command line", 1)[1], re.S)
     first = blocks[0].strip()
     steps = [step.strip() for step in first.split("&&")]
     return [s for s in steps if s.startswith("patchbay ")]

@@ -32,6 +32,16 @@ def project_id_for(canonical_path: str) -> str:
     return "prj_" + hashlib.sha256(canonical_path.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
+def _canonical_path(path: str | os.PathLike[str]) -> str:
+    """A workspace path canonicalised with ``os.path.realpath`` (symlinks resolved; the directory
+    need not exist). Raises ``ConfigError`` (``invalid_config``, field ``path``) for an empty or
+    NUL-containing path."""
+    raw = os.fspath(path)
+    if not isinstance(raw, str) or not raw or "\x00" in raw:
+        raise ConfigError("path", "must be a non-empty path without NUL characters")
+    return os.path.realpath(raw)
+
+
 class ProjectGrantCacheMixin(StoreBase):
     """The project, grant and tool-cache methods of :class:`~patchbay.adapters.store.Repository`."""
 
@@ -48,10 +58,7 @@ class ProjectGrantCacheMixin(StoreBase):
         Raises:
             ConfigError: ``invalid_config`` (field ``path``) for an empty or NUL-containing path.
         """
-        raw = os.fspath(path)
-        if not isinstance(raw, str) or not raw or "\x00" in raw:
-            raise ConfigError("path", "must be a non-empty path without NUL characters")
-        canonical = os.path.realpath(raw)
+        canonical = _canonical_path(path)
         project_id = project_id_for(canonical)
         with self._write() as conn:
             conn.execute(
@@ -62,6 +69,26 @@ class ProjectGrantCacheMixin(StoreBase):
             row = conn.execute(select(projects).where(projects.c.project_id == project_id)).mappings().one()
         if row["path"] != canonical:  # a 64-bit hash collision; refuse rather than merge projects
             raise PatchbayError(f"project id {project_id} already belongs to {row['path']!r}")
+        return Project.model_validate(dict(row))
+
+    def find_project(self, path: str | os.PathLike[str]) -> Project | None:
+        """The project of a workspace directory if there is one; never creates it (unlike
+        :meth:`ensure_project`: same canonical path, same ``project_id``). Read-only callers use
+        this, as every known project's workspace is re-projected on each committed change (seed
+        003 §10.3).
+
+        Raises:
+            ConfigError: ``invalid_config`` (field ``path``) for an empty or NUL-containing path.
+        """
+        canonical = _canonical_path(path)
+        with self._read() as conn:
+            row = (
+                conn.execute(select(projects).where(projects.c.project_id == project_id_for(canonical)))
+                .mappings()
+                .first()
+            )
+        if row is None or row["path"] != canonical:
+            return None
         return Project.model_validate(dict(row))
 
     def get_project(self, project_id: str) -> Project:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
@@ -39,9 +39,26 @@ from patchbay.core.errors import BuiltinConnectorError, ConfigError, NotFoundErr
 from patchbay.core.models import Connector, ConnectorSettings
 from patchbay.core.names import validate_connector_name
 
-__all__ = ["UNSET", "Repository", "project_id_for"]
+__all__ = ["UNSET", "ConnectorFields", "Repository", "project_id_for"]
 
 _C = mcp_connectors.c
+
+
+class ConnectorFields(TypedDict, total=False):
+    """The optional fields of a new connector (:meth:`Repository.create_connector`); the defaults
+    are those of a connector created without them."""
+
+    description: str
+    """Free text; default empty."""
+    source: str
+    """Where it came from: ``custom`` (the default), ``builtin`` or ``imported``."""
+    runtime_config: dict[str, Any] | None
+    """Non-secret options (JSON object); ``cwd`` comes from the stdio target."""
+    credential_ref: str | None
+    """The credential the connector uses, by reference."""
+    settings: ConnectorSettings | None
+    """Initial global settings; default ``ConnectorSettings()``. Its ``revision`` is ignored: a
+    new row starts at settings revision 1."""
 
 
 class Repository(ProjectGrantCacheMixin):
@@ -64,43 +81,19 @@ class Repository(ProjectGrantCacheMixin):
     # -- connectors ---------------------------------------------------------------------------
 
     def create_connector(
-        self,
-        name: str,
-        display_name: str,
-        target: Any,
-        *,
-        description: str = "",
-        source: str = "custom",
-        runtime_config: dict[str, Any] | None = None,
-        credential_ref: str | None = None,
-        settings: ConnectorSettings | None = None,
+        self, name: str, display_name: str, target: Any, **fields: Unpack[ConnectorFields]
     ) -> Connector:
         """Insert a connector (seed 003 §5.1, §5.2) with ``revision`` and settings revision 1.
 
         Args:
             name: the stable name (``validate_connector_name``); unique case-insensitively.
             target: a ``StdioTarget``/``HttpTarget``/``SocketTarget`` or an equivalent dict.
-            runtime_config: non-secret options (JSON object); ``cwd`` comes from the stdio target.
-            settings: initial global settings; default ``ConnectorSettings()``. Its ``revision``
-                is ignored: a new row starts at settings revision 1.
+            fields: the optional :class:`ConnectorFields` (keywords only).
 
         Raises:
             ConfigError: ``invalid_config`` for a bad field, or field ``name`` when the name exists.
         """
-        return self.create_connectors(
-            [
-                dict(
-                    name=name,
-                    display_name=display_name,
-                    target=target,
-                    description=description,
-                    source=source,
-                    runtime_config=runtime_config,
-                    credential_ref=credential_ref,
-                    settings=settings,
-                )
-            ]
-        )[0]
+        return self.create_connectors([{"name": name, "display_name": display_name, "target": target, **fields}])[0]
 
     def create_connectors(
         self, items: Sequence[Mapping[str, Any]], *, before_commit: Callable[[list[Connector]], None] | None = None

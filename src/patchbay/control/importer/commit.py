@@ -21,15 +21,15 @@ as for ``patchbay connector add --env KEY=@env:VAR``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from patchbay.adapters.credentials import StoredCredential
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.importer.models import ImportedConnector, ImportResult
 from patchbay.control.importer.normalise import connector_name_for
-from patchbay.control.importer.preview import Scan, ScannedEntry, scan
+from patchbay.control.importer.preview import ImportSources, Scan, ScannedEntry, scan
 from patchbay.control.options import checked_options, merge_runtime_options
 from patchbay.core.credentials import BINDINGS_KEY
 from patchbay.core.errors import ConfigError, NotFoundError
@@ -97,19 +97,17 @@ def commit_import(
     select: Sequence[str],
     workspace: Path,
     home: Path,
-    paths: Sequence[str] = (),
-    cwd: Path | None = None,
-    inputs: Mapping[str, str] | None = None,
-    renames: Mapping[str, str] | None = None,
     references_only: bool = False,
     enabled: bool | None = None,
+    **sources: Unpack[ImportSources],
 ) -> ImportResult:
     """Import the selected definitions as connectors, in one transaction.
 
     Args:
         select: names of definitions (as in the file, or their connector name) to import.
-        workspace, home, paths, cwd, inputs, renames: as for
-            :func:`~patchbay.control.importer.preview.preview_import`.
+        workspace, home: as for :func:`~patchbay.control.importer.preview.preview_import`.
+        sources: ``paths``, ``cwd``, ``inputs``, ``renames``: see
+            :class:`~patchbay.control.importer.preview.ImportSources`.
         references_only: refuse plaintext values instead of storing them as managed credentials.
         enabled: import enabled/disabled; None keeps what the file says (default enabled).
 
@@ -125,7 +123,7 @@ def commit_import(
     """
     if not select:
         raise ConfigError("select", "name at least one definition to import (--select NAME)")
-    result = scan(service, workspace=workspace, home=home, paths=paths, cwd=cwd, inputs=inputs, renames=renames)
+    result = scan(service, workspace=workspace, home=home, **sources)
     _check_files(result)
     chosen = _chosen(result, select)
     if references_only:

@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.importer.discovery import (
@@ -47,7 +47,7 @@ from patchbay.core.errors import ConfigError
 from patchbay.core.names import validate_connector_name
 from patchbay.core.redaction import is_secret_key, redact_text
 
-__all__ = ["Scan", "ScannedEntry", "preview_import", "scan"]
+__all__ = ["ImportSources", "Scan", "ScannedEntry", "preview_import", "scan"]
 
 _MASK = "<configured>"
 
@@ -101,39 +101,50 @@ def _check_inputs(inputs: Mapping[str, str]) -> None:
         validate_env_name("input", variable)
 
 
-def scan(
-    service: ConnectorService,
-    *,
-    workspace: Path,
-    home: Path,
-    paths: Sequence[str] = (),
-    cwd: Path | None = None,
-    inputs: Mapping[str, str] | None = None,
-    renames: Mapping[str, str] | None = None,
-) -> Scan:
+class ImportSources(TypedDict, total=False):
+    """What an import reads besides the workspace and home (:func:`scan`, :func:`preview_import`,
+    :func:`~patchbay.control.importer.commit.commit_import`); every key is optional."""
+
+    paths: Sequence[str]
+    """Files or host keywords (``claude-desktop``, ``claude-code``, ``cursor``, ``vscode``) to read
+    instead of the standard locations; relative to ``cwd``. Default: the standard locations."""
+    cwd: Path | None
+    """Base of relative ``paths`` (default: the process's current directory)."""
+    inputs: Mapping[str, str] | None
+    """VS Code input id → environment variable name (``--input ID=VAR``)."""
+    renames: Mapping[str, str] | None
+    """Name in the file (or its normalised name) → connector name (``--rename OLD=NEW``)."""
+
+
+def scan(service: ConnectorService, *, workspace: Path, home: Path, **sources: Unpack[ImportSources]) -> Scan:
     """Read, normalise and compare with existing connectors (see :func:`preview_import`).
 
     Raises:
         ConfigError: ``invalid_config``: a workspace that is no directory (field ``project``),
             a bad or unused ``--rename`` (``rename``), a bad ``--input`` (``input``), a file named
             twice (``paths``).
+        TypeError: a keyword that is not an :class:`ImportSources` key.
     """
-    renames = dict(renames or {})
-    inputs = dict(inputs or {})
+    unknown = sorted(set(sources) - ImportSources.__optional_keys__)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
+    paths = sources.get("paths") or ()
+    renames = dict(sources.get("renames") or {})
+    inputs = dict(sources.get("inputs") or {})
     _check_renames(renames)
     _check_inputs(inputs)
     root = _workspace(workspace)
     home = Path(os.path.abspath(home))
     ctx = Context(workspace=root, home=home, input_variables=inputs)
-    sources: list[SourceFile] = (
-        named_sources(paths, home=home, cwd=cwd or Path.cwd()) if paths else standard_sources(root, home)
+    files_read: list[SourceFile] = (
+        named_sources(paths, home=home, cwd=sources.get("cwd") or Path.cwd()) if paths else standard_sources(root, home)
     )
     existing = {c.name.lower(): c for c in service.list()}
     loaded: list[LoadedFile] = []
     files: list[FileView] = []
     scanned: list[tuple[Draft, SourceView]] = []
     precedence = 0
-    for source in sources:
+    for source in files_read:
         item = load_source(source)
         loaded.append(item)
         scopes, warnings = scopes_of(item, root) if item.status == "ok" else ([], [])
@@ -177,14 +188,7 @@ def scan(
 
 
 def preview_import(
-    service: ConnectorService,
-    *,
-    workspace: Path,
-    home: Path,
-    paths: Sequence[str] = (),
-    cwd: Path | None = None,
-    inputs: Mapping[str, str] | None = None,
-    renames: Mapping[str, str] | None = None,
+    service: ConnectorService, *, workspace: Path, home: Path, **sources: Unpack[ImportSources]
 ) -> ImportPreview:
     """Preview importing legacy MCP config files (seed 003 §12.2).
 
@@ -192,11 +196,7 @@ def preview_import(
         service: for the existing connectors (name conflicts); nothing is written.
         workspace: the workspace whose standard files are read and that cwd must stay in.
         home: the home directory (``~``, user-level files, host keywords); never ``$HOME`` itself.
-        paths: files or host keywords (``claude-desktop``, ``claude-code``, ``cursor``,
-            ``vscode``) to read instead of the standard locations; relative to ``cwd``.
-        cwd: base of relative ``paths`` (default: the process's current directory).
-        inputs: VS Code input id → environment variable name (``--input ID=VAR``).
-        renames: name in the file (or its normalised name) → connector name (``--rename OLD=NEW``).
+        sources: ``paths``, ``cwd``, ``inputs``, ``renames``: see :class:`ImportSources`.
 
     Returns:
         Every file with its status (a malformed one with line and column) and every definition.
@@ -205,9 +205,7 @@ def preview_import(
         ConfigError: see :func:`scan`.
         CanonicalStateUnavailable: the database cannot be read.
     """
-    return scan(
-        service, workspace=workspace, home=home, paths=paths, cwd=cwd, inputs=inputs, renames=renames
-    ).preview()
+    return scan(service, workspace=workspace, home=home, **sources).preview()
 
 
 def _source_view(scope: Scope, precedence: int) -> SourceView:

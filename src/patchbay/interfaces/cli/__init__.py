@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 
 from patchbay.core.redaction import RedactingFilter
-from patchbay.interfaces.cli import auth, connectors, credentials, governed, imports, prompts, resources
+from patchbay.interfaces.cli import auth, connectors, credentials, governed, imports, prompts, resources, serve
 from patchbay.interfaces.cli._context import state
 
 __all__ = ["app", "configure_logging", "main"]
@@ -39,6 +39,7 @@ app.command("tools")(governed.tools)
 app.command("grant")(governed.grant)
 app.command("call")(governed.call)
 app.command("events")(governed.events)
+app.command("serve")(serve.serve)
 
 
 @app.callback()

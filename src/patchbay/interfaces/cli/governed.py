@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import typer
-from rich.prompt import Prompt
 from rich.table import Table
 from rich.text import Text
 
@@ -19,13 +17,13 @@ from patchbay.interfaces.cli._context import (
     JSON_OPTION,
     emit_json,
     err_console,
-    error_line,
     handle_errors,
     one_line,
     out_console,
     safe_text,
     state,
 )
+from patchbay.interfaces.cli._runtime import approver_for, print_session, project_snapshot, run_governed
 
 PROJECT_OPTION = typer.Option(
     None, "--project", help="Show decisions in this workspace's project (default: the global decisions)."
@@ -146,31 +144,14 @@ def grant(
         )
 
 
-def _terminal_approver():
-    async def approve(request: Any) -> str:
-        def ask() -> str:
-            err_console.print(
-                Text.assemble(
-                    (safe_text(request.tool), "bold"),
-                    f" wants to run (risk: {request.risk}) with arguments ",
-                    one_line(json.dumps(request.arguments, ensure_ascii=False), 2000),
-                )
-            )
-            choice = Prompt.ask(
-                Text("Allow? [o]nce, for this [s]ession, [d]eny"),
-                choices=["o", "s", "d"],
-                default="d",
-                console=err_console,
-            )
-            return {"o": "allow_once", "s": "allow_session", "d": "deny"}[choice]
-
-        return await anyio.to_thread.run_sync(ask)
-
-    return approve
-
-
-async def _yes(request: Any) -> str:
-    return "allow_once"
+def _tool_question(request: Any) -> tuple[Text, Text]:
+    """What a terminal asks before a tool runs."""
+    described = Text.assemble(
+        (safe_text(request.tool), "bold"),
+        f" wants to run (risk: {request.risk}) with arguments ",
+        one_line(json.dumps(request.arguments, ensure_ascii=False), 2000),
+    )
+    return described, Text("Allow? [o]nce, for this [s]ession, [d]eny")
 
 
 @handle_errors
@@ -183,40 +164,25 @@ def call(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Call a tool through the governed path; asks on the terminal when the decision is ask."""
-    from patchbay.runtime import Runtime
-    from patchbay.runtime.snapshot import load_snapshot
-
     args = _parse_arguments(arguments)
     service = state.service()
-    prj = service.project(project)
-    service.projector.project(prj)  # the runtime loads only the projected snapshot (seed 003 §10.2)
-    config = load_snapshot(prj.path, project_id=prj.project_id)
-    approver = _yes if yes else (_terminal_approver() if sys.stdin.isatty() and sys.stderr.isatty() else None)
+    config = project_snapshot(service, project)
 
-    async def run() -> Any:
-        async with Runtime(config, settings=service.settings, approver=approver, session_id=session) as runtime:
-            try:
-                return runtime.session_id, await runtime.call(tool, args), None
-            except ToolCallError as exc:
-                return runtime.session_id, None, exc
-
-    session_id, result, failure = anyio.run(run)
-    if failure is not None:
+    def explain(failure: ToolCallError) -> str | None:
         _explain_disabled(service, tool, failure, project)
-        if as_json:
-            emit_json({"session_id": session_id, "error": failure.to_dict()})
-        else:
-            probe_code = failure.details.get("code")
-            error_line(str(failure.reason), failure.message + (f" [{probe_code}]" if probe_code else ""))
-            tail = str(failure.details.get("stderrTail") or "").rstrip()
-            if tail:
-                err_console.print("server stderr (tail):")
-                for line in tail.splitlines()[-10:]:
-                    err_console.print(Text(f"  {safe_text(line)}"))
-            if failure.reason == "mcp_server_unavailable" and failure.details.get("connector"):
-                err_console.print(Text(f"hint: patchbay probe {failure.details['connector']} --project {project}"))
-            err_console.print(f"session {session_id}: patchbay events {session_id}")
-        raise typer.Exit(1)
+        if failure.reason == "mcp_server_unavailable" and failure.details.get("connector"):
+            return f"hint: patchbay probe {failure.details['connector']} --project {project}"
+        return None
+
+    session_id, result = run_governed(
+        service.settings,
+        config,
+        lambda runtime: runtime.call(tool, args),
+        as_json=as_json,
+        approver=approver_for(yes, _tool_question),
+        session=session,
+        explain=explain,
+    )
     if as_json:
         emit_json(
             {
@@ -237,7 +203,7 @@ def call(
         else:
             mime = block.get("mimeType") or (block.get("resource") or {}).get("mimeType") or ""
             out_console.print(Text(f"[{block.get('type')} content {mime}, {len(json.dumps(block))} bytes; see --json]"))
-    err_console.print(f"session {session_id}: patchbay events {session_id}")
+    print_session(session_id)
 
 
 def _parse_arguments(text: str | None) -> dict[str, Any]:

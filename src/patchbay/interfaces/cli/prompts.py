@@ -9,14 +9,11 @@ anything is sent (an unknown argument, or a required one missing or empty, is re
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import anyio
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from patchbay.core.errors import ToolCallError
 from patchbay.interfaces.cli._context import (
     JSON_OPTION,
     emit_json,
@@ -26,7 +23,14 @@ from patchbay.interfaces.cli._context import (
     out_console,
     safe_text,
 )
-from patchbay.interfaces.cli.resources import PROJECT_OPTION, SESSION_OPTION, report_failure, workspace_runtime
+from patchbay.interfaces.cli._runtime import (
+    connector_runtime,
+    print_listing,
+    print_session,
+    run_governed,
+    run_runtime,
+)
+from patchbay.interfaces.cli.resources import PROJECT_OPTION, SESSION_OPTION
 
 __all__ = ["app"]
 
@@ -41,15 +45,8 @@ def list_prompts(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """List a connector's prompts (every page) with their arguments (* = required)."""
-    from patchbay.runtime import Runtime
-
-    settings, config = workspace_runtime(name, project)
-
-    async def run() -> list[Any]:
-        async with Runtime(config, settings=settings) as runtime:
-            return list(await runtime.list_prompts(name))
-
-    prompts = anyio.run(run)
+    settings, config = connector_runtime(name, project)
+    prompts = list(run_runtime(settings, config, lambda runtime: runtime.list_prompts(name)))
     if as_json:
         emit_json({"connector": name, "prompts": [prompt.to_dict() for prompt in prompts]})
         return
@@ -57,9 +54,7 @@ def list_prompts(
     for prompt in prompts:
         arguments = ", ".join(f"{a.name}{'*' if a.required else ''}" for a in prompt.arguments) or "-"
         table.add_row(safe_text(prompt.name), safe_text(arguments), one_line(prompt.description or "", 80))
-    if prompts:
-        out_console.print(table)
-    err_console.print(f"{name}: {len(prompts)} prompts")
+    print_listing(table, f"{name}: {len(prompts)} prompts")
 
 
 @app.command("get")
@@ -73,22 +68,13 @@ def get_prompt(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Expand a prompt; its messages are printed as the user messages they become."""
-    from patchbay.runtime import Runtime
     from patchbay.runtime.prompts import parse_prompt_arguments
 
     values = parse_prompt_arguments(arguments or [])
-    settings, config = workspace_runtime(name, project)
-
-    async def run() -> Any:
-        async with Runtime(config, settings=settings, session_id=session) as runtime:
-            try:
-                return runtime.session_id, await runtime.expand_prompt(name, prompt, values), None
-            except ToolCallError as exc:
-                return runtime.session_id, None, exc
-
-    session_id, expanded, failure = anyio.run(run)
-    if failure is not None:
-        report_failure(session_id, failure, as_json)
+    settings, config = connector_runtime(name, project)
+    session_id, expanded = run_governed(
+        settings, config, lambda runtime: runtime.expand_prompt(name, prompt, values), as_json=as_json, session=session
+    )
     if as_json:
         emit_json(
             {
@@ -110,4 +96,4 @@ def get_prompt(
         body = message.text if message.text or kind in ("text", "resource") else f"[{kind} content; see --json]"
         out_console.print(Text(f"{message.role}: {safe_text(body)}"))
     err_console.print(Text(f"expanded from [mcp:{safe_text(expanded.server)}:{safe_text(expanded.prompt)}]"))
-    err_console.print(f"session {session_id}: patchbay events {session_id}")
+    print_session(session_id)

@@ -1,0 +1,180 @@
+"""Domain objects → API contracts. Only what the control plane already shows: binding views
+(``CredentialService.binding_views``), tool views (``ConnectorService.tools``), the cache state
+(``ConnectorService.cached_catalog``); no secret value is on any of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic
+
+from patchbay.control.connectors import ConnectorService
+from patchbay.control.oauth import OAuthService
+from patchbay.control.options import checked_options
+from patchbay.control.views import ToolsView
+from patchbay.core.errors import ConfigError, ErrorCode
+from patchbay.core.models import Connector, HttpTarget, ProbeResult, SocketTarget, ToolCacheEntry
+from patchbay.core.oauth import oauth_from_config
+from patchbay.interfaces.api import contracts as c
+
+__all__ = ["auth_state", "connector_detail", "connector_summary", "data_egress", "probe_report", "tool_list"]
+
+
+def _target(connector: Connector) -> dict[str, Any]:
+    return connector.target.model_dump(mode="json")
+
+
+def _settings(connector: Connector) -> c.SettingsView:
+    s = connector.settings
+    return c.SettingsView(
+        enabled=s.enabled,
+        include_tools=list(s.include_tools),
+        exclude_tools=list(s.exclude_tools),
+        approval_mode=s.approval_mode,
+        revision=s.revision,
+    )
+
+
+def _config_problem(connector: Connector) -> ConfigError | None:
+    """Why a stored connector could not run as it is (malformed bindings, options or OAuth
+    settings), if it couldn't."""
+    try:
+        _ = connector.bindings
+        checked_options(connector.runtime_config, connector.target)
+        oauth_from_config(connector.runtime_config)
+    except ConfigError as exc:
+        return exc
+    return None
+
+
+def _oauth_state(service: ConnectorService, connector: Connector) -> str | None:
+    """The OAuth grant's state (``OAuthService.status``: never a token), or None without OAuth."""
+    try:
+        if oauth_from_config(connector.runtime_config) is None:
+            return None
+    except ConfigError:  # malformed OAuth settings: reported as config_state "invalid"
+        return "needs_auth"
+    return OAuthService(service).status(connector.name)["state"]
+
+
+def _bindings(service: ConnectorService, connector: Connector) -> list[dict[str, Any]]:
+    try:
+        return service.credentials.binding_views(connector)
+    except ConfigError:  # malformed stored bindings: reported as config_state "invalid"
+        return []
+
+
+def auth_state(bindings: list[dict[str, Any]], oauth: str | None = None) -> c.AuthState:
+    """``needs-auth`` when a binding would not resolve now or an OAuth grant is missing or void;
+    ``configured`` when there are bindings or a grant; else ``not-required``.
+
+    Args:
+        bindings: ``CredentialService.binding_views`` of the connector.
+        oauth: ``OAuthService.status(...)["state"]``, None when the connector has no OAuth.
+    """
+    if any(b["problem"] for b in bindings) or oauth in ("not_authorized", "needs_auth"):
+        return "needs-auth"
+    return "configured" if bindings or oauth in ("authorized", "expired") else "not-required"
+
+
+def data_egress(connector: Connector) -> str:
+    """Where a connector's traffic goes, as the old catalog showed it (seed 003 §14.2)."""
+    target = connector.target
+    if isinstance(target, HttpTarget):
+        return "remote: audited by the egress guard"
+    if isinstance(target, SocketTarget):
+        return "local socket: runtime call audit unavailable"
+    return "local command: runtime call audit unavailable"
+
+
+def _summary_fields(
+    service: ConnectorService, connector: Connector, bindings: list[dict[str, Any]], entry: ToolCacheEntry | None
+) -> dict[str, Any]:
+    problem = _config_problem(connector)
+    runtime_state = "disabled" if not connector.settings.enabled else ("ready" if entry is not None else "unknown")
+    error = None
+    if problem is not None:
+        error = c.ErrorBody(
+            code=ErrorCode.VALIDATION_ERROR,
+            message=problem.message,
+            details={**problem.details, "cause": "invalid_config"},
+        )
+    return {
+        "connector_id": connector.connector_id,
+        "name": connector.name,
+        "display_name": connector.display_name,
+        "description": connector.description,
+        "source": connector.source,
+        "transport": connector.transport,
+        "target": _target(connector),
+        "settings": _settings(connector),
+        "revision": connector.revision,
+        "config_state": "invalid" if problem else "valid",
+        "auth_state": auth_state(bindings, _oauth_state(service, connector)),
+        "runtime_state": runtime_state,
+        "tool_count": len(entry.tools) if entry else 0,
+        "error": error,
+        "created_at": connector.created_at,
+        "updated_at": connector.updated_at,
+    }
+
+
+def connector_summary(service: ConnectorService, connector: Connector) -> c.ConnectorSummary:
+    """One list entry (seed 003 §8.1): reads canonical state and the cache, opens no connection."""
+    entry, _ = service.cached_catalog(connector)
+    return c.ConnectorSummary(**_summary_fields(service, connector, _bindings(service, connector), entry))
+
+
+def connector_detail(service: ConnectorService, connector: Connector) -> c.ConnectorDetail:
+    """A connector with its effective options, bindings and tool cache."""
+    entry, state = service.cached_catalog(connector)
+    bindings = _bindings(service, connector)
+    try:
+        options = service.effective_runtime_options(connector).model_dump(mode="json")
+    except pydantic.ValidationError:  # stored options that no longer parse (config_state "invalid")
+        options = service.effective_runtime_options(connector.model_copy(update={"runtime_config": {}})).model_dump(
+            mode="json"
+        )
+    cache = c.CacheView(
+        state=state,  # type: ignore[arg-type]
+        fetched_at=entry.fetched_at if entry else None,
+        expires_at=entry.expires_at if entry else None,
+        tools=[
+            c.ToolCacheView(name=t.name, title=t.title, description=t.description, annotations=t.annotations)
+            for t in (entry.tools if entry else ())
+        ],
+        resources=[
+            c.ResourceView(uri=r.uri, name=r.name, mime_type=r.mime_type, description=r.description)
+            for r in (entry.resources if entry else ())
+        ],
+        server_info=entry.server_info if entry else None,
+    )
+    return c.ConnectorDetail(
+        **_summary_fields(service, connector, bindings, entry),
+        runtime_options=c.RuntimeOptionsView(**{key: options[key] for key in c.RuntimeOptionsView.model_fields}),
+        bindings=[c.BindingView(**b) for b in bindings],
+        cache=cache,
+    )
+
+
+def probe_report(result: ProbeResult, runtime_reload: c.RuntimeReload) -> c.ProbeReport:
+    """The probe result as the CLI's ``probe --json`` shows it (tool names, not whole schemas),
+    with how the open sessions took it."""
+    data = result.model_dump(mode="json", exclude={"tools", "resources"})
+    return c.ProbeReport(**data, tools=[t.name for t in result.tools], runtime_reload=runtime_reload)
+
+
+def tool_list(view: ToolsView) -> c.ToolList:
+    """``ConnectorService.tools`` as the API shows it (the CLI's ``tools --json`` shape)."""
+    return c.ToolList(
+        connector=view.connector.name,
+        project=c.ProjectView(project_id=view.project.project_id, path=view.project.path) if view.project else None,
+        cache=view.cache,  # type: ignore[arg-type]
+        tools=[c.ToolDecisionView(**t.__dict__) for t in view.tools],
+        unmatched_grants=[
+            c.ToolGrantView(
+                connector_id=g.connector_id, tool_name=g.tool_name, decision=g.decision, project_id=g.project_id
+            )
+            for g in view.unmatched_grants
+        ],
+    )

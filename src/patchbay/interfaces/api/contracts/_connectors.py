@@ -1,0 +1,489 @@
+"""Contracts of the connector, settings, probe, tool and grant routes (seed 003 §8.1)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, SecretStr
+
+from patchbay.core.models import ApprovalMode, ConnectorSource, GrantDecision, Lifecycle, RuntimeState, TransportKind
+from patchbay.core.policy import DecisionSource, Risk
+from patchbay.interfaces.api.contracts._base import ErrorBody, RuntimeReload, _Request, _Response
+
+__all__ = [
+    "AuthState",
+    "BindingRequest",
+    "BindingView",
+    "CacheState",
+    "CacheView",
+    "ConfigState",
+    "ConnectorChanged",
+    "ConnectorCreate",
+    "ConnectorDeleted",
+    "ConnectorDetail",
+    "ConnectorList",
+    "ConnectorSettingsUpdate",
+    "ConnectorSummary",
+    "ConnectorUpdate",
+    "Delivery",
+    "DisconnectRequest",
+    "DisconnectResult",
+    "HttpTargetBody",
+    "HttpTargetView",
+    "LimitsChange",
+    "OAuthLogout",
+    "ProbeReport",
+    "ProjectView",
+    "ResourceView",
+    "RestartChange",
+    "RuntimeOptionsChange",
+    "RuntimeOptionsView",
+    "Scope",
+    "SettingsView",
+    "SocketTargetBody",
+    "SocketTargetView",
+    "StdioTargetBody",
+    "StdioTargetView",
+    "TargetBody",
+    "TargetView",
+    "ToolCacheView",
+    "ToolDecisionView",
+    "ToolGrantCleared",
+    "ToolGrantSet",
+    "ToolGrantUpdate",
+    "ToolGrantView",
+    "ToolList",
+]
+
+ConfigState = Literal["valid", "invalid"]
+AuthState = Literal["not-required", "configured", "needs-auth"]
+CacheState = Literal["fresh", "stale", "missing"]
+Delivery = Literal["env", "header", "bearer"]
+Scope = Literal["global", "project"]
+
+_Text = Annotated[str, Field(max_length=4096)]
+_Pattern = Annotated[str, Field(min_length=1, max_length=512)]
+
+
+# -- targets ----------------------------------------------------------------------------------
+
+
+class StdioTargetBody(_Request):
+    """A local command, started without a shell (seed 003 §7.3)."""
+
+    transport: Literal["stdio"]
+    command: Annotated[str, Field(min_length=1, max_length=4096)]
+    """The executable: a name looked up on PATH, or a path; never starts with ``-``."""
+    args: Annotated[list[_Text], Field(max_length=256)] = Field(default_factory=list)
+    """Arguments, passed as a list (no word splitting, no expansion)."""
+    cwd: _Text = ""
+    """Working directory relative to the workspace root (or absolute inside it); empty: the root."""
+
+
+class HttpTargetBody(_Request):
+    """A remote server: Streamable HTTP or the legacy HTTP+SSE transport."""
+
+    transport: Literal["streamable_http", "sse"]
+    url: Annotated[str, Field(min_length=8, max_length=2048, pattern=r"^[Hh][Tt][Tt][Pp][Ss]?://")]
+    """Absolute http(s) URL without user name or password."""
+
+
+class SocketTargetBody(_Request):
+    """A server on a Unix domain socket."""
+
+    transport: Literal["socket"]
+    path: Annotated[str, Field(min_length=1, max_length=4096)]
+    """Absolute or ``~`` path."""
+
+
+TargetBody = Annotated[StdioTargetBody | HttpTargetBody | SocketTargetBody, Field(discriminator="transport")]
+
+
+class StdioTargetView(_Response):
+    transport: Literal["stdio"]
+    command: str
+    args: list[str]
+    cwd: str
+    """Relative to the workspace root; empty: the root."""
+
+
+class HttpTargetView(_Response):
+    transport: Literal["streamable_http", "sse"]
+    url: str
+
+
+class SocketTargetView(_Response):
+    transport: Literal["socket"]
+    path: str
+
+
+TargetView = Annotated[StdioTargetView | HttpTargetView | SocketTargetView, Field(discriminator="transport")]
+
+
+# -- runtime options --------------------------------------------------------------------------
+
+
+class RestartChange(_Request):
+    """Changes to the restart policy (seed 000 §3.1); ``null`` puts a key back to its default."""
+
+    enabled: bool | None = None
+    base_delay: float | None = None
+    """Seconds before the first restart, doubled for each further one."""
+    max_delay: float | None = None
+    """Cap on the delay, seconds."""
+    max_restarts: int | None = None
+    """0..100."""
+
+
+class LimitsChange(_Request):
+    """Changes to the resource limits of a local command (stdio only); ``null`` removes one."""
+
+    address_space_bytes: int | None = None
+    cpu_seconds: int | None = None
+    open_files: int | None = None
+
+
+class RuntimeOptionsChange(_Request):
+    """Changes to a connector's runtime options. A key left out stays as it is; ``null`` puts it
+    back to the default. Checked strictly by the connector service (``invalid_config`` naming the
+    field, answered as 422 ``validation_error``)."""
+
+    lifecycle: Lifecycle | None = None
+    idle_timeout: float | None = None
+    """Seconds."""
+    request_timeout: float | None = None
+    """Seconds."""
+    max_call_seconds: float | None = None
+    """Seconds."""
+    restart: RestartChange | None = None
+    limits: LimitsChange | None = None
+    allow_private: bool | None = None
+    """HTTP/SSE only: let the egress guard reach private addresses."""
+
+
+class RuntimeOptionsView(_Response):
+    """The options a runtime would apply now (unset timeouts filled from the process settings)."""
+
+    lifecycle: Lifecycle
+    idle_timeout: float | None
+    request_timeout: float | None
+    max_call_seconds: float | None
+    restart: dict[str, Any]
+    limits: dict[str, Any]
+    allow_private: bool
+
+
+# -- credential bindings ----------------------------------------------------------------------
+
+
+class BindingRequest(_Request):
+    """One credential binding (seed 003 §11.1, addendum 2026-09-07): where a value goes, and
+    exactly one of where it comes from: ``value`` (stored as a managed credential owned by the
+    connector), ``variable`` (the NAME of a variable of Patchbay's environment) or ``ref`` (an
+    existing credential the connector owns or that was shared with it)."""
+
+    delivery: Delivery
+    """``env`` (stdio environment variable), ``header`` or ``bearer`` (``Authorization: Bearer``)."""
+    name: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    """The variable or header name; ``Authorization`` (the default) for ``bearer``."""
+    value: SecretStr | None = Field(default=None, json_schema_extra={"writeOnly": True})
+    """A secret to store; never returned by any route."""
+    variable: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    ref: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+
+
+class BindingView(_Response):
+    """A binding as every route shows it: never a value."""
+
+    ref: str
+    delivery: Delivery
+    name: str
+    kind: str | None
+    source: str | None
+    """``managed`` or ``environment``."""
+    variable: str | None
+    """The environment variable's NAME for an environment credential."""
+    owned: bool
+    problem: str | None
+    """Why it would not resolve now: ``missing``, ``not_shared``, ``variable_unset``, ``no_value``."""
+
+
+# -- connectors -------------------------------------------------------------------------------
+
+
+class SettingsView(_Response):
+    """Global settings of a connector (seed 003 §5.2); ``revision`` is the settings revision."""
+
+    enabled: bool
+    include_tools: list[str]
+    exclude_tools: list[str]
+    approval_mode: ApprovalMode
+    revision: int
+
+
+class ConnectorSummary(_Response):
+    """One connector in the list (seed 003 §8.1 list response): no live connection is opened to
+    answer it; states come from canonical state and the tool cache."""
+
+    connector_id: str
+    name: str
+    display_name: str
+    description: str
+    source: ConnectorSource
+    transport: TransportKind
+    target: TargetView
+    settings: SettingsView
+    revision: int
+    """The connector (configuration) revision; PATCH must name it."""
+    config_state: ConfigState
+    auth_state: AuthState
+    runtime_state: RuntimeState
+    """``disabled``; ``ready`` when a fresh catalog is cached; else ``unknown`` (no live status yet, seed 003 §9.4)."""
+    tool_count: int
+    error: ErrorBody | None
+    created_at: int
+    """Unix milliseconds."""
+    updated_at: int
+    """Unix milliseconds."""
+
+
+class ConnectorList(_Response):
+    connectors: list[ConnectorSummary]
+
+
+class ToolCacheView(_Response):
+    """One cached tool as the server listed it (schemas are not repeated here)."""
+
+    name: str
+    title: str | None
+    description: str | None
+    annotations: dict[str, Any] | None
+
+
+class ResourceView(_Response):
+    uri: str
+    name: str | None
+    mime_type: str | None
+    description: str | None
+
+
+class CacheView(_Response):
+    """The tool cache of a connector (seed 003 §5.4)."""
+
+    state: CacheState
+    """``fresh``; ``stale`` (configuration changed since: probe again); ``missing``."""
+    fetched_at: int | None
+    expires_at: int | None
+    tools: list[ToolCacheView]
+    resources: list[ResourceView]
+    server_info: dict[str, Any] | None
+
+
+class ConnectorDetail(ConnectorSummary):
+    """One connector with its effective runtime options, bindings and tool cache."""
+
+    runtime_options: RuntimeOptionsView
+    bindings: list[BindingView]
+    cache: CacheView
+
+
+class ConnectorChanged(ConnectorDetail):
+    """A connector as a mutation (create, update, settings) left it, and how the open sessions
+    took the change."""
+
+    runtime_reload: RuntimeReload
+    """How the open sessions took the change (seed 003 §10.5)."""
+
+
+class ConnectorCreate(_Request):
+    """``POST /api/mcp/connectors``. The connector is created disabled unless ``enabled`` is true
+    (seed 003 §8.1: "optionally enable it at the same time")."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"name": "time", "target": {"transport": "stdio", "command": "mcp-server-time"}, "enabled": True},
+                {"name": "docs", "target": {"transport": "streamable_http", "url": "https://mcp.example.com/mcp"}},
+            ]
+        }
+    )
+
+    name: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")]
+    """1-64 chars of ``[a-z0-9-]``, starting and ending with a letter or digit; unique ignoring case."""
+    display_name: Annotated[str, Field(max_length=200)] | None = None
+    description: Annotated[str, Field(max_length=1000)] = ""
+    target: TargetBody
+    enabled: bool = False
+    runtime_options: RuntimeOptionsChange | None = None
+    bindings: Annotated[list[BindingRequest], Field(max_length=64)] = Field(default_factory=list)
+
+
+class ConnectorUpdate(_Request):
+    """``PATCH /api/mcp/connectors/{connector}``: change configuration under ``revision`` (the
+    connector revision read before). Fields left out stay as they are. Everything is checked
+    before anything is written; a stale revision changes nothing (409)."""
+
+    revision: Annotated[int, Field(ge=1)]
+    display_name: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    description: Annotated[str, Field(max_length=1000)] | None = None
+    runtime_options: RuntimeOptionsChange | None = None
+    bindings: Annotated[list[BindingRequest], Field(max_length=64)] = Field(default_factory=list)
+    """Bindings to add, or to replace where they fill the same variable or header."""
+    unset_bindings: Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]], Field(max_length=64)] = Field(
+        default_factory=list
+    )
+    """Places to free: ``env:KEY``, ``header:Name`` or ``bearer``."""
+
+
+class ConnectorSettingsUpdate(_Request):
+    """``PUT /api/mcp/connectors/{connector}/settings`` (seed 003 §8.1 example): global enablement
+    and default tool policy under the settings ``revision``. Fields left out stay as they are."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "enabled": True,
+                    "include_tools": ["search_*"],
+                    "exclude_tools": ["delete_*"],
+                    "approval_mode": "custom",
+                    "revision": 3,
+                }
+            ]
+        }
+    )
+
+    revision: Annotated[int, Field(ge=1)]
+    enabled: bool | None = None
+    include_tools: Annotated[list[_Pattern], Field(max_length=256)] | None = None
+    exclude_tools: Annotated[list[_Pattern], Field(max_length=256)] | None = None
+    approval_mode: ApprovalMode | None = None
+
+
+class ConnectorDeleted(_Response):
+    name: str
+    connector_id: str
+    removed: bool
+    runtime_reload: RuntimeReload
+    """How the open sessions took the change (seed 003 §10.5)."""
+
+
+class DisconnectRequest(_Request):
+    """``POST /api/mcp/connectors/{connector}/disconnect``; ``revision`` is checked when given."""
+
+    revision: Annotated[int, Field(ge=1)] | None = None
+
+
+class OAuthLogout(_Response):
+    """What happened to an OAuth grant (never a token)."""
+
+    revoked: list[str]
+    """Token kinds the server accepted to revoke (``refresh_token``, ``access_token``)."""
+    revocation: Literal["done", "unsupported", "failed", "nothing_to_revoke"]
+    deleted: bool
+    """Whether stored tokens were deleted."""
+
+
+class DisconnectResult(_Response):
+    """What a disconnect removed: the OAuth grant (revoked, tokens deleted), every credential
+    binding of the connector, and the credentials it owned that nothing binds any more (their
+    values are deleted from the store)."""
+
+    connector: ConnectorDetail
+    unbound: list[BindingView]
+    deleted_credentials: list[str]
+    oauth: OAuthLogout
+    runtime_reload: RuntimeReload
+    """How the open sessions took the change (seed 003 §10.5)."""
+
+
+# -- probe and tools --------------------------------------------------------------------------
+
+
+class ProbeReport(_Response):
+    """One real connect probe (seed 003 §9); a failing server is a 200 with ``state: error`` and a
+    stable ``code`` (§9.3)."""
+
+    connector: str
+    state: RuntimeState
+    code: str | None
+    message: str | None
+    tool_count: int
+    resource_count: int
+    tools: list[str]
+    server_info: dict[str, Any] | None
+    protocol_version: str | None
+    stderr_tail: str
+    duration_ms: int
+    diagnostics: list[dict[str, Any]]
+    runtime_reload: RuntimeReload
+    """How the open sessions took the new cached catalog (a ready probe re-projects; seed 003
+    §10.5); empty sessions otherwise."""
+
+
+class ProjectView(_Response):
+    project_id: str
+    path: str
+
+
+class ToolDecisionView(_Response):
+    """A cached tool with its effective decision in the scope asked for (DESIGN.md "Permissions")."""
+
+    name: str
+    canonical_name: str
+    description: str | None
+    visible: bool
+    decision: GrantDecision
+    source: DecisionSource
+    """Which rule decided (DESIGN.md "Permissions")."""
+    risk: Risk
+    global_grant: GrantDecision | None
+    project_grant: GrantDecision | None
+
+
+class ToolGrantView(_Response):
+    connector_id: str
+    tool_name: str
+    decision: GrantDecision
+    project_id: str | None
+
+
+class ToolList(_Response):
+    """``GET /api/mcp/connectors/{connector}/tools[?cwd=]``."""
+
+    connector: str
+    project: ProjectView | None
+    """The project of ``cwd``; null without ``cwd``, and when the workspace is no project yet
+    (nothing was ever set or opened there): looking never makes a directory a project, and the
+    decisions shown are then the global ones."""
+    cache: CacheState
+    tools: list[ToolDecisionView]
+    unmatched_grants: list[ToolGrantView]
+    """Grants that name no cached tool: kept, matching nothing."""
+
+
+class ToolGrantUpdate(_Request):
+    decision: GrantDecision
+
+
+class ToolGrantSet(_Response):
+    connector: str
+    tool: str
+    decision: GrantDecision
+    scope: Scope
+    project_id: str | None
+    matches_known_tool: bool
+    """Whether the cached catalog knows the tool (a grant for an unknown tool matches nothing yet)."""
+    runtime_reload: RuntimeReload
+    """How the open sessions took the change (seed 003 §10.5)."""
+
+
+class ToolGrantCleared(_Response):
+    connector: str
+    tool: str
+    cleared: bool
+    """False when there was no grant in that scope (the call is idempotent)."""
+    scope: Scope
+    project_id: str | None
+    runtime_reload: RuntimeReload
+    """How the open sessions took the change (seed 003 §10.5)."""

@@ -1,0 +1,105 @@
+"""Contracts of the legacy config import routes (seed 003 §8.2, §12) and of the deprecated
+compatibility projections (seed 003 §8.4)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from patchbay.control.importer.models import ImportResult
+from patchbay.core.models import TransportKind
+from patchbay.interfaces.api.contracts._base import RuntimeReload, _Request, _Response
+from patchbay.interfaces.api.contracts._connectors import AuthState
+
+__all__ = [
+    "ImportCommitRequest",
+    "ImportCommitted",
+    "ImportPreviewRequest",
+    "LegacyCatalog",
+    "LegacyCatalogServer",
+    "LegacyServerSetting",
+    "LegacySettings",
+    "LegacyToggle",
+    "LegacyToggled",
+]
+
+# -- legacy config import (seed 003 §8.2, §12) -------------------------------------------------
+# The answers are the importer's own report shapes (ImportPreview, ImportResult, imported above),
+# the ones ``patchbay import ... --json`` prints: no field carries a secret value.
+
+_Mapping = Annotated[
+    dict[Annotated[str, Field(max_length=200)], Annotated[str, Field(max_length=200)]], Field(max_length=64)
+]
+_Paths = Annotated[list[Annotated[str, Field(min_length=1, max_length=4096)]], Field(max_length=64)]
+
+
+class ImportPreviewRequest(_Request):
+    """``POST /api/mcp/import/preview[?cwd=]``: which files to read. Nothing is started, run or
+    connected (seed 003 §8.2)."""
+
+    paths: _Paths = Field(default_factory=list)
+    """Files (relative to the workspace) or host keywords (``claude-desktop``, ``claude-code``,
+    ``cursor``, ``vscode``) to read instead of the standard locations."""
+    inputs: _Mapping = Field(default_factory=dict)
+    """VS Code input id → the environment variable that provides it."""
+    renames: _Mapping = Field(default_factory=dict)
+    """Name in the file → connector name."""
+
+
+class ImportCommitRequest(ImportPreviewRequest):
+    """``POST /api/mcp/import/commit[?cwd=]``: import only the selected definitions, all or none."""
+
+    select: Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]], Field(min_length=1, max_length=256)]
+    """Names (as in the file, or their connector names) to import."""
+    references_only: bool = False
+    """Refuse plaintext values instead of storing them as managed credentials."""
+    enabled: bool | None = None
+    """Import enabled or disabled; null keeps what the file says."""
+
+
+class ImportCommitted(ImportResult):
+    """``POST /api/mcp/import/commit``: what was imported, and how the open sessions took it."""
+
+    runtime_reload: RuntimeReload
+    """How the open sessions took the change (seed 003 §10.5)."""
+
+
+# -- compatibility projections (seed 003 §8.4) -------------------------------------------------
+
+
+class LegacyCatalogServer(_Response):
+    """One server in the shape of the old catalog (deprecated)."""
+
+    id: str
+    name: str
+    description: str
+    transport: TransportKind
+    enabled: bool
+    auth: AuthState
+    data_egress: str
+    tool_count: int
+    tools: list[str]
+
+
+class LegacyCatalog(_Response):
+    servers: list[LegacyCatalogServer]
+
+
+class LegacyServerSetting(_Response):
+    server_id: str
+    enabled: bool
+
+
+class LegacyToggled(LegacyServerSetting):
+    """The old toggle's answer, plus how the open sessions took the change (seed 003 §10.5)."""
+
+    runtime_reload: RuntimeReload
+
+
+class LegacySettings(_Response):
+    mcp_servers: list[LegacyServerSetting]
+
+
+class LegacyToggle(_Request):
+    enabled: bool

@@ -1,0 +1,228 @@
+"""Errors of the REST API: one shape, stable codes, fixed statuses (DESIGN.md "Stable error codes").
+
+Every non-2xx answer is ``{"error": {"code", "message", "details"}}``
+(:class:`~patchbay.interfaces.api.contracts.ErrorResponse`)::
+
+    code                          status  raised by
+    validation_error              422     a request FastAPI cannot parse or validate (body, path,
+                                          query); an invalid_config error (ConfigError, seed
+                                          003 §7.3: details.field names the field; a malformed
+                                          import file: details.line/column; details.cause is
+                                          "invalid_config"); a ValidationError
+    not_found                     404     NotFoundError; a path no route has
+    revision_conflict             409     RevisionConflictError (details.expected, details.actual)
+    builtin_connector             403     BuiltinConnectorError
+    canonical_state_unavailable   503     CanonicalStateUnavailable (seed 003 §15)
+    origin_refused                403     a Host or Origin header this server does not answer
+                                          (see :mod:`patchbay.interfaces.api.app`)
+    method_not_allowed            405     a method the path does not have
+    unknown                       500     anything unexpected (logged, redacted); also the
+                                          session routes of an app served without its lifespan
+
+A tool call (``POST /api/sessions/{session_id}/call``) that produced no result answers with the
+ToolCallError's failure reason as the code (DESIGN.md "Stable error codes"; seed 000 §3.1)::
+
+    permission_denied             403     a deny (policy or grant); the server never saw the call
+    approval_unavailable          403     an ``ask`` decision and no ``"approve": "once"``
+    unknown_tool                  422     no such tool in the session's runtime (also: hidden,
+                                          excluded, denied by a grant, disabled connector); 422,
+                                          not 404: the session (the path) exists, the body names
+                                          nothing it offers
+    ambiguous_call                422     a bare name that matches more than one tool
+    cancelled                     409     the session was closed during the call
+    tool_error                    502     the server answered with an error result (it is in
+                                          ``details.result``) or a JSON-RPC error
+    mcp_server_unavailable        502     the server could not be started or reached
+                                          (``details.code``: the probe code, e.g. command_not_found)
+    mcp_server_unstable           502     the server keeps crashing (restart budget spent)
+    mcp_server_restarted          502     the server restarted during the call
+    timeout                       504     no result within the call's time limit
+    (runtime_reload_failed)       503     ``mcp_server_unavailable`` with ``details.code ==
+                                          "runtime_reload_failed"``: the session's last rebuild
+                                          failed and it serves no runtime until a later reload
+
+Messages are redacted (PatchbayError redacts its message; responses are scanned again as they
+are rendered) and a validation error never quotes the input it refused: a refused body may hold
+a credential value.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from patchbay.core.errors import ErrorCode, FailureReason, PatchbayError, ToolCallError
+from patchbay.interfaces.api.contracts import ErrorResponse
+from patchbay.interfaces.api.responses import RedactedJSONResponse
+
+__all__ = ["STATUS", "TOOL_STATUS", "error_response", "error_responses", "install_error_handlers", "tool_call_status"]
+
+log = logging.getLogger("patchbay.api")
+
+STATUS: dict[str, int] = {
+    ErrorCode.VALIDATION_ERROR: 422,
+    ErrorCode.INVALID_CONFIG: 422,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.REVISION_CONFLICT: 409,
+    ErrorCode.BUILTIN_CONNECTOR: 403,
+    ErrorCode.CANONICAL_STATE_UNAVAILABLE: 503,
+}
+"""HTTP status of each stable code a route may answer with."""
+
+TOOL_STATUS: dict[str, int] = {
+    FailureReason.PERMISSION_DENIED: 403,
+    FailureReason.APPROVAL_UNAVAILABLE: 403,
+    FailureReason.UNKNOWN_TOOL: 422,
+    FailureReason.AMBIGUOUS_CALL: 422,
+    FailureReason.CANCELLED: 409,
+    FailureReason.TOOL_ERROR: 502,
+    FailureReason.MCP_SERVER_UNAVAILABLE: 502,
+    FailureReason.MCP_SERVER_UNSTABLE: 502,
+    FailureReason.MCP_SERVER_RESTARTED: 502,
+    FailureReason.TIMEOUT: 504,
+}
+"""HTTP status of each tool call failure reason (see the module docstring)."""
+
+_DESCRIPTIONS = {
+    403: (
+        "Refused: a built-in connector (`builtin_connector`), a foreign Host/Origin (`origin_refused`); "
+        "for a tool call `permission_denied` or `approval_unavailable`."
+    ),
+    404: "No such connector, project, session or path (`not_found`).",
+    409: (
+        "The revision named is stale; nothing was changed (`revision_conflict`); for a tool call "
+        "`cancelled` (the session was closed during it)."
+    ),
+    422: (
+        "The request is malformed or breaks a validation rule (`validation_error`, `details.field`); "
+        "for a tool call `unknown_tool` or `ambiguous_call`."
+    ),
+    500: "An unexpected error (`unknown`): a bug, logged.",
+    502: (
+        "The MCP server failed the call: `tool_error` (its error result is in `details.result`), "
+        "`mcp_server_unavailable` (`details.code` says why), `mcp_server_unstable`, `mcp_server_restarted`."
+    ),
+    503: (
+        "The canonical store cannot be used (`canonical_state_unavailable`); for a tool call "
+        "`mcp_server_unavailable` with `details.code` `runtime_reload_failed` (the session has no runtime)."
+    ),
+    504: "The tool call got no result in time (`timeout`).",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for ``statuses`` (and always 422 and 503), all ErrorResponse."""
+    wanted = sorted({*statuses, 422, 503})
+    return {status: {"model": ErrorResponse, "description": _DESCRIPTIONS[status]} for status in wanted}
+
+
+def error_response(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> Response:
+    """The one error shape, as a response."""
+    return RedactedJSONResponse(
+        {"error": {"code": code, "message": message, "details": details or {}}}, status_code=status
+    )
+
+
+def _patchbay_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, PatchbayError)
+    status = STATUS.get(str(exc.code))
+    if status is None:  # a code no route should raise: a bug, shown as one
+        log.error("unexpected %s: %s", exc.code, exc.message)
+        return error_response(500, str(exc.code), exc.message, exc.details)
+    if exc.code == ErrorCode.INVALID_CONFIG:  # ConfigError, MalformedConfigError, ...
+        details = {**exc.details, "cause": str(exc.code)}
+        return error_response(422, ErrorCode.VALIDATION_ERROR, exc.message, details)
+    return error_response(status, str(exc.code), exc.message, exc.details)
+
+
+def tool_call_status(exc: ToolCallError) -> int:
+    """The HTTP status of a tool call failure (:data:`TOOL_STATUS`; 503 for a session whose last
+    reload failed)."""
+    if exc.details.get("code") == ErrorCode.RUNTIME_RELOAD_FAILED:
+        return 503
+    return TOOL_STATUS.get(str(exc.reason), 502)
+
+
+def _tool_call_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ToolCallError)
+    body = exc.to_dict()  # the failure reason is the code
+    result = getattr(exc, "result", None)  # a tool_error carries the server's error result
+    if result is not None:
+        body["details"] = {
+            **body["details"],
+            "result": {
+                "model_text": result.model_text,
+                "content": result.content,
+                "structured_content": result.structured_content,
+                "truncated": result.truncated,
+                "artifact_id": result.artifact_id,
+            },
+        }
+    return error_response(tool_call_status(exc), body["code"], body["message"], body["details"])
+
+
+def _field(loc: tuple[Any, ...] | list[Any]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def _request_validation_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    problems = [
+        {
+            "field": _field(error.get("loc", ())),
+            "message": str(error.get("msg", "")),
+            "type": str(error.get("type", "")),
+        }
+        for error in exc.errors()[:20]
+    ]
+    first = problems[0] if problems else {"field": "", "message": "invalid request"}
+    message = f"{first['field']}: {first['message']}" if first["field"] else first["message"]
+    return error_response(422, ErrorCode.VALIDATION_ERROR, message, {"field": first["field"], "errors": problems})
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route takes at this path (Starlette names only the first route's)."""
+    path = request.scope.get("path", "")
+    methods: set[str] = set()
+    for route in getattr(request.app.state, "api_routes", ()):
+        if route.path_regex.match(path):
+            methods |= set(route.methods or ())
+    return ", ".join(sorted(methods))
+
+
+def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    status = exc.status_code
+    if status == 400:  # FastAPI: a body it could not even decode (not UTF-8 ...): a validation error
+        status, code, message = 422, ErrorCode.VALIDATION_ERROR, f"body: {exc.detail}"
+    elif status == 404:
+        code, message = ErrorCode.NOT_FOUND, "no such path"
+    elif status == 405:
+        code, message = "method_not_allowed", "this path does not take that method"
+    else:
+        code, message = ErrorCode.VALIDATION_ERROR, str(exc.detail)
+    response = error_response(status, str(code), message, {"field": "body"} if status == 422 else None)
+    for name, value in (exc.headers or {}).items():
+        response.headers[name] = value
+    if status == 405:
+        response.headers["Allow"] = _allowed_methods(request)
+    return response
+
+
+def _unexpected(_request: Request, exc: Exception) -> Response:
+    log.error("unexpected error answering a request", exc_info=exc)
+    return error_response(500, ErrorCode.UNKNOWN, f"internal error ({type(exc).__name__})")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every error of ``app`` in the one shape (see the module docstring)."""
+    app.add_exception_handler(ToolCallError, _tool_call_error)
+    app.add_exception_handler(PatchbayError, _patchbay_error)
+    app.add_exception_handler(RequestValidationError, _request_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,45 @@
+"""The JSON response every route answers with: every string redacted on the way out.
+
+No route puts a secret in a response on purpose (contracts have no field for one); this is the
+same last line of defence the CLI's ``--json`` output has (seed 003 §14.3): every string value
+is passed through :func:`~patchbay.core.redaction.redact_text` (patterns and registered credential
+values), keys stay as they are (field names such as ``auth_state`` are not secrets). Lone
+surrogates, which JSON text cannot carry in UTF-8, become U+FFFD.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+from patchbay.core.redaction import redact_text
+
+__all__ = ["RedactedJSONResponse", "redact_strings"]
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def redact_strings(value: Any) -> Any:
+    """``value`` (JSON-like) with every string value redacted and made encodable; keys kept."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", redact_text(value))
+    if isinstance(value, dict):
+        return {
+            _SURROGATE.sub("\ufffd", key) if isinstance(key, str) else key: redact_strings(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_strings(item) for item in value]
+    return value
+
+
+class RedactedJSONResponse(JSONResponse):
+    """``JSONResponse`` whose strings are redacted (:func:`redact_strings`); NaN/Infinity refused."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(redact_strings(content), ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode(
+            "utf-8"
+        )

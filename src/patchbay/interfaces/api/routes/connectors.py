@@ -1,0 +1,248 @@
+"""Connector routes (seed 003 §8.1): list, create, show, update, delete, global settings, disconnect.
+
+Every route but disconnect is a plain ``def``: FastAPI runs it in a worker thread, so the
+blocking store and credential-store calls of the connector service never stall the event loop.
+Every mutation answers with ``runtime_reload``: how the open sessions took it (seed 003 §10.5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+from fastapi import APIRouter
+
+from patchbay.control.credentials import BindingSpec
+from patchbay.control.oauth import OAuthService
+from patchbay.core.errors import ConfigError
+from patchbay.core.models import Connector, ConnectorTarget
+from patchbay.core.validation import validate_text
+from patchbay.interfaces.api import contracts as c
+from patchbay.interfaces.api._views import connector_detail, connector_summary
+from patchbay.interfaces.api.errors import error_responses
+from patchbay.interfaces.api.routes._deps import (
+    ConnectorRef,
+    Context,
+    Service,
+    Workspace,
+    reload_view,
+    resolve_connector,
+    workspace_or_default,
+)
+from patchbay.runtime.sessions import collect_reloads
+
+__all__ = ["binding_spec", "router"]
+
+router = APIRouter(prefix="/api/mcp/connectors", tags=["connectors"])
+
+
+def binding_spec(body: c.BindingRequest) -> BindingSpec:
+    """A binding request as the credential service takes it.
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``env``, ``header`` or ``bearer``): no name, not
+            exactly one source, a bad name or value.
+    """
+    name = body.name
+    if name is None:
+        if body.delivery != "bearer":
+            raise ConfigError(body.delivery, "needs a name (the environment variable or header)")
+        name = "Authorization"
+    value = body.value.get_secret_value() if body.value is not None else None
+    return BindingSpec(body.delivery, name, value=value, variable=body.variable, ref=body.ref)
+
+
+def _unset_place(delivery: str, name: str) -> str:
+    return "bearer" if delivery == "bearer" else f"{delivery}:{name}"
+
+
+def _options(change: c.RuntimeOptionsChange | None) -> dict[str, Any]:
+    """Only the keys the request named: a key left out stays, ``null`` resets."""
+    return change.model_dump(exclude_unset=True) if change is not None else {}
+
+
+def _changed(detail: c.ConnectorDetail, reload: c.RuntimeReload) -> c.ConnectorChanged:
+    return c.ConnectorChanged(**dict(detail), runtime_reload=reload)
+
+
+@router.get("", response_model=c.ConnectorList, responses=error_responses(), summary="List connectors")
+def list_connectors(service: Service) -> c.ConnectorList:
+    """Every connector with its global settings and states, from canonical state and the tool
+    cache only: listing never starts a command or opens a connection (seed 003 §9.1)."""
+    return c.ConnectorList(connectors=[connector_summary(service, item) for item in service.list()])
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=c.ConnectorChanged,
+    responses=error_responses(),
+    summary="Create a connector",
+)
+def create_connector(
+    body: c.ConnectorCreate, service: Service, context: Context, cwd: Workspace = None
+) -> c.ConnectorChanged:
+    """Register a connector (seed 003 §5.1, §7.3 validation). A stdio ``target.cwd`` is checked
+    against the workspace ``cwd`` (default: where the server was started). Credentials in
+    ``bindings`` are stored apart and owned by the connector; the connector keeps references.
+    Created disabled unless ``enabled`` is true."""
+    target: ConnectorTarget
+    if isinstance(body.target, c.StdioTargetBody):
+        target = service.stdio_target(
+            body.target.command,
+            list(body.target.args),
+            cwd=body.target.cwd or None,
+            workspace=workspace_or_default(context, cwd),
+        )
+    elif isinstance(body.target, c.HttpTargetBody):
+        target = service.remote_target(body.target.url, body.target.transport)
+    else:
+        target = service.socket_target(body.target.path)
+    with collect_reloads() as reloads:
+        connector, _ = service.add(
+            body.name,
+            target,
+            description=body.description,
+            display_name=body.display_name,
+            enabled=body.enabled,
+            runtime_options=_options(body.runtime_options),
+            bindings=[binding_spec(b) for b in body.bindings],
+        )
+    return _changed(connector_detail(service, connector), reload_view(reloads.result()))
+
+
+@router.get(
+    "/{connector}",
+    response_model=c.ConnectorDetail,
+    responses=error_responses(404),
+    summary="Show a connector",
+)
+def get_connector(connector: ConnectorRef, service: Service) -> c.ConnectorDetail:
+    """Details, global settings, bindings (never values) and the tool cache."""
+    return connector_detail(service, resolve_connector(service, connector))
+
+
+@router.patch(
+    "/{connector}",
+    response_model=c.ConnectorChanged,
+    responses=error_responses(404, 409),
+    summary="Update a connector's configuration",
+)
+def update_connector(connector: ConnectorRef, body: c.ConnectorUpdate, service: Service) -> c.ConnectorChanged:
+    """Change display name, description, runtime options and credential bindings under the
+    connector ``revision`` (optimistic lock, seed 003 §7.1, §15). Everything is checked before
+    anything is written; a stale revision is 409 ``revision_conflict`` and changes nothing.
+    Changing the target (command, URL, socket) is not offered: remove and re-add the connector."""
+    current = resolve_connector(service, connector)
+    name = current.name
+    options = _options(body.runtime_options)
+    specs = [binding_spec(b) for b in body.bindings]
+    details: dict[str, Any] = {}
+    if body.display_name is not None:
+        details["display_name"] = validate_text("display_name", body.display_name, max_length=200)
+    if body.description is not None:
+        details["description"] = validate_text("description", body.description)
+    if options:
+        service.update_runtime_options(name, dry_run=True, **options)
+    if specs or body.unset_bindings:
+        service.set_bindings(name, specs, unset=body.unset_bindings, dry_run=True)
+    # The first write checks the revision (even when it changes nothing); the next ones chain on
+    # the revision each write returned, so a client that lost the race has applied nothing.
+    with collect_reloads() as reloads:
+        updated = service.repository.update_connector(current.connector_id, body.revision, **details)
+        if options:
+            updated = service.update_runtime_options(name, expected_revision=updated.revision, **options)
+        if specs or body.unset_bindings:
+            updated = service.set_bindings(name, specs, unset=body.unset_bindings, expected_revision=updated.revision)
+    return _changed(connector_detail(service, updated), reload_view(reloads.result()))
+
+
+@router.delete(
+    "/{connector}",
+    response_model=c.ConnectorDeleted,
+    responses=error_responses(403, 404),
+    summary="Remove a custom connector",
+)
+def delete_connector(connector: ConnectorRef, service: Service) -> c.ConnectorDeleted:
+    """Remove a custom or imported connector with its grants, tool cache (FK cascade, seed 003
+    §15) and the credentials it owns. A built-in connector is 403 ``builtin_connector``."""
+    with collect_reloads() as reloads:
+        removed = service.remove(resolve_connector(service, connector).name)
+    return c.ConnectorDeleted(
+        name=removed.name,
+        connector_id=removed.connector_id,
+        removed=True,
+        runtime_reload=reload_view(reloads.result()),
+    )
+
+
+@router.put(
+    "/{connector}/settings",
+    response_model=c.ConnectorChanged,
+    responses=error_responses(404, 409),
+    summary="Set global enablement and the default tool policy",
+)
+def put_settings(connector: ConnectorRef, body: c.ConnectorSettingsUpdate, service: Service) -> c.ConnectorChanged:
+    """Global, user-level settings (seed 003 §5.2): ``enabled``, ``include_tools``,
+    ``exclude_tools`` (globs), ``approval_mode``, under the settings ``revision`` (independent of
+    the connector revision, seed 003 §15). A stale revision is 409 and changes nothing."""
+    current = resolve_connector(service, connector)
+    with collect_reloads() as reloads:
+        updated = service.update_settings(
+            current.name,
+            approval_mode=body.approval_mode,
+            include_tools=body.include_tools,
+            exclude_tools=body.exclude_tools,
+            enabled=body.enabled,
+            expected_revision=body.revision,
+        )
+    return _changed(connector_detail(service, updated), reload_view(reloads.result()))
+
+
+@router.post(
+    "/{connector}/disconnect",
+    response_model=c.DisconnectResult,
+    responses=error_responses(404, 409),
+    summary="Disconnect a connector's credentials",
+)
+async def disconnect(
+    connector: ConnectorRef, context: Context, body: c.DisconnectRequest | None = None
+) -> c.DisconnectResult:
+    """Delete or revoke the connector's authentication (seed 003 §4.3 "Disconnect credential",
+    §8.1): an OAuth grant is revoked at the server's revocation endpoint (RFC 7009, best effort,
+    through the egress guard) and its tokens deleted; every credential binding is removed, and
+    the credentials the connector owned that nothing binds any more are deleted. The connector
+    stays registered; a runtime that starts it next gets ``auth_required`` if it needs
+    credentials.
+
+    The committed change re-projects the workspaces and rebuilds the open sessions (seed 003
+    §10.5): an idle session's connections to the server close at once, a busy one's when its
+    calls end (``runtime_reload``)."""
+    service = await anyio.to_thread.run_sync(context.connector_service)
+
+    def check() -> Connector:
+        current = resolve_connector(service, connector)
+        if body is not None and body.revision is not None:
+            service.repository.update_connector(current.connector_id, body.revision)  # checks the revision only
+        return current
+
+    current = await anyio.to_thread.run_sync(check)
+
+    def unbind() -> tuple[c.ConnectorDetail, list[c.BindingView], list[str]]:
+        views = service.credentials.binding_views(current)
+        places = [_unset_place(b.delivery, b.name) for b in current.bindings]
+        updated = service.set_bindings(current.name, (), unset=places, expected_revision=current.revision)
+        remaining = service.credentials.store.load() if views else {}
+        deleted = [v["ref"] for v in views if v["owned"] and v["ref"] not in remaining]
+        return connector_detail(service, updated), [c.BindingView(**v) for v in views], deleted
+
+    with collect_reloads() as reloads:  # worker threads copy this context: their reloads count
+        oauth = await OAuthService(service).logout(current.name)
+        detail, unbound, deleted = await anyio.to_thread.run_sync(unbind)
+    return c.DisconnectResult(
+        connector=detail,
+        unbound=unbound,
+        deleted_credentials=deleted,
+        oauth=c.OAuthLogout(revoked=oauth["revoked"], revocation=oauth["revocation"], deleted=oauth["deleted"]),
+        runtime_reload=reload_view(await reloads.wait()),
+    )

@@ -1,0 +1,76 @@
+"""Legacy config import routes (seed 003 §8.2, §12), on the importer of
+:mod:`patchbay.control.importer`.
+
+``preview`` reads the standard locations of the workspace ``cwd`` (default: where the server was
+started) and of the serving user's home directory, or the files and host keywords named in
+``paths`` (relative ones against the workspace), and reports every definition: source and
+precedence, transport, suspected plaintext secrets as ``configured: true``, ``!command`` helpers
+(never run), name conflicts, paths outside the workspace, losses and a normalised diff. It starts
+no command, runs no helper and opens no connection. ``commit`` imports only the selected
+definitions in one transaction (credentials included; a failure keeps nothing).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import APIRouter
+
+from patchbay.control.importer import commit_import, preview_import
+from patchbay.interfaces.api import contracts as c
+from patchbay.interfaces.api.errors import error_responses
+from patchbay.interfaces.api.routes._deps import Context, Service, Workspace, reload_view, workspace_or_default
+from patchbay.runtime.sessions import collect_reloads
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/mcp/import", tags=["import"])
+
+
+@router.post(
+    "/preview",
+    response_model=c.ImportPreview,
+    responses=error_responses(404),
+    summary="Preview importing legacy MCP config files",
+)
+def preview(body: c.ImportPreviewRequest, service: Service, context: Context, cwd: Workspace = None) -> c.ImportPreview:
+    """Every file looked at (a malformed one with its line and column; malformed is never
+    missing) and every definition found. Writes nothing."""
+    workspace = workspace_or_default(context, cwd)
+    return preview_import(
+        service,
+        workspace=workspace,
+        home=Path.home(),
+        paths=body.paths,
+        cwd=workspace,
+        inputs=body.inputs,
+        renames=body.renames,
+    )
+
+
+@router.post(
+    "/commit",
+    response_model=c.ImportCommitted,
+    responses=error_responses(404),
+    summary="Import the selected definitions",
+)
+def commit(body: c.ImportCommitRequest, service: Service, context: Context, cwd: Workspace = None) -> c.ImportCommitted:
+    """Import only ``select`` in one transaction: ``${VAR}`` placeholders become environment
+    references, plaintext values managed credentials (or a 422 with ``references_only``); an
+    entry that conflicts, is shadowed or cannot be imported is a 422 naming it, a name in no file
+    a 404, and nothing is kept. ``runtime_reload``: how the open sessions took the import."""
+    workspace = workspace_or_default(context, cwd)
+    with collect_reloads() as reloads:
+        result = commit_import(
+            service,
+            select=body.select,
+            workspace=workspace,
+            home=Path.home(),
+            paths=body.paths,
+            cwd=workspace,
+            inputs=body.inputs,
+            renames=body.renames,
+            references_only=body.references_only,
+            enabled=body.enabled,
+        )
+    return c.ImportCommitted(imported=result.imported, runtime_reload=reload_view(reloads.result()))

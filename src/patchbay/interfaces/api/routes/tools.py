@@ -1,0 +1,139 @@
+"""Probe and tool routes (seed 003 §8.1): a real bounded probe, the cached tools with their
+effective decisions, and tool grants per scope (global without ``cwd``, the workspace's project
+with it; seed 003 §5.3, §15: grants are idempotent upserts that bump no revision).
+
+Only setting a project grant makes a ``cwd`` a project. Every known project's workspace gets its
+runtime snapshot written on each committed change (``<cwd>/.patchbay/``, seed 003 §10.3), so
+looking (tools), probing and clearing never create one: a ``cwd`` that is no project yet shows the
+global decisions and has no grant to clear."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import anyio.to_thread
+from fastapi import APIRouter
+from fastapi import Path as PathParam
+
+from patchbay.core.errors import PatchbayError
+from patchbay.interfaces.api import contracts as c
+from patchbay.interfaces.api._views import probe_report, tool_list
+from patchbay.interfaces.api.errors import error_responses
+from patchbay.interfaces.api.routes._deps import (
+    ConnectorRef,
+    Context,
+    Service,
+    Workspace,
+    reload_view,
+    resolve_connector,
+    workspace_or_default,
+)
+from patchbay.runtime.sessions import collect_reloads
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/mcp/connectors", tags=["tools"])
+
+ToolName = Annotated[str, PathParam(min_length=1, max_length=512, description="The server's own tool name.")]
+
+
+@router.post(
+    "/{connector}/probe",
+    response_model=c.ProbeReport,
+    responses=error_responses(404),
+    summary="Probe a connector for real",
+)
+async def probe(connector: ConnectorRef, context: Context, cwd: Workspace = None) -> c.ProbeReport:
+    """A bounded real handshake + tools/list (+ resources/list) (seed 003 §9): 15 s, 50 pages,
+    2 MiB of metadata, at most one probe per connector and 4 at once; never calls a tool. A
+    server that fails is a 200 with ``state: error`` and a stable ``code`` (§9.3). A ready
+    catalog is cached, and the open sessions are rebuilt with it (``runtime_reload``). Stdio
+    servers run in the workspace ``cwd`` (default: where the server was started); probing does not
+    make it a project."""
+    service = await anyio.to_thread.run_sync(context.connector_service)
+
+    def prepare() -> tuple[str, Path]:
+        current = resolve_connector(service, connector)
+        workspace = workspace_or_default(context, cwd)
+        found = service.find_project(workspace)  # checks the directory; creates nothing
+        return current.name, Path(found.path) if found is not None else workspace.resolve()
+
+    name, workspace = await anyio.to_thread.run_sync(prepare)
+    with collect_reloads() as reloads:
+        result = await service.probe(name, workspace=workspace)
+    return probe_report(result, reload_view(await reloads.wait()))
+
+
+@router.get(
+    "/{connector}/tools",
+    response_model=c.ToolList,
+    responses=error_responses(404),
+    summary="Cached tools with their effective decisions",
+)
+def list_tools(connector: ConnectorRef, service: Service, cwd: Workspace = None) -> c.ToolList:
+    """The cached catalog with each tool's effective decision (DESIGN.md "Permissions"): the
+    global decisions, or with ``cwd`` those in that workspace's project (project overrides
+    included; the global ones while the workspace is no project). Reads the cache only (probe to
+    refresh it) and writes nothing."""
+    current = resolve_connector(service, connector)
+    project = service.find_project(Path(cwd)) if cwd is not None else None
+    return tool_list(service.tools(current.name, project=project))
+
+
+@router.put(
+    "/{connector}/tools/{tool:path}",
+    response_model=c.ToolGrantSet,
+    responses=error_responses(404),
+    summary="Set a tool grant",
+)
+def put_grant(
+    connector: ConnectorRef, tool: ToolName, body: c.ToolGrantUpdate, service: Service, cwd: Workspace = None
+) -> c.ToolGrantSet:
+    """Without ``cwd``: the global default for the tool; with ``cwd``: that workspace's project
+    override (seed 003 §5.3). A global ``deny`` can never be lifted by a project grant. A grant
+    for a tool the cache does not know is kept and matches nothing until a probe lists it."""
+    current = resolve_connector(service, connector)
+    project = Path(cwd) if cwd is not None else None
+    with collect_reloads() as reloads:
+        grant = service.grant(current.name, tool, body.decision, project=project)
+    try:  # the grant is saved; a failing read-back must not make the request fail
+        known = {t.name for t in service.tools(current.name, project=project).tools}
+    except PatchbayError:
+        known = set()
+    return c.ToolGrantSet(
+        connector=current.name,
+        tool=tool,
+        decision=grant.decision,
+        scope="project" if project else "global",
+        project_id=grant.project_id,
+        matches_known_tool=tool in known,
+        runtime_reload=reload_view(reloads.result()),
+    )
+
+
+@router.delete(
+    "/{connector}/tools/{tool:path}",
+    response_model=c.ToolGrantCleared,
+    responses=error_responses(404),
+    summary="Clear a tool grant (inherit again)",
+)
+def clear_grant(connector: ConnectorRef, tool: ToolName, service: Service, cwd: Workspace = None) -> c.ToolGrantCleared:
+    """Remove the grant of that scope so the tool inherits again (seed 003 §20.2); ``cleared`` is
+    false when there was none (the call is idempotent). A ``cwd`` that is no project has no grant:
+    nothing is written (``project_id`` null)."""
+    current = resolve_connector(service, connector)
+    project = service.find_project(Path(cwd)) if cwd is not None else None
+    with collect_reloads() as reloads:
+        if cwd is not None and project is None:
+            cleared = False
+        else:
+            cleared = service.clear_grant(current.name, tool, project=Path(project.path) if project else None)
+    return c.ToolGrantCleared(
+        connector=current.name,
+        tool=tool,
+        cleared=cleared,
+        scope="project" if cwd is not None else "global",
+        project_id=project.project_id if project else None,
+        runtime_reload=reload_view(reloads.result()),
+    )

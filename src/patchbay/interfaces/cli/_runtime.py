@@ -1,0 +1,189 @@
+"""What the governed CLI commands (``patchbay call``, ``resource``, ``prompt``) share: a runtime
+built from the workspace's projected snapshot (seed 003 §10.2), the approver that ``--yes`` or a
+terminal gives it, one governed operation run on it, and how listings, sessions and governed
+failures are printed.
+
+Approvals (seed 000 §10; DESIGN.md "Permissions"): ``--yes`` approves once; a terminal on stdin and
+stderr asks; otherwise there is no approver and an ``ask`` decision is refused with
+``approval_unavailable``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import anyio
+import typer
+from rich.prompt import Prompt
+from rich.table import Table
+from rich.text import Text
+
+from patchbay.core.errors import NotFoundError, ToolCallError
+from patchbay.interfaces.cli._context import emit_json, err_console, error_line, out_console, safe_text, state
+
+__all__ = [
+    "approver_for",
+    "connector_runtime",
+    "print_listing",
+    "print_session",
+    "project_snapshot",
+    "report_failure",
+    "run_governed",
+    "run_runtime",
+    "terminal_approver",
+]
+
+_T = TypeVar("_T")
+_ANSWERS = {"o": "allow_once", "s": "allow_session", "d": "deny"}
+
+
+def project_snapshot(service: Any, project: Path) -> Any:
+    """The runtime config of workspace ``project``: the workspace is re-projected, then only its
+    snapshot is loaded (the runtime reads nothing else; seed 003 §10.2).
+
+    Args:
+        service: the :class:`~patchbay.control.connectors.ConnectorService`.
+        project: the workspace directory.
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``path``) for an unusable workspace path.
+    """
+    from patchbay.runtime.snapshot import load_snapshot
+
+    prj = service.project(project)
+    service.projector.project(prj)
+    return load_snapshot(prj.path, project_id=prj.project_id)
+
+
+def connector_runtime(name: str, project: Path) -> tuple[Any, Any]:
+    """``(settings, config)`` for a runtime of ``project`` that will use connector ``name``, built
+    as :func:`project_snapshot` builds it.
+
+    Raises:
+        NotFoundError: ``not_found``: no connector ``name``, or it is disabled (the message says
+            how to enable it).
+    """
+    service = state.service()
+    connector = service.get(name)
+    if not connector.settings.enabled:
+        raise NotFoundError(
+            f"connector {name!r} is disabled; enable it with: patchbay connector enable {name}",
+            details={"connector": name, "disabled": True},
+        )
+    return service.settings, project_snapshot(service, project)
+
+
+def terminal_approver(question: Callable[[Any], tuple[Text, Text]]) -> Callable[[Any], Awaitable[str]]:
+    """An approver that asks on the terminal (off the event loop): ``question(request)`` gives the
+    line that describes the request and the prompt text; the answer is ``o`` (allow once), ``s``
+    (allow for this session) or ``d`` (deny, the default)."""
+
+    async def approve(request: Any) -> str:
+        def ask() -> str:
+            described, prompt = question(request)
+            err_console.print(described)
+            choice = Prompt.ask(prompt, choices=list(_ANSWERS), default="d", console=err_console)
+            return _ANSWERS[choice]
+
+        return await anyio.to_thread.run_sync(ask)
+
+    return approve
+
+
+async def _yes(request: Any) -> str:
+    return "allow_once"
+
+
+def approver_for(yes: bool, question: Callable[[Any], tuple[Text, Text]]) -> Any:
+    """``--yes`` approves once; a terminal on stdin and stderr asks with :func:`terminal_approver`
+    (``question``); otherwise None (headless)."""
+    if yes:
+        return _yes
+    return terminal_approver(question) if sys.stdin.isatty() and sys.stderr.isatty() else None
+
+
+def run_runtime(settings: Any, config: Any, operation: Callable[[Any], Awaitable[_T]]) -> _T:
+    """``await operation(runtime)`` on a runtime without approver or session log option, closed
+    afterwards; errors propagate (the CLI's error handling prints them)."""
+    from patchbay.runtime import Runtime
+
+    async def run() -> _T:
+        async with Runtime(config, settings=settings) as runtime:
+            return await operation(runtime)
+
+    return anyio.run(run)
+
+
+def run_governed(
+    settings: Any,
+    config: Any,
+    operation: Callable[[Any], Awaitable[_T]],
+    *,
+    as_json: bool,
+    approver: Any = None,
+    session: str | None = None,
+    explain: Callable[[ToolCallError], str | None] | None = None,
+) -> tuple[str, _T]:
+    """``await operation(runtime)`` through the governed path of one runtime (appending to session
+    ``session`` when given), closed afterwards.
+
+    Args:
+        as_json: how a failure is printed (see :func:`report_failure`).
+        approver: from :func:`approver_for`; None is headless.
+        explain: called with a failure before it is printed; may improve its message and returns
+            a hint line to print, or None.
+
+    Returns:
+        ``(session_id, result)``.
+
+    Raises:
+        typer.Exit: code 1 when the operation raised :class:`ToolCallError` (printed first).
+    """
+    from patchbay.runtime import Runtime
+
+    async def run() -> tuple[str, _T | None, ToolCallError | None]:
+        async with Runtime(config, settings=settings, approver=approver, session_id=session) as runtime:
+            try:
+                return runtime.session_id, await operation(runtime), None
+            except ToolCallError as exc:
+                return runtime.session_id, None, exc
+
+    session_id, result, failure = anyio.run(run)
+    if failure is not None:
+        report_failure(session_id, failure, as_json, hint=explain(failure) if explain is not None else None)
+    return session_id, cast(_T, result)  # no failure: the operation returned it
+
+
+def print_listing(table: Table, summary: str) -> None:
+    """A listing: ``table`` on stdout when it has rows, then the one-line ``summary`` on stderr."""
+    if table.row_count:
+        out_console.print(table)
+    err_console.print(summary)
+
+
+def print_session(session_id: str) -> None:
+    """The closing stderr line of a governed command: where its events are."""
+    err_console.print(f"session {session_id}: patchbay events {session_id}")
+
+
+def report_failure(session_id: str, failure: ToolCallError, as_json: bool, *, hint: str | None = None) -> None:
+    """Print a governed failure as :func:`run_governed` does, then exit 1: ``{"session_id",
+    "error"}`` with ``--json``; else ``error[<reason>]``, the server's stderr tail, ``hint`` and
+    the session line."""
+    if as_json:
+        emit_json({"session_id": session_id, "error": failure.to_dict()})
+    else:
+        probe_code = failure.details.get("code")
+        error_line(str(failure.reason), failure.message + (f" [{probe_code}]" if probe_code else ""))
+        tail = str(failure.details.get("stderrTail") or "").rstrip()
+        if tail:
+            err_console.print("server stderr (tail):")
+            for line in tail.splitlines()[-10:]:
+                err_console.print(Text(f"  {safe_text(line)}"))
+        if hint:
+            err_console.print(Text(hint))
+        print_session(session_id)
+    raise typer.Exit(1)
