@@ -10,7 +10,7 @@ import pytest
 from egress_support import audit_lines
 from patchbay.adapters.store import open_store
 from patchbay.control.connectors import ConnectorService
-from patchbay.core.errors import ConfigError
+from patchbay.core.errors import ConfigError, RevisionConflictError
 from patchbay.core.models import ToolCacheEntry, ToolSummary
 from patchbay.core.settings import Settings
 
@@ -416,3 +416,22 @@ async def test_a_probe_is_audited_under_the_workspace_project(service: Connector
         service.get("time").connector_id,
         service.project(tmp_path).project_id,
     )
+
+
+def test_changing_the_description_keeps_the_tool_catalog_fresh(service: ConnectorService) -> None:
+    connector, _ = service.add("remote", service.remote_target("https://mcp.example.com/mcp"))
+    service.repository.replace_tool_cache(
+        ToolCacheEntry(
+            connector_id=connector.connector_id,
+            config_revision=connector.revision,
+            fingerprint=service.fingerprint(connector),
+            tools=(),
+            fetched_at=1,
+            expires_at=2**62,
+        )
+    )
+    updated = service.update_details("remote", expected_revision=connector.revision, description="docs server")
+    assert updated.description == "docs server" and updated.revision == connector.revision + 1
+    assert service.cached_catalog(updated)[1] == "fresh"
+    with pytest.raises(RevisionConflictError):
+        service.update_details("remote", expected_revision=connector.revision, display_name="Docs")

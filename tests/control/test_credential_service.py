@@ -218,3 +218,19 @@ def test_cache_entries_survive_an_in_place_rotation(service: ConnectorService, t
     )
     service.set_bindings("local", [parse_env(f"PB_KEY={OTHER}")])
     assert service.cached_catalog(service.get("local"))[1] == "fresh"
+
+
+def test_a_credential_used_by_oauth_settings_is_removed_only_with_force(service: ConnectorService) -> None:
+    from patchbay.control.oauth import OAuthService
+
+    service.add("remote", service.remote_target("https://mcp.example.com/mcp"))
+    OAuthService(service).configure("remote", client_id="cid", client_secret="client-secret-value-1")
+    (ref,) = [c.credential_id for c in service.credentials.store.list()]
+    view = service.credentials.show_view(ref)
+    assert view["bound_as"] == [{"connector": "remote", "delivery": "oauth", "name": "client_secret"}]
+    with pytest.raises(ConfigError) as info:
+        service.credentials.remove(ref)
+    assert "oauth client_secret" in info.value.message
+    assert ref in service.credentials.store.load()
+    service.credentials.remove(ref, force=True)
+    assert ref not in service.credentials.store.load()

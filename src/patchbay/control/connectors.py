@@ -340,11 +340,32 @@ class ConnectorService:
         revision = connector.revision if expected_revision is None else expected_revision
         return self._reprojected(self._write_config(connector, revision, config))
 
+    def update_details(
+        self, name: str, *, expected_revision: int, display_name: str | None = None, description: str | None = None
+    ) -> Connector:
+        """Change a connector's display name and/or description under ``expected_revision``; the
+        tool catalog stays fresh (they are no part of the server's identity, seed 003 §5.4). With
+        neither given, only the revision is checked.
+
+        Raises:
+            NotFoundError: ``not_found``.
+            RevisionConflictError: ``revision_conflict``; nothing stored.
+        """
+        connector = self.get(name)
+        fields = {k: v for k, v in (("display_name", display_name), ("description", description)) if v is not None}
+        if not fields:
+            return self.repository.update_connector(connector.connector_id, expected_revision)
+        return self._write(connector, expected_revision, **fields)
+
     def _write_config(self, connector: Connector, revision: int, config: dict[str, Any]) -> Connector:
         """Store a new ``runtime_config`` under the revision lock; a fresh tool cache moves along,
         as options and bindings are no part of the server's identity (seed 003 §5.4, addendum
         2026-09-07: "更新认证绑定不会清空工具发现缓存")."""
-        updated = self.repository.update_connector(connector.connector_id, revision, runtime_config=config)
+        return self._write(connector, revision, runtime_config=config)
+
+    def _write(self, connector: Connector, revision: int, **fields: Any) -> Connector:
+        """Store ``fields`` under the revision lock and move a fresh tool cache to the new revision."""
+        updated = self.repository.update_connector(connector.connector_id, revision, **fields)
         entry = self.repository.get_tool_cache(connector.connector_id)
         if (
             entry

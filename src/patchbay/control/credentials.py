@@ -43,6 +43,7 @@ from patchbay.core.credentials import (
 )
 from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.core.models import Connector
+from patchbay.core.oauth import oauth_from_config
 
 __all__ = [
     "BindingSpec",
@@ -269,12 +270,16 @@ class CredentialService:
         return {c.connector_id: c.name for c in self.repository.list_connectors()}
 
     def _bound_as(self) -> dict[str, list[dict[str, str]]]:
+        """Where each credential is used: bindings, and OAuth settings (``delivery: "oauth"``,
+        ``name``: the setting, e.g. ``client_secret``)."""
         out: dict[str, list[dict[str, str]]] = {}
         for connector in self.repository.list_connectors():
             for binding in _safe_bindings(connector):
                 out.setdefault(binding.ref, []).append(
                     {"connector": connector.name, "delivery": binding.delivery, "name": binding.name}
                 )
+            for setting, ref in _oauth_refs(connector):
+                out.setdefault(ref, []).append({"connector": connector.name, "delivery": "oauth", "name": setting})
         return out
 
     def view(self, credential: Credential, names: Mapping[str, str], bound: Mapping[str, list]) -> dict[str, Any]:
@@ -383,13 +388,29 @@ class CredentialService:
         """
         shown = self.show_view(credential_id)
         if shown["bound_as"] and not force:
-            places = ", ".join(
-                f"{b['connector']} ({CredentialBinding(ref=credential_id, delivery=b['delivery'], name=b['name']).describe()})"
-                for b in shown["bound_as"]
-            )
+            places = ", ".join(f"{b['connector']} ({describe_use(credential_id, b)})" for b in shown["bound_as"])
             raise ConfigError("force", f"{credential_id} is bound by {places}; remove it anyway with --force")
         self.store.apply(deletes=[credential_id])
         return shown
+
+
+def describe_use(credential_id: str, use: Mapping[str, str]) -> str:
+    """One ``bound_as`` entry as text: ``env KEY``, ``header Name``, ``oauth client_secret``."""
+    if use["delivery"] == "oauth":
+        return f"oauth {use['name']}"
+    return CredentialBinding(ref=credential_id, delivery=use["delivery"], name=use["name"]).describe()  # type: ignore[arg-type]
+
+
+def _oauth_refs(connector: Connector) -> list[tuple[str, str]]:
+    """``(setting, credential id)`` of the connector's OAuth settings (none when unreadable)."""
+    try:
+        config = oauth_from_config(connector.runtime_config)
+    except ConfigError:
+        return []
+    if config is None:
+        return []
+    names = ("client_secret_ref", "private_key_ref", "idp_client_secret_ref", "id_token_ref")
+    return [(name.removesuffix("_ref"), getattr(config, name)) for name in names if getattr(config, name)]
 
 
 def _safe_bindings(connector: Connector) -> tuple[CredentialBinding, ...]:

@@ -120,7 +120,10 @@ class OAuthService:
         try:
             config = OAuthConfig.model_validate(raw)
         except pydantic.ValidationError as exc:
-            raise ConfigError("oauth", exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")) from None
+            message = exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
+            for ref_field, field in ((v, k) for k, v in _SECRET_FIELDS.items()):
+                message = message.replace(ref_field, field)  # name the setting the user gave
+            raise ConfigError("oauth", message) from None
         for ref in config.refs():
             if ref not in {r.credential_id for r in created}:
                 self._check_usable(connector, ref)

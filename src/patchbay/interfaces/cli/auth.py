@@ -23,6 +23,7 @@ from patchbay.interfaces.cli._context import (
     JSON_OPTION,
     emit_json,
     err_console,
+    error_line,
     handle_errors,
     one_line,
     out_console,
@@ -140,7 +141,7 @@ def login(
         out_console.print(Text(f"{name}: authorized; {result.tool_count} tools"))
         _print_status(view)
     else:
-        out_console.print(Text(f"{name}: login failed error[{result.code}]: {one_line(result.message or '')}"))
+        error_line(str(result.code), f"{name}: login failed: {result.message or ''}")
     if result.state != "ready":
         raise typer.Exit(1)
 

@@ -17,7 +17,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from patchbay.core.credentials import CredentialBinding
+from patchbay.control.credentials import describe_use
 from patchbay.core.errors import ConfigError
 from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, handle_errors, out_console, state
 
@@ -41,13 +41,7 @@ def _state(view: dict[str, Any]) -> str:
 
 
 def _places(view: dict[str, Any]) -> str:
-    return (
-        ", ".join(
-            f"{b['connector']} " + CredentialBinding(ref=view["id"], delivery=b["delivery"], name=b["name"]).describe()
-            for b in view["bound_as"]
-        )
-        or "-"
-    )
+    return ", ".join(f"{b['connector']} {describe_use(view['id'], b)}" for b in view["bound_as"]) or "-"
 
 
 @app.command("list")

@@ -149,7 +149,7 @@ def update_connector(connector: ConnectorRef, body: c.ConnectorUpdate, service: 
     # The first write checks the revision (even when it changes nothing); the next ones chain on
     # the revision each write returned, so a client that lost the race has applied nothing.
     with collect_reloads() as reloads:
-        updated = service.repository.update_connector(current.connector_id, body.revision, **details)
+        updated = service.update_details(name, expected_revision=body.revision, **details)
         if options:
             updated = service.update_runtime_options(name, expected_revision=updated.revision, **options)
         if specs or body.unset_bindings:
