@@ -22,7 +22,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-import patchbay.runtime.runtime as runtime_module
+import patchbay.runtime.executor as executor_module
 from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings
 from patchbay.core.redaction import redact_value
 from patchbay.runtime import read_events
@@ -405,7 +405,7 @@ def fifty_mib_call(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     home = tmp_path_factory.mktemp("fifty-mib")
     settings = Settings(home=home / "home", request_timeout=600.0)
     marks: dict[str, Any] = {}
-    real = runtime_module.mcp_result
+    real = executor_module.mcp_result
 
     def measured(*args: Any) -> ToolCallResult:
         marks["entry"], marks["sdk_peak"] = tracemalloc.get_traced_memory()
@@ -429,7 +429,7 @@ def fifty_mib_call(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         return result
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(runtime_module, "mcp_result", measured)
+        patch.setattr(executor_module, "mcp_result", measured)
         marks["result"] = anyio.run(call)
     marks["settings"] = settings
     sdk = (marks["sdk_peak"] - marks["base"]) / FIFTY_MIB

@@ -1,9 +1,11 @@
 """The connector service: the only writer of canonical state (DESIGN.md "Layers").
 
-It validates input (seed 003 §7.3), resolves workspaces to stable projects, keeps tool grants,
-runs probes and caches their catalogs under the config fingerprint (seed 003 §5.4, §9), computes
-the effective decision of every tool (DESIGN.md "Permissions"), and builds the
-:class:`~patchbay.core.models.RuntimeConfig` a workspace runtime loads.
+It validates input (seed 003 §7.3), keeps connectors and tool grants, and runs probes and caches
+their catalogs under the config fingerprint (seed 003 §5.4, §9); every committed mutation is
+re-projected to the workspaces it affects (seed 003 §10.3, §10.5). Resolving workspaces to stable
+projects, judging a cached catalog fresh or stale, the effective decision of every tool (DESIGN.md
+"Permissions") and the :class:`~patchbay.core.models.RuntimeConfig` a workspace runtime loads come
+from :class:`~patchbay.control.tool_views.ToolViewsMixin`.
 """
 
 from __future__ import annotations
@@ -24,27 +26,22 @@ from patchbay.control.options import checked_options as _checked_options
 from patchbay.control.options import merge_runtime_options
 from patchbay.control.probe import Prober
 from patchbay.control.projection import ProjectionReport, Projector
+from patchbay.control.tool_views import ToolViewsMixin, real_dir
 from patchbay.control.views import ToolsView, ToolView
 from patchbay.core.credentials import BINDINGS_KEY
 from patchbay.core.errors import ConfigError, NotFoundError
-from patchbay.core.fingerprint import config_fingerprint
 from patchbay.core.models import (
     Connector,
     ConnectorSettings,
     ConnectorTarget,
     GrantDecision,
     ProbeResult,
-    Project,
-    RuntimeConfig,
     RuntimeOptions,
-    RuntimeServer,
     StdioTarget,
     ToolCacheEntry,
     ToolGrant,
-    ToolSummary,
 )
-from patchbay.core.names import canonical_tool_name, is_connector_name, validate_connector_name
-from patchbay.core.policy import decide_for
+from patchbay.core.names import is_connector_name, validate_connector_name
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target, validate_text
 
@@ -60,34 +57,15 @@ the one project affected (a project grant) or None (every project); ``report`` s
 workspaces were written (:class:`~patchbay.control.projection.ProjectionReport`)."""
 
 
-def _real_dir(workspace: Path) -> Path:
-    """A workspace directory with symlinks resolved.
-
-    Raises:
-        ConfigError: ``invalid_config`` (field ``project``) for a missing path, a file, a symlink
-            loop, an over-long or non-UTF-8 path.
-    """
-    text = str(workspace)
-    try:
-        text.encode("utf-8")
-        real = workspace.resolve(strict=True)
-        is_dir = real.is_dir()
-    except UnicodeEncodeError:
-        raise ConfigError("project", "the path is not valid UTF-8") from None
-    except (OSError, RuntimeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError("project", f"{text[:200]!r} cannot be used as a workspace: {reason}") from None
-    if not is_dir:
-        raise ConfigError("project", f"{text[:200]!r} is not a directory")
-    return real
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class ConnectorService:
+class ConnectorService(ToolViewsMixin):
     """Operations on connectors, grants, probes and runtime configs.
+
+    Projects, catalog freshness, effective decisions and runtime configs are inherited from
+    :class:`~patchbay.control.tool_views.ToolViewsMixin`.
 
     Args:
         repository: the canonical store.
@@ -226,7 +204,7 @@ class ConnectorService:
         Raises:
             ConfigError: ``invalid_config`` naming ``command``, ``args``, ``cwd`` or ``project``.
         """
-        root = _real_dir(workspace)
+        root = real_dir(workspace)
         if cwd and os.path.isabs(cwd):
             cwd = str(Path(cwd).resolve())
         target = validate_stdio_target(command, args, cwd=cwd, workspace=str(root))
@@ -433,27 +411,7 @@ class ConnectorService:
         self.credentials.delete_owned(connector.connector_id)
         return self._reprojected(connector)
 
-    # -- projects and grants ----------------------------------------------------------------
-
-    def project(self, workspace: Path) -> Project:
-        """The stable project of a workspace directory (symlinks resolved).
-
-        Raises:
-            ConfigError: ``invalid_config`` (field ``project``) when the directory does not exist.
-        """
-        return self.repository.ensure_project(str(_real_dir(workspace)))
-
-    def find_project(self, workspace: Path) -> Project | None:
-        """The project of a workspace directory if it already has one; never creates it.
-
-        Read-only callers use this rather than :meth:`project`: every known project's workspace
-        gets its snapshot (``<workspace>/.patchbay/``) written on each committed change (seed 003
-        §10.3), so merely looking at a directory must not make it a project.
-
-        Raises:
-            ConfigError: ``invalid_config`` (field ``project``) when the directory does not exist.
-        """
-        return self.repository.find_project(str(_real_dir(workspace)))
+    # -- grants -----------------------------------------------------------------------------
 
     def grant(self, name: str, tool: str, decision: str, *, project: Path | None = None) -> ToolGrant:
         """Set a global grant, or a project grant when ``project`` is given (idempotent upsert).
@@ -486,23 +444,7 @@ class ConnectorService:
         cleared = self.repository.clear_project_grant(prj.project_id, connector.connector_id, tool)
         return self._reprojected(cleared, project_id=prj.project_id)
 
-    # -- cache and probe --------------------------------------------------------------------
-
-    def fingerprint(self, connector: Connector) -> str:
-        return config_fingerprint(connector.target, auth_type="none")
-
-    def cached_catalog(self, connector: Connector) -> tuple[ToolCacheEntry | None, str]:
-        """The cache entry if it still matches the connector's fingerprint and revision.
-
-        Returns ``(entry, state)`` with state ``fresh``, ``stale`` or ``missing``; a stale entry is
-        returned as None: a changed fingerprint invalidates the catalog (seed 003 §5.4).
-        """
-        entry = self.repository.get_tool_cache(connector.connector_id)
-        if entry is None:
-            return None, "missing"
-        if entry.fingerprint != self.fingerprint(connector) or entry.config_revision != connector.revision:
-            return None, "stale"
-        return entry, "fresh"
+    # -- probe ------------------------------------------------------------------------------
 
     async def probe(self, name: str, *, workspace: Path, **login: Any) -> ProbeResult:
         """Run a real connect probe (seed 003 §9) and cache the catalog when it is ready.
@@ -515,7 +457,7 @@ class ConnectorService:
         connector = self.get(name)
         try:  # the egress audit names the workspace's project (seed 003 §14.2) by its stable id; a
             # probe does not make the workspace a project (projects get snapshots written, §10.3)
-            project_id: str | None = project_id_for(str(_real_dir(workspace)))
+            project_id: str | None = project_id_for(str(real_dir(workspace)))
         except ConfigError:
             project_id = None  # not a directory: the probe reports it (stdio), or needs none (remote)
         result = await self.prober.probe(connector, workspace=workspace, project_id=project_id, **login)
@@ -535,96 +477,3 @@ class ConnectorService:
             )
             self._reprojected(None)  # the snapshots carry the cached catalog
         return result
-
-    # -- effective decisions ----------------------------------------------------------------
-
-    def tools(self, name: str, *, project: Path | Project | None = None) -> ToolsView:
-        """Every cached tool of ``name`` with its effective decision (global, or in ``project``:
-        a workspace directory, made a project if it is none yet, or a :class:`Project`)."""
-        connector = self.get(name)
-        prj = project if isinstance(project, Project) or project is None else self.project(project)
-        entry, state = self.cached_catalog(connector)
-        global_grants = {g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)}
-        project_grants = (
-            {
-                g.tool_name: g.decision
-                for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)
-            }
-            if prj
-            else {}
-        )
-        tools = list(entry.tools) if entry else []
-        known = {t.name for t in tools}
-        views = [self._view(connector, tool, global_grants, project_grants) for tool in tools]
-        unmatched = [
-            ToolGrant(connector_id=connector.connector_id, tool_name=t, decision=d)
-            for t, d in sorted(global_grants.items())
-            if t not in known
-        ] + [
-            ToolGrant(
-                connector_id=connector.connector_id, tool_name=t, decision=d, project_id=prj.project_id if prj else None
-            )
-            for t, d in sorted(project_grants.items())
-            if t not in known
-        ]
-        return ToolsView(connector=connector, project=prj, tools=views, cache=state, unmatched_grants=unmatched)
-
-    @staticmethod
-    def _view(
-        connector: Connector,
-        tool: ToolSummary,
-        global_grants: dict[str, GrantDecision],
-        project_grants: dict[str, GrantDecision],
-    ) -> ToolView:
-        d = decide_for(
-            connector.settings,
-            tool.name,
-            annotations=tool.annotations,
-            global_grants=global_grants,
-            project_grants=project_grants,
-        )
-        return ToolView(
-            name=tool.name,
-            canonical_name=canonical_tool_name(connector.name, tool.name),
-            description=tool.description,
-            visible=d.visible,
-            decision=d.decision,
-            source=d.source,
-            risk=d.risk,
-            global_grant=global_grants.get(tool.name),
-            project_grant=project_grants.get(tool.name),
-        )
-
-    def runtime_config(self, workspace: Path | Project) -> RuntimeConfig:
-        """What a runtime for ``workspace`` may load: enabled connectors only, with their grants.
-
-        The input of the projected snapshot (seed 003 §10.3, :mod:`patchbay.control.projection`),
-        raw grants included; no secrets: only credential bindings (references), which the runtime
-        resolves when it starts a connector. ``workspace``: a directory, or its :class:`Project`.
-        """
-        prj = workspace if isinstance(workspace, Project) else self.project(workspace)
-        servers = []
-        for connector in self.list():
-            if not connector.settings.enabled:
-                continue
-            entry, _ = self.cached_catalog(connector)
-            servers.append(
-                RuntimeServer(
-                    connector_id=connector.connector_id,
-                    name=connector.name,
-                    target=connector.target,
-                    revision=connector.revision,
-                    settings=connector.settings,
-                    global_grants={
-                        g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)
-                    },
-                    project_grants={
-                        g.tool_name: g.decision
-                        for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)
-                    },
-                    tools=entry.tools if entry else (),
-                    runtime_config={k: v for k, v in connector.runtime_config.items() if k != BINDINGS_KEY},
-                    bindings=connector.bindings,
-                )
-            )
-        return RuntimeConfig(project_id=prj.project_id, workspace=prj.path, servers=tuple(servers))

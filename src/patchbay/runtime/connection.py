@@ -8,9 +8,9 @@ a stop request, the end of the server's message stream, a call that saw the conn
 the idle deadline — and closes the client itself (for stdio: the SDK's stdin-close / SIGTERM /
 SIGKILL sequence plus a sweep of the whole process group, so grandchildren go too).
 
-**Calls** run in the caller's task on the shared SDK session (safe from several tasks at once),
-so concurrent calls are concurrent on the wire and a caller's cancellation cancels exactly its
-request (the SDK then sends ``notifications/cancelled``).
+**Calls** (``tools/call`` and the other requests) run in the caller's task on the shared SDK
+session; their timeouts, crash detection and output check live in :mod:`patchbay.runtime.exchange`
+(:class:`~patchbay.runtime.exchange.RequestExchange`, a mixin of :class:`ServerConnection`).
 
 **Lifecycle** (:class:`patchbay.core.models.RuntimeOptions`): ``lazy`` connects on first use;
 ``eager`` and ``keep_alive`` connect when the runtime starts (:meth:`start`). ``lazy`` and
@@ -33,11 +33,6 @@ A failed *first* connect is not a crash: the connection is ``failed``; a later u
 ``policy.delay(k)`` seconds have passed since the ``k``-th failure, at most ``max_restarts`` times
 (``keep_alive`` connections retry in the background on the same delays).
 
-**Timeouts** (issue 3 point 3): a call fails with ``timeout`` when no result and no progress
-notification arrived for ``request_timeout`` seconds, or after ``max_call_seconds`` in total
-whatever the progress; the cancellation makes the SDK send ``notifications/cancelled`` and drop a
-late reply, and the connection stays usable.
-
 **list_changed** (issue 6 point 5): :attr:`ServerConnection.refresh` re-lists the tools on the live
 connection when the server sends ``notifications/tools/list_changed`` and republishes the catalog
 through ``on_catalog``; it also carries the resources/prompts change counters. See
@@ -50,30 +45,28 @@ connection for good and emit ``mcp.server.shutdown``; it never restarts.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import anyio
 import mcp_types as types
-import pydantic
 from anyio.abc import TaskGroup
 from mcp import Client
-from mcp.shared.exceptions import MCPError
 
 from patchbay.adapters.credentials import CredentialResolver
 from patchbay.adapters.oauth.provider import Authorizer
 from patchbay.adapters.transports import ClientConnection, classify, open_client
 from patchbay.adapters.transports.catalog import Catalog, list_catalog
-from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
+from patchbay.core.errors import ErrorCode, FailureReason
 from patchbay.core.models import RuntimeServer, ToolSummary
 from patchbay.core.settings import Settings
 from patchbay.runtime.access import ConnectorAccess
 from patchbay.runtime.catalog_refresh import CatalogRefresh
+from patchbay.runtime.exchange import RequestExchange
 from patchbay.runtime.hooks import HostHooks
-from patchbay.runtime.output_schema import check_tool_result, turn_off_sdk_output_validation
+from patchbay.runtime.output_schema import turn_off_sdk_output_validation
 
 __all__ = ["ConnectionState", "ServerConnection"]
 
@@ -86,11 +79,9 @@ OnCatalog = Callable[[str, "dict[str, ToolSummary] | None"], None]
 _CLIENT_INFO = types.Implementation(name="patchbay", version="0.1.0")
 _STDERR_IN_DETAILS = 1000
 _Outcome = Literal["stopped", "idle", "lost", "connect_failed"]
-_T = TypeVar("_T")
-_OnProgress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 
-class ServerConnection:
+class ServerConnection(RequestExchange):
     """The runtime's supervised connection to one connector.
 
     Args:
@@ -116,6 +107,9 @@ class ServerConnection:
     connector's ``allow_private`` option; each connect attempt and each tool call appends one
     metadata-only line (``mcp_connect`` / ``mcp_tool_call``) to ``<home>/egress-audit.jsonl``,
     ``approved`` false when the guard refused a request meanwhile.
+
+    Requests: :meth:`call_tool` and :meth:`request` come from
+    :class:`~patchbay.runtime.exchange.RequestExchange` (timeouts, crashes during a call, output check).
 
     Must be created inside a running event loop (it holds anyio events).
     """
@@ -213,169 +207,6 @@ class ServerConnection:
             await self._ready.wait()
         if self._state != "connected":
             raise self._unavailable()
-
-    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        """Send ``tools/call`` for ``tool`` (the server's original name) on the live session.
-
-        Returns the server's ``CallToolResult`` as is (``is_error`` results included).
-
-        Raises:
-            ToolCallError: ``mcp_server_unavailable`` (not connected), ``mcp_server_restarted`` /
-                ``mcp_server_unstable`` (the server crashed during the call; seed 000 §3.1),
-                ``timeout`` (``request_timeout`` seconds without a result or progress, or
-                ``max_call_seconds`` in total; ``details["timeoutSeconds"]``, ``details["capped"]``),
-                ``tool_error`` (a JSON-RPC error, ``details["mcpCode"]``; an invalid result; or a
-                successful result whose structuredContent is missing or violates the tool's
-                outputSchema, ``details["problem"]``, ``details["jsonPath"]``: issue 3 point 5).
-        """
-        if self._state in ("idle", "closing"):  # closed for idleness (perhaps during an approval)
-            await self.ensure_connected()
-        client, conn = self._live()
-        refused_before = self._access.mark()
-        try:
-            return await self._exchange(
-                client,
-                conn,
-                repr(tool),
-                lambda live, on_progress: live.call_tool(tool, arguments, progress_callback=on_progress),
-                cap=self.max_call_seconds,
-                check=functools.partial(self._check_output, tool),
-            )
-        finally:
-            self.refresh.call_finished()
-            self._access.audit("mcp_tool_call", refused_before)
-
-    async def _check_output(self, tool: str, result: types.CallToolResult) -> None:
-        """Apply the outputSchema rules (runtime/output_schema.py); isError results pass unchecked."""
-        listed = self.tools.get(tool)
-        output_schema = listed.output_schema if listed is not None else None
-        if output_schema is None or result.is_error:
-            return
-        # Off the event loop: validating a large result takes a while (~1.5 s for ~0.9 MB).
-        await anyio.to_thread.run_sync(
-            functools.partial(check_tool_result, tool, output_schema, result, connector=self.name)
-        )
-
-    # -- other requests: resources and prompts (issue 6; used by runtime/peer.py) -------------
-
-    async def request(self, method: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
-        """Send one request other than ``tools/call`` (``resources/list``, ``resources/read``,
-        ``prompts/get``, ...) on the live session, in the caller's task, connecting first if needed.
-
-        Args:
-            method: the JSON-RPC method, for messages.
-            send: ``await send(client)`` makes the SDK call and returns its result.
-
-        The rules of :meth:`call_tool` apply, except that these requests report no progress: the
-        answer must come within ``request_timeout`` seconds; a crash during the request counts
-        like one during a call (seed 000 §3.1) and the request is never re-sent.
-
-        Raises:
-            ToolCallError: ``mcp_server_unavailable``, ``mcp_server_restarted`` /
-                ``mcp_server_unstable``, ``timeout`` (``details["timeoutSeconds"]``), or
-                ``tool_error`` (a JSON-RPC error: ``details["mcpCode"]``; or an invalid result).
-        """
-        if self._state != "connected":
-            await self.ensure_connected()
-        client, conn = self._live()
-        return await self._exchange(client, conn, method, lambda live, _: send(live), cap=None)
-
-    def _live(self) -> tuple[Client, ClientConnection]:
-        """The live session's client and connection. Raises ``mcp_server_unavailable`` without one."""
-        client, conn = self._client, self._conn
-        if client is None or conn is None or self._state != "connected":
-            raise self._unavailable()
-        return client, conn
-
-    async def _exchange(
-        self,
-        client: Client,
-        conn: ClientConnection,
-        what: str,
-        send: Callable[[Client, _OnProgress | None], Awaitable[_T]],
-        *,
-        cap: float | None,
-        check: Callable[[_T], Awaitable[None]] | None = None,
-    ) -> _T:
-        """One request on the live session with the rules that :meth:`call_tool` and :meth:`request`
-        share: the timeout, crash detection (seed 000 §3.1: never re-sent) and error translation.
-
-        Args:
-            what: the request for messages (a tool's ``repr`` or a JSON-RPC method).
-            send: ``await send(client, on_progress)`` makes the SDK call; ``on_progress`` is None
-                when ``cap`` is None.
-            cap: ``max_call_seconds`` for a request whose progress notifications restart the
-                ``request_timeout`` clock (never past the cap); None: no progress, the answer must
-                come within ``request_timeout`` seconds.
-            check: awaited on the result outside the timeout (the outputSchema rules).
-
-        Raises:
-            ToolCallError: ``mcp_server_restarted`` / ``mcp_server_unstable``, ``mcp_server_unavailable``
-                (the crash used the last restart), ``timeout`` (``details["timeoutSeconds"]``,
-                ``details["capped"]``), ``tool_error`` (``details["mcpCode"]``, or an invalid result).
-        """
-        conn_ended, generation = conn.ended, self._generation
-        idle = self.request_timeout
-        started = anyio.current_time()
-        scope = anyio.CancelScope(deadline=started + (idle if cap is None else min(idle, cap)))
-        on_progress = None
-        if cap is not None:
-            limit = cap
-
-            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                # A sign of life: the idle part of the timeout starts again, never past the hard cap.
-                scope.deadline = min(started + limit, anyio.current_time() + idle)
-
-        self._inflight += 1
-        try:
-            with scope:
-                result = await send(client, on_progress)
-            if not scope.cancelled_caught:
-                if check is not None:
-                    await check(result)
-                return result
-            if cap is None:
-                raise ToolCallError(
-                    FailureReason.TIMEOUT,
-                    f"{self.name}: no answer to {what} within {idle:g}s",
-                    details={"connector": self.name, "timeoutSeconds": idle, "capped": False},
-                )
-            capped = anyio.current_time() - started >= cap - 1e-3
-            seconds = cap if capped else idle
-            raise ToolCallError(
-                FailureReason.TIMEOUT,
-                f"{self.name}: no result for {what} within {seconds:g}s"
-                + (" (the total cap for one call)" if capped else " without progress"),
-                details={"connector": self.name, "timeoutSeconds": seconds, "capped": capped},
-            )
-        except MCPError as exc:
-            # -32000 is both the SDK's "connection closed" and many servers' generic error code:
-            # only a stream that really ended (or the SDK's own wording) is a crash.
-            if exc.error.code == types.CONNECTION_CLOSED and (
-                conn_ended.is_set() or (exc.error.message == "Connection closed" and exc.error.data is None)
-            ):
-                raise self._crashed_during_call(generation, exc.error.message or "connection closed") from exc
-            raise ToolCallError(
-                FailureReason.TOOL_ERROR,
-                f"{self.name}: {what} failed: {exc.error.message}",
-                details={"connector": self.name, "mcpCode": exc.error.code},
-            ) from exc
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-            raise self._crashed_during_call(generation, f"the connection closed ({type(exc).__name__})") from exc
-        except (RuntimeError, pydantic.ValidationError) as exc:
-            if self._state != "connected" or self._generation != generation:
-                raise self._crashed_during_call(generation, "the connection closed") from exc
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ToolCallError(
-                FailureReason.TOOL_ERROR,
-                f"{self.name}: {what} returned an invalid result: {first}",
-                details={"connector": self.name},
-            ) from exc
-        finally:
-            self._inflight -= 1
-            self._last_used = anyio.current_time()
-            if self._inflight == 0 and self._idle_wait_unbounded:
-                self._wake.set()  # the owner waits without an idle deadline: the clock starts now
 
     def request_stop(self) -> None:
         """Close the connection for good (runtime exit); returns at once, see :meth:`wait_closed`."""
@@ -684,20 +515,6 @@ class ServerConnection:
             )
             self._catalog(None)
 
-    def _crashed_during_call(self, generation: int, message: str) -> ToolCallError:
-        reason = self._mark_lost(generation, message)
-        if reason is FailureReason.MCP_SERVER_UNAVAILABLE:
-            return self._unavailable()
-        text = {
-            FailureReason.MCP_SERVER_RESTARTED: "crashed during the call and is being restarted",
-            FailureReason.MCP_SERVER_UNSTABLE: f"crashed during the call (crash {self.crashes})",
-        }[reason]
-        return ToolCallError(
-            reason,
-            f"MCP server {self.name!r} {text}; the call was not re-sent",
-            details={"connector": self.name, "code": str(ErrorCode.SERVER_CLOSED), "crashCount": self.crashes},
-        )
-
     # -- helpers ----------------------------------------------------------------------------
 
     def _emit(self, type: str, payload: dict[str, Any]) -> None:
@@ -710,22 +527,6 @@ class ServerConnection:
     def _catalog(self, tools: dict[str, ToolSummary] | None) -> None:
         if self._on_catalog is not None:
             self._on_catalog(self.name, tools)
-
-    def _unavailable(self) -> ToolCallError:
-        code, message = self.failure or (ErrorCode.SERVER_CLOSED, "the connection is closed")
-        state = self._state
-        if state == "permanently_failed":
-            message = f"it failed permanently after {self.crashes} crashes ({message})"
-        elif state == "restarting":
-            message = f"it crashed and is restarting ({message})"
-        elif state == "closed":
-            message = "it was shut down"
-        details: dict[str, Any] = {"connector": self.name, "code": str(code), "state": state}
-        if self._stderr_tail:
-            details["stderrTail"] = self._stderr_tail
-        return ToolCallError(
-            FailureReason.MCP_SERVER_UNAVAILABLE, f"MCP server {self.name!r} is unavailable: {message}", details=details
-        )
 
 
 def _tail_of(link: Any, known_secrets: tuple[str, ...] = ()) -> str:

@@ -30,14 +30,14 @@ from mcp.client.auth.utils import (
 
 from patchbay.adapters.credentials import CredentialStore
 from patchbay.adapters.oauth.callback import LoopbackCallback
-from patchbay.adapters.oauth.provider import (
+from patchbay.adapters.oauth.guarded import (
     AUDIT_NOTE,
     Authorizer,
     GuardedAssertionProvider,
     GuardedClientCredentials,
     GuardedPrivateKeyJWT,
-    PatchbayOAuthProvider,
 )
+from patchbay.adapters.oauth.provider import PatchbayOAuthProvider
 from patchbay.adapters.oauth.storage import BundleStorage
 from patchbay.adapters.transports.egress import EgressGuard, EgressPolicy, guarded_client
 from patchbay.core.errors import ErrorCode, ProbeError

@@ -1,18 +1,14 @@
-"""The SDK's OAuth providers, run behind Patchbay's egress guard and token rules (seed 003 §11.2).
+"""Authorization code + PKCE S256 on the SDK's ``OAuthClientProvider``, behind Patchbay's egress
+guard and token rules (seed 003 §11.2).
 
-Every provider here is the SDK's own (``OAuthClientProvider`` for authorization code + PKCE S256,
-``ClientCredentialsOAuthProvider``, ``PrivateKeyJWTOAuthProvider``,
-``IdentityAssertionOAuthProvider``): discovery (protected-resource and authorization-server
-metadata), the strict issuer check, dynamic client registration or CIMD, PKCE, RFC 8707
-``resource``, scope selection and step-up are the SDK's. What :class:`GuardedFlow` adds around
-their flow, request by request:
+Discovery (protected-resource and authorization-server metadata), the strict issuer check,
+dynamic client registration or CIMD, PKCE, RFC 8707 ``resource``, scope selection and step-up
+are the SDK's. What :class:`PatchbayOAuthProvider` adds around its flow:
 
-* **Egress**: the OAuth requests go through the connection's :class:`EgressGuard` like every
-  other request. The guard is opened for the MCP endpoint's origin only; an OAuth request may
-  also reach the authorization server the protected-resource metadata names (and the pinned one
-  only, once a grant exists) and the endpoints of that server's issuer-checked metadata --
-  nothing else. Each OAuth request is tagged for the egress audit (``mcp_oauth_discovery`` for
-  metadata GETs, ``mcp_oauth_token`` for registration, token, refresh and revocation POSTs).
+* **Egress**: as every provider here, through :class:`~patchbay.adapters.oauth.guarded.GuardedFlow`
+  (see :mod:`patchbay.adapters.oauth.guarded`, also home of the machine-to-machine grants): OAuth
+  requests reach only the resource, the authorization server the metadata names (the pinned one
+  once a grant exists) and its issuer-checked endpoints, each tagged for the egress audit.
 * **Pinning**: a grant is bound to the connector URL's origin (the storage ignores a bundle of
   another origin) and to the authorization server that issued it: a different server in the
   metadata voids the grant (a runtime then reports ``auth_required``).
@@ -36,16 +32,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncGenerator
 from urllib.parse import urlsplit
 
 import anyio
 import httpx2
 from anyio.lowlevel import RunVar
 from mcp.client.auth import OAuthClientProvider
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider, PrivateKeyJWTOAuthProvider
-from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 from mcp.client.auth.utils import (
     build_protected_resource_metadata_discovery_urls,
     create_oauth_metadata_request,
@@ -56,27 +49,19 @@ from mcp.client.auth.utils import (
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthMetadata
 
 from patchbay.adapters.oauth.callback import LoopbackCallback
+from patchbay.adapters.oauth.guarded import (
+    AUDIT_NOTE,
+    Authorizer,
+    GuardedFlow,
+    metadata_origins,
+    oauth_error,
+    trusted_origin,
+)
 from patchbay.adapters.oauth.storage import BundleStorage
-from patchbay.adapters.transports.egress import EgressGuard, origin_of
 from patchbay.core.errors import ErrorCode, ProbeError
 from patchbay.core.oauth import AuthorizationExpired, AuthorizationRequired, OAuthConfig, url_origin
 
-__all__ = [
-    "AUDIT_NOTE",
-    "Authorizer",
-    "GuardedAssertionProvider",
-    "GuardedClientCredentials",
-    "GuardedFlow",
-    "GuardedPrivateKeyJWT",
-    "PatchbayOAuthProvider",
-]
-
-Authorizer = Callable[[str], Awaitable[None]]
-"""``await authorizer(authorization_url)``: get a person's browser to that URL (open it, print it,
-or -- in a headless test -- fetch it). The loopback callback receives the result."""
-
-AUDIT_NOTE = "patchbay.egress_note"
-"""``request.extensions`` key naming an OAuth request's egress-audit note."""
+__all__ = ["AUDIT_NOTE", "MAX_AUTHORIZATIONS", "Authorizer", "PatchbayOAuthProvider"]
 
 MAX_AUTHORIZATIONS = 3
 """Logins one connection may start (a server that keeps asking for more scope is given up on)."""
@@ -91,83 +76,6 @@ def _refresh_lock(key: str) -> anyio.Lock:
         locks = {}
         _REFRESH_LOCKS.set(locks)
     return locks.setdefault(key, anyio.Lock())
-
-
-def _oauth_error(body: bytes) -> str | None:
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
-    error = data.get("error") if isinstance(data, dict) else None
-    return error if isinstance(error, str) else None
-
-
-class GuardedFlow:
-    """Mixin over an SDK provider's ``_auth_flow``: egress permits and audit tags (see module doc).
-
-    Subclasses list the origins their OAuth requests may reach in :meth:`_trusted_origins`.
-    """
-
-    _guard: EgressGuard | None = None
-    connector: str = ""
-
-    def bind_guard(self, guard: EgressGuard) -> None:
-        """Attach the connection's guard (done by the HTTP transport when it opens)."""
-        self._guard = guard
-
-    def _trusted_origins(self) -> set[str]:
-        return set()
-
-    def _prepare(self, outgoing: httpx2.Request) -> None:
-        """Tag an OAuth request for the audit and open the guard for its origin when trusted."""
-        outgoing.extensions[AUDIT_NOTE] = "mcp_oauth_discovery" if outgoing.method == "GET" else "mcp_oauth_token"
-        if self._guard is None:
-            return
-        try:
-            origin = origin_of(outgoing.url)
-        except ProbeError:
-            return  # the guard refuses it when it is sent
-        if origin not in self._guard.origins and origin in self._trusted_origins():
-            self._guard.permit(str(outgoing.url))
-
-    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        flow = super()._auth_flow(request)  # type: ignore[misc]
-        try:
-            outgoing = await flow.__anext__()
-            while True:
-                if outgoing is not request:
-                    self._prepare(outgoing)
-                response = yield outgoing
-                response = await self._inspect(request, outgoing, response)
-                outgoing = await flow.asend(response)
-        except StopAsyncIteration:
-            return
-        finally:
-            await flow.aclose()
-
-    async def _inspect(
-        self, request: httpx2.Request, outgoing: httpx2.Request, response: httpx2.Response
-    ) -> httpx2.Response:
-        """Look at (and possibly replace) a response before the SDK's flow sees it."""
-        return response
-
-
-def _origin(url: str) -> str:
-    """The origin as the egress guard writes it (``scheme://host:port``, the port always given), so
-    trusted origins compare equal to the guard's; ``""`` for a URL the guard refuses anyway."""
-    try:
-        return origin_of(url)
-    except ProbeError:
-        return ""
-
-
-def _metadata_origins(metadata: Any) -> set[str]:
-    origins = set()
-    for name in ("token_endpoint", "registration_endpoint", "revocation_endpoint"):
-        value = getattr(metadata, name, None) if metadata is not None else None
-        if value:
-            origins.add(_origin(str(value)))
-    return origins
 
 
 class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
@@ -298,13 +206,13 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
     # -- the flow ---------------------------------------------------------------------------
 
     def _trusted_origins(self) -> set[str]:
-        origins = {_origin(self.context.server_url)}
+        origins = {trusted_origin(self.context.server_url)}
         if self.context.auth_server_url:
             self._check_pin(self.context.auth_server_url)
-            origins.add(_origin(self.context.auth_server_url))
+            origins.add(trusted_origin(self.context.auth_server_url))
         if self.config.issuer:
-            origins.add(_origin(self.config.issuer))
-        return origins | _metadata_origins(self.context.oauth_metadata)
+            origins.add(trusted_origin(self.config.issuer))
+        return origins | metadata_origins(self.context.oauth_metadata)
 
     def _check_pin(self, server: str) -> None:
         pinned = self.config.issuer or self._pinned
@@ -456,7 +364,7 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
             return response
         origin = url_origin(self.context.server_url)
         legacy = outgoing.url.path == "/.well-known/oauth-authorization-server"
-        if not legacy or _origin(str(outgoing.url)) != _origin(self.context.server_url):
+        if not legacy or trusted_origin(str(outgoing.url)) != trusted_origin(self.context.server_url):
             return response
         try:
             data = json.loads(await response.aread())
@@ -478,7 +386,7 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
         if response.status_code == 200:
             return await super()._handle_refresh_response(response)
         body = await response.aread()
-        error = _oauth_error(body)
+        error = oauth_error(body)
         details = {"connector": self.connector, "status": response.status_code, "error": (error or "")[:64] or None}
         if error != "invalid_grant":
             # Only invalid_grant says the grant is gone (seed 003 §11.2); a 408/429/5xx, a redirect,
@@ -511,51 +419,3 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
 
 def _same_issuer(a: str, b: str) -> bool:
     return a.rstrip("/") == b.rstrip("/")
-
-
-class _MachineFlow(GuardedFlow):
-    """Shared part of the machine-to-machine providers: the configured issuer is trusted."""
-
-    _issuer: str | None
-
-    def _trusted_origins(self) -> set[str]:
-        origins = {_origin(self.context.server_url)}  # type: ignore[attr-defined]
-        if self._issuer:
-            origins.add(_origin(self._issuer))
-        return origins | _metadata_origins(self.context.oauth_metadata)  # type: ignore[attr-defined]
-
-    async def _initialize(self) -> None:
-        await super()._initialize()  # type: ignore[misc]
-        expiry = getattr(self.context.storage, "expires_at", None)  # type: ignore[attr-defined]
-        self.context.token_expiry_time = expiry  # type: ignore[attr-defined]
-
-
-class GuardedClientCredentials(_MachineFlow, ClientCredentialsOAuthProvider):
-    """The SDK's client-credentials provider behind the guard (``grant="client_credentials"``)."""
-
-
-class GuardedPrivateKeyJWT(_MachineFlow, PrivateKeyJWTOAuthProvider):
-    """The SDK's ``private_key_jwt`` client-credentials provider behind the guard."""
-
-
-class GuardedAssertionProvider(GuardedFlow, IdentityAssertionOAuthProvider):
-    """The SDK's SEP-990 identity-assertion provider behind the guard (``cross_app_access``).
-
-    Args (beyond the SDK's): ``idp_origin``: the identity provider's token endpoint origin, whose
-    RFC 8693 exchange runs inside the assertion provider on the same guarded client.
-    """
-
-    def __init__(self, *args: Any, idp_origin: str | None = None, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self._idp_origin = idp_origin
-
-    def _trusted_origins(self) -> set[str]:
-        origins = {_origin(self._issuer)}
-        if self._token_endpoint:
-            origins.add(_origin(self._token_endpoint))
-        return origins
-
-
-def expired(at: float | None) -> bool:
-    """Whether a token expiring at Unix second ``at`` has expired (None: not known to)."""
-    return at is not None and time.time() > at

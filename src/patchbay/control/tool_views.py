@@ -1,0 +1,207 @@
+"""Projects, cached catalogs and effective decisions: the reading side of the connector service.
+
+:class:`ToolViewsMixin` gives :class:`~patchbay.control.connectors.ConnectorService` the methods
+that resolve workspaces to stable projects, tell whether a cached tool catalog still matches its
+connector (fingerprint and revision, seed 003 §5.4), compute the effective decision of every tool
+(DESIGN.md "Permissions"; seed 003 §5.3) and build the
+:class:`~patchbay.core.models.RuntimeConfig` a workspace runtime loads. None of them commits a
+mutation; :meth:`ToolViewsMixin.project` only registers a workspace as a project on first use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from patchbay.control.views import ToolsView, ToolView
+from patchbay.core.credentials import BINDINGS_KEY
+from patchbay.core.errors import ConfigError
+from patchbay.core.fingerprint import config_fingerprint
+from patchbay.core.models import (
+    Connector,
+    GrantDecision,
+    Project,
+    RuntimeConfig,
+    RuntimeServer,
+    ToolCacheEntry,
+    ToolGrant,
+    ToolSummary,
+)
+from patchbay.core.names import canonical_tool_name
+from patchbay.core.policy import decide_for
+
+if TYPE_CHECKING:
+    from patchbay.adapters.store import Repository
+
+__all__ = ["ToolViewsMixin", "real_dir"]
+
+
+def real_dir(workspace: Path) -> Path:
+    """A workspace directory with symlinks resolved.
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``project``) for a missing path, a file, a symlink
+            loop, an over-long or non-UTF-8 path.
+    """
+    text = str(workspace)
+    try:
+        text.encode("utf-8")
+        real = workspace.resolve(strict=True)
+        is_dir = real.is_dir()
+    except UnicodeEncodeError:
+        raise ConfigError("project", "the path is not valid UTF-8") from None
+    except (OSError, RuntimeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError("project", f"{text[:200]!r} cannot be used as a workspace: {reason}") from None
+    if not is_dir:
+        raise ConfigError("project", f"{text[:200]!r} is not a directory")
+    return real
+
+
+class ToolViewsMixin:
+    """Projects, catalogs and effective decisions of
+    :class:`~patchbay.control.connectors.ConnectorService`, which provides ``repository``,
+    :meth:`get` and :meth:`list`."""
+
+    repository: Repository
+
+    if TYPE_CHECKING:
+
+        def get(self, name: str) -> Connector: ...
+
+        def list(self) -> list[Connector]: ...
+
+    # -- projects ---------------------------------------------------------------------------
+
+    def project(self, workspace: Path) -> Project:
+        """The stable project of a workspace directory (symlinks resolved).
+
+        Raises:
+            ConfigError: ``invalid_config`` (field ``project``) when the directory does not exist.
+        """
+        return self.repository.ensure_project(str(real_dir(workspace)))
+
+    def find_project(self, workspace: Path) -> Project | None:
+        """The project of a workspace directory if it already has one; never creates it.
+
+        Read-only callers use this rather than :meth:`project`: every known project's workspace
+        gets its snapshot (``<workspace>/.patchbay/``) written on each committed change (seed 003
+        §10.3), so merely looking at a directory must not make it a project.
+
+        Raises:
+            ConfigError: ``invalid_config`` (field ``project``) when the directory does not exist.
+        """
+        return self.repository.find_project(str(real_dir(workspace)))
+
+    # -- cache ------------------------------------------------------------------------------
+
+    def fingerprint(self, connector: Connector) -> str:
+        """The config fingerprint a cached catalog of ``connector`` must carry to be fresh: its
+        target only (seed 003 §5.4); names, options and credential bindings are no part of it."""
+        return config_fingerprint(connector.target, auth_type="none")
+
+    def cached_catalog(self, connector: Connector) -> tuple[ToolCacheEntry | None, str]:
+        """The cache entry if it still matches the connector's fingerprint and revision.
+
+        Returns ``(entry, state)`` with state ``fresh``, ``stale`` or ``missing``; a stale entry is
+        returned as None: a changed fingerprint invalidates the catalog (seed 003 §5.4).
+        """
+        entry = self.repository.get_tool_cache(connector.connector_id)
+        if entry is None:
+            return None, "missing"
+        if entry.fingerprint != self.fingerprint(connector) or entry.config_revision != connector.revision:
+            return None, "stale"
+        return entry, "fresh"
+
+    # -- effective decisions ----------------------------------------------------------------
+
+    def tools(self, name: str, *, project: Path | Project | None = None) -> ToolsView:
+        """Every cached tool of ``name`` with its effective decision (global, or in ``project``:
+        a workspace directory, made a project if it is none yet, or a :class:`Project`)."""
+        connector = self.get(name)
+        prj = project if isinstance(project, Project) or project is None else self.project(project)
+        entry, state = self.cached_catalog(connector)
+        global_grants = {g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)}
+        project_grants = (
+            {
+                g.tool_name: g.decision
+                for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)
+            }
+            if prj
+            else {}
+        )
+        tools = list(entry.tools) if entry else []
+        known = {t.name for t in tools}
+        views = [self._view(connector, tool, global_grants, project_grants) for tool in tools]
+        unmatched = [
+            ToolGrant(connector_id=connector.connector_id, tool_name=t, decision=d)
+            for t, d in sorted(global_grants.items())
+            if t not in known
+        ] + [
+            ToolGrant(
+                connector_id=connector.connector_id, tool_name=t, decision=d, project_id=prj.project_id if prj else None
+            )
+            for t, d in sorted(project_grants.items())
+            if t not in known
+        ]
+        return ToolsView(connector=connector, project=prj, tools=views, cache=state, unmatched_grants=unmatched)
+
+    @staticmethod
+    def _view(
+        connector: Connector,
+        tool: ToolSummary,
+        global_grants: dict[str, GrantDecision],
+        project_grants: dict[str, GrantDecision],
+    ) -> ToolView:
+        d = decide_for(
+            connector.settings,
+            tool.name,
+            annotations=tool.annotations,
+            global_grants=global_grants,
+            project_grants=project_grants,
+        )
+        return ToolView(
+            name=tool.name,
+            canonical_name=canonical_tool_name(connector.name, tool.name),
+            description=tool.description,
+            visible=d.visible,
+            decision=d.decision,
+            source=d.source,
+            risk=d.risk,
+            global_grant=global_grants.get(tool.name),
+            project_grant=project_grants.get(tool.name),
+        )
+
+    def runtime_config(self, workspace: Path | Project) -> RuntimeConfig:
+        """What a runtime for ``workspace`` may load: enabled connectors only, with their grants.
+
+        The input of the projected snapshot (seed 003 §10.3, :mod:`patchbay.control.projection`),
+        raw grants included; no secrets: only credential bindings (references), which the runtime
+        resolves when it starts a connector. ``workspace``: a directory, or its :class:`Project`.
+        """
+        prj = workspace if isinstance(workspace, Project) else self.project(workspace)
+        servers = []
+        for connector in self.list():
+            if not connector.settings.enabled:
+                continue
+            entry, _ = self.cached_catalog(connector)
+            servers.append(
+                RuntimeServer(
+                    connector_id=connector.connector_id,
+                    name=connector.name,
+                    target=connector.target,
+                    revision=connector.revision,
+                    settings=connector.settings,
+                    global_grants={
+                        g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)
+                    },
+                    project_grants={
+                        g.tool_name: g.decision
+                        for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)
+                    },
+                    tools=entry.tools if entry else (),
+                    runtime_config={k: v for k, v in connector.runtime_config.items() if k != BINDINGS_KEY},
+                    bindings=connector.bindings,
+                )
+            )
+        return RuntimeConfig(project_id=prj.project_id, workspace=prj.path, servers=tuple(servers))

@@ -1,0 +1,263 @@
+"""The executor of the governed runtime: one tool call from its name to its result, through
+ToolRouter → PermissionEngine → MCP connection (seed 000 §2, §5, §6). :class:`ToolExecutor` is
+the part of :class:`patchbay.runtime.runtime.Runtime` that runs calls; ``Runtime`` owns the state it
+uses (connections, router, permissions, output guard) and its lifecycle.
+
+The chain of one allowed MCP call; ``toolCallId`` is ``tc_<seq of the request event>``, and every
+later event of the call carries it::
+
+    model.tool_call_requested {tool, args}
+    [mcp.server.connected {server, toolCount, protocolVersion}]        first use of the connector
+    permission.requested      {tool, args, riskAtDecision, sourcedFrom}
+    permission.resolved       {decision, actor, sourcedFrom}
+    mcp.call.started          {server, toolCallId, method: "tools/call", args: {name, arguments}}
+    tool.started              {tool, toolCallId}
+    mcp.call.completed        {server, toolCallId, durationMs}
+    tool.completed            {tool, toolCallId, resultPreview, resultSize[, truncated, artifactId]}
+
+Failures end in ``tool.failed {tool, toolCallId, reason}`` and a raised ``ToolCallError`` with that
+reason: ``unknown_tool``, ``ambiguous_call`` (after ``tool.ambiguous_call``),
+``mcp_server_unavailable``, ``permission_denied`` / ``approval_unavailable`` (after
+``permission.resolved {decision: "deny"}``; the server never sees the call), ``timeout`` and
+``tool_error`` (both after ``mcp.call.failed``; an ``isError`` result is attached to the exception
+as ``.result``). A cancelled call logs reason ``cancelled`` and the cancellation propagates.
+
+The events before a request are written in one ``write`` just before it is sent (see
+:class:`patchbay.runtime.calls.CallEvents`); nothing is sent before it is logged.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio
+
+from patchbay.core.errors import FailureReason, PatchbayError, ToolCallError, ValidationError
+from patchbay.core.models import RuntimeServer
+from patchbay.core.names import MCP_PREFIX, parse_canonical_tool_name
+from patchbay.core.policy import Decision
+from patchbay.core.settings import Settings
+from patchbay.core.validation import validate_tool_arguments
+from patchbay.runtime.calls import CallEvents, ToolCallResult, local_result, mcp_result, tool_error
+from patchbay.runtime.catalog_refresh import wire_connector
+from patchbay.runtime.connection import ServerConnection
+from patchbay.runtime.events import EventLog
+from patchbay.runtime.output_guard import GUARD_IN_THREAD_BYTES, OutputGuard, rough_size
+from patchbay.runtime.permissions import PermissionEngine, Resolution
+from patchbay.runtime.router import Route, ToolRouter
+
+__all__ = ["LocalTool", "ToolExecutor"]
+
+_MAX_TOOL_NAME = 1024
+
+LocalTool = Callable[..., Any]
+"""A local tool: ``fn(**arguments)``, sync (run in a worker thread) or async. It may return a str
+(one text block), a dict (structured content, plus its JSON as text), None, or a ``CallToolResult``."""
+
+
+class ToolExecutor:
+    """The call path of :class:`~patchbay.runtime.runtime.Runtime`: :meth:`call` and the steps it
+    takes (connect on first use, resolve against a fresh catalog, decide, ask, send, guard the
+    output, log the chain of the module docstring).
+
+    A mixin: ``Runtime`` sets the attributes below in its ``__init__``/``__aenter__`` and provides
+    ``_opened()``, which returns the open session log (RuntimeError when the runtime is not open).
+    """
+
+    settings: Settings
+    _servers: dict[str, RuntimeServer]
+    _connections: dict[str, ServerConnection]
+    _router: ToolRouter
+    _permissions: PermissionEngine
+    _output_guard: OutputGuard
+    _local: dict[str, LocalTool]
+    _decisions: dict[tuple[str, str], Decision]
+    _opened: Callable[[], EventLog]
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolCallResult:
+        """Call a tool by canonical name (``mcp.<connector>.<tool>``), wire name, or local bare name.
+
+        Args:
+            name: resolved strictly (seed 000 §5): MCP tools need their full name.
+            arguments: the tool's arguments (a JSON object).
+
+        Returns:
+            The :class:`ToolCallResult`.
+
+        Raises:
+            ToolCallError: with ``reason`` one of ``unknown_tool``, ``ambiguous_call``,
+                ``mcp_server_unavailable``, ``permission_denied``, ``approval_unavailable``,
+                ``timeout``, ``tool_error`` (see the module docstring); ``details["toolCallId"]``
+                names the call's events. A cancelled call logs ``tool.failed {reason:
+                "cancelled"}`` and re-raises the cancellation.
+            ValidationError: ``name`` is not a string or ``arguments`` not a mapping.
+            RuntimeError: the runtime is not open.
+        """
+        log = self._opened()
+        if not isinstance(name, str) or not name or len(name) > _MAX_TOOL_NAME or not name.isprintable():
+            raise ValidationError(
+                f"the tool name must be 1-{_MAX_TOOL_NAME} printable characters", details={"field": "name"}
+            )
+        if arguments is not None and type(arguments) is not dict and not isinstance(arguments, Mapping):
+            raise ValidationError("arguments must be a JSON object", details={"field": "arguments"})
+        validate_tool_arguments(dict(arguments or {}))
+        # Events before a request are deferred and written in one go: the log is flushed before
+        # every await that can suspend (connecting, asking the approver) and before the request.
+        events = CallEvents(log, name, dict(arguments or {}))
+        try:
+            connector = self._connector_of(name)
+            if connector is not None and not self._is_live(connector):
+                log.flush()
+                await self._connect(connector)
+            route = await self._resolve_fresh(name, connector, log)
+            events.resolved(route.name, route.connector)
+            if route.kind == "local":
+                return await self._call_local(events, route)
+            return await self._call_mcp(events, route)
+        except ToolCallError as exc:
+            if exc.reason is FailureReason.AMBIGUOUS_CALL:
+                events.ambiguous(exc.details.get("candidates", []))
+            events.tool_failed(str(exc.reason))
+            exc.details.setdefault("toolCallId", events.id)
+            raise
+        except anyio.get_cancelled_exc_class():
+            events.tool_failed(str(FailureReason.CANCELLED))
+            raise
+        finally:
+            log.flush()
+
+    def _connector_of(self, name: str) -> str | None:
+        """The connector an MCP-looking name (canonical or known wire name) refers to, if any.
+
+        Raises:
+            ToolCallError: ``unknown_tool`` for a canonical name of no enabled connector.
+        """
+        connector: str | None = None
+        if name.startswith(MCP_PREFIX):
+            try:
+                connector, _tool = parse_canonical_tool_name(name)
+            except PatchbayError:
+                raise ToolCallError(
+                    FailureReason.UNKNOWN_TOOL, f"unknown tool {name!r}", details={"tool": name}
+                ) from None
+            if connector not in self._servers:
+                raise ToolCallError(
+                    FailureReason.UNKNOWN_TOOL, f"unknown tool {name!r}: no such connector", details={"tool": name}
+                )
+        elif name.startswith("mcp__"):
+            try:
+                connector = parse_canonical_tool_name(self._router.from_wire(name))[0]
+            except KeyError:
+                connector = None
+        return connector
+
+    def _is_live(self, name: str) -> bool:
+        return self._connections[name].state == "connected"
+
+    async def _connect(self, name: str) -> ServerConnection:
+        connection = self._connections[name]
+        if connection.state != "connected":
+            await connection.ensure_connected()
+        return connection
+
+    async def _resolve_fresh(self, name: str, connector: str | None, log: EventLog) -> Route:
+        """Resolve ``name`` against a current catalog (issue 6 point 5, catalog_refresh.py).
+
+        A queued or in-flight tools re-list of the name's connector is waited for first; a name
+        the router does not know gets one re-list on demand when the listing may be stale.
+
+        Raises:
+            ToolCallError: ``unknown_tool`` / ``ambiguous_call`` as :meth:`ToolRouter.resolve`.
+        """
+        connection = self._connections.get(connector or wire_connector(name, self._servers) or "")
+        if connection is None:
+            return self._router.resolve(name)
+        if connection.refresh.busy:
+            log.flush()
+            await connection.refresh.settled()
+        try:
+            return self._router.resolve(name)
+        except ToolCallError as exc:
+            if exc.reason is not FailureReason.UNKNOWN_TOOL:
+                raise
+            log.flush()
+            if not await connection.refresh.relist_on_demand():
+                raise
+        return self._router.resolve(name)
+
+    def _decision(self, connector: str, tool: str, connection: ServerConnection) -> Decision:
+        # Inputs are fixed once the live catalog is in (frozen RuntimeServer, live annotations).
+        key = (connector, tool)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._decisions[key] = self._permissions.evaluate(
+                self._servers[connector], tool, connection.tools.get(tool)
+            )
+        return decision
+
+    async def _call_mcp(self, events: CallEvents, route: Route) -> ToolCallResult:
+        connector, tool = route.connector, route.tool
+        assert connector is not None
+        connection = self._connections[connector]
+        decision = self._decision(connector, tool, connection)
+        events.permission_requested(decision.risk, self._permissions.requested_source(connector, tool, decision))
+        resolution = self._permissions.resolve_now(connector, tool, decision)
+        if resolution is None:
+            events.log.flush()
+            resolution = await self._permissions.ask(connector, tool, decision, name=route.name, arguments=events.args)
+        events.permission_resolved(resolution)
+        events.mcp_started(tool)
+        events.tool_started()
+        started = time.perf_counter()
+        try:
+            result = await connection.call_tool(tool, events.args)
+        except ToolCallError as exc:
+            events.mcp_failed(_ms_since(started), str(exc.reason), exc.message[: self.settings.result_preview_chars])
+            raise
+        except anyio.get_cancelled_exc_class():
+            events.mcp_failed(_ms_since(started), str(FailureReason.CANCELLED), "the call was cancelled")
+            raise
+        duration_ms = _ms_since(started)
+        if rough_size(result) > GUARD_IN_THREAD_BYTES:
+            # Measuring, cutting and storing a big result takes a while: not on the event loop.
+            outcome = await anyio.to_thread.run_sync(
+                functools.partial(mcp_result, events.id, route.name, result, self._output_guard)
+            )
+        else:
+            outcome = mcp_result(events.id, route.name, result, self._output_guard)
+        if outcome.is_error:
+            message = outcome.text[: self.settings.result_preview_chars] or "the tool reported an error"
+            events.mcp_failed(duration_ms, str(FailureReason.TOOL_ERROR), message)
+            raise tool_error(route.name, outcome)
+        events.mcp_completed(duration_ms)
+        events.tool_completed(outcome, self.settings.result_preview_chars)
+        return outcome
+
+    async def _call_local(self, events: CallEvents, route: Route) -> ToolCallResult:
+        name, args = route.name, events.args
+        events.permission_requested("local", "local_tool")
+        events.permission_resolved(Resolution("allow", "policy", "local_tool"))
+        events.tool_started()
+        fn = self._local[name]
+        try:
+            if inspect.iscoroutinefunction(fn):
+                value = await fn(**args)
+            else:
+                value = await anyio.to_thread.run_sync(functools.partial(fn, **args))
+        except Exception as exc:
+            raise ToolCallError(
+                FailureReason.TOOL_ERROR, f"local tool {name!r} raised {type(exc).__name__}: {exc}"
+            ) from exc
+        outcome = local_result(events.id, name, value, self._output_guard)
+        if outcome.is_error:
+            raise tool_error(name, outcome)
+        events.tool_completed(outcome, self.settings.result_preview_chars)
+        return outcome
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
