@@ -64,6 +64,7 @@ from patchbay.core.models import RuntimeServer, ToolSummary
 from patchbay.core.settings import Settings
 from patchbay.runtime.access import ConnectorAccess
 from patchbay.runtime.catalog_refresh import CatalogRefresh
+from patchbay.runtime.crashes import CrashPolicy
 from patchbay.runtime.exchange import RequestExchange
 from patchbay.runtime.hooks import HostHooks
 from patchbay.runtime.output_schema import turn_off_sdk_output_validation
@@ -81,7 +82,7 @@ _STDERR_IN_DETAILS = 1000
 _Outcome = Literal["stopped", "idle", "lost", "connect_failed"]
 
 
-class ServerConnection(RequestExchange):
+class ServerConnection(CrashPolicy, RequestExchange):
     """The runtime's supervised connection to one connector.
 
     Args:
@@ -109,7 +110,8 @@ class ServerConnection(RequestExchange):
     ``approved`` false when the guard refused a request meanwhile.
 
     Requests: :meth:`call_tool` and :meth:`request` come from
-    :class:`~patchbay.runtime.exchange.RequestExchange` (timeouts, crashes during a call, output check).
+    :class:`~patchbay.runtime.exchange.RequestExchange` (timeouts, crashes during a call, output check);
+    counting crashes and deciding what follows from :class:`~patchbay.runtime.crashes.CrashPolicy`.
 
     Must be created inside a running event loop (it holds anyio events).
     """
@@ -465,55 +467,6 @@ class ServerConnection(RequestExchange):
         if links:
             self._stderr_tail = _tail_of(links[0], self._access.known)
         self._ready.set()
-
-    # -- crashes ----------------------------------------------------------------------------
-
-    def _count_crash(self, message: str) -> FailureReason:
-        """Count one crash and decide what follows it; returns the in-flight calls' reason."""
-        self.crashes += 1
-        policy = self.options.restart
-        will_restart = policy.enabled and self.crashes <= policy.max_restarts
-        if self.crashes == 1:
-            reason = FailureReason.MCP_SERVER_RESTARTED if will_restart else FailureReason.MCP_SERVER_UNAVAILABLE
-        else:
-            reason = FailureReason.MCP_SERVER_UNSTABLE
-        self.failure = (ErrorCode.SERVER_CLOSED, message)
-        self._state = "restarting" if will_restart else "permanently_failed"
-        self._crash_limit = None
-        return reason
-
-    def _mark_lost(self, generation: int, message: str) -> FailureReason:
-        """The connection of ``generation`` died; the first to notice counts the crash.
-
-        Synchronous, so a call that saw the connection close learns its reason at once.
-        """
-        if generation in self._lost_reasons:
-            return self._lost_reasons[generation]
-        if generation != self._generation or self._state != "connected" or self._stopping:
-            return FailureReason.MCP_SERVER_UNAVAILABLE
-        reason = self._lost_reasons[generation] = self._count_crash(message)
-        self._lost = True
-        self._wake.set()
-        return reason
-
-    def _after_crash(self) -> None:
-        payload: dict[str, Any] = {
-            "server": self.name,
-            "crashCount": self.crashes,
-            "code": str(self.failure[0] if self.failure else ErrorCode.SERVER_CLOSED),
-            "willRestart": self._state == "restarting",
-        }
-        if self._crash_limit:
-            payload["limit"] = self._crash_limit
-        if self._stderr_tail:
-            payload["stderrTail"] = self._stderr_tail[-500:]
-        self._emit("mcp.server.crashed", payload)
-        if self._state == "permanently_failed":
-            self._emit(
-                "mcp.server.permanently_failed",
-                {"server": self.name, "crashCount": self.crashes, "restarts": self.crashes - 1},
-            )
-            self._catalog(None)
 
     # -- helpers ----------------------------------------------------------------------------
 
