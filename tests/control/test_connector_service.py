@@ -435,3 +435,21 @@ def test_changing_the_description_keeps_the_tool_catalog_fresh(service: Connecto
     assert service.cached_catalog(updated)[1] == "fresh"
     with pytest.raises(RevisionConflictError):
         service.update_details("remote", expected_revision=connector.revision, display_name="Docs")
+
+
+async def test_every_probe_stores_its_outcome_a_failed_one_too(service: ConnectorService, tmp_path: Path) -> None:
+    service.add("ghost", service.stdio_target("pb-no-such-command-for-outcomes", [], cwd=None, workspace=tmp_path))
+    result = await service.probe("ghost", workspace=tmp_path)
+    assert result.code == "command_not_found"
+    ghost = service.get("ghost")
+    failed = service.last_probe(ghost)
+    assert failed is not None and (failed.state, failed.code, failed.tool_count) == ("error", "command_not_found", 0)
+    assert failed.message == result.message and failed.config_revision == ghost.revision and failed.probed_at > 0
+
+    service.add("time", service.stdio_target("mcp-server-time", [], cwd=None, workspace=tmp_path))
+    await service.probe("time", workspace=tmp_path)
+    ready = service.last_probe(service.get("time"))
+    assert ready is not None and (ready.state, ready.code, ready.tool_count) == ("ready", None, 2)
+
+    service.remove("ghost")
+    assert ghost.connector_id not in service.repository.probe_outcomes.all()

@@ -35,6 +35,7 @@ from patchbay.core.models import (
     ConnectorSettings,
     ConnectorTarget,
     GrantDecision,
+    ProbeOutcome,
     ProbeResult,
     RuntimeOptions,
     StdioTarget,
@@ -42,6 +43,7 @@ from patchbay.core.models import (
     ToolGrant,
 )
 from patchbay.core.names import is_connector_name, validate_connector_name
+from patchbay.core.redaction import redact_text
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target, validate_text
 
@@ -447,7 +449,8 @@ class ConnectorService(ToolViewsMixin):
     # -- probe ------------------------------------------------------------------------------
 
     async def probe(self, name: str, *, workspace: Path, **login: Any) -> ProbeResult:
-        """Run a real connect probe (seed 003 §9) and cache the catalog when it is ready.
+        """Run a real connect probe (seed 003 §9), store its outcome (:meth:`last_probe`) whatever
+        it is, and cache the catalog when it is ready.
 
         Args:
             workspace: the canonical workspace root (see :meth:`project`); stdio servers run there.
@@ -461,6 +464,7 @@ class ConnectorService(ToolViewsMixin):
         except ConfigError:
             project_id = None  # not a directory: the probe reports it (stdio), or needs none (remote)
         result = await self.prober.probe(connector, workspace=workspace, project_id=project_id, **login)
+        self._record_outcome(connector, result)
         if result.state == "ready":
             now = _now_ms()
             self.repository.replace_tool_cache(
@@ -477,3 +481,21 @@ class ConnectorService(ToolViewsMixin):
             )
             self._reprojected(None)  # the snapshots carry the cached catalog
         return result
+
+    def _record_outcome(self, connector: Connector, result: ProbeResult) -> None:
+        """Keep the probe's outcome; a connector removed while it was probed has none to keep."""
+        message = redact_text(result.message) if result.message is not None else None
+        outcome = ProbeOutcome(
+            connector_id=connector.connector_id,
+            state="ready" if result.state == "ready" else "error",
+            code=result.code,
+            message=message,
+            tool_count=result.tool_count,
+            duration_ms=max(0, result.duration_ms),
+            probed_at=_now_ms(),
+            config_revision=connector.revision,
+        )
+        try:
+            self.repository.probe_outcomes.record(outcome)
+        except NotFoundError:
+            pass

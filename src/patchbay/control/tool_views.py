@@ -20,6 +20,7 @@ from patchbay.core.fingerprint import config_fingerprint
 from patchbay.core.models import (
     Connector,
     GrantDecision,
+    ProbeOutcome,
     Project,
     RuntimeConfig,
     RuntimeServer,
@@ -113,6 +114,10 @@ class ToolViewsMixin:
             return None, "stale"
         return entry, "fresh"
 
+    def last_probe(self, connector: Connector) -> ProbeOutcome | None:
+        """The outcome of the connector's last probe (ready or error), or None if never probed."""
+        return self.repository.probe_outcomes.get(connector.connector_id)
+
     # -- effective decisions ----------------------------------------------------------------
 
     def tools(self, name: str, *, project: Path | Project | None = None) -> ToolsView:
@@ -170,6 +175,7 @@ class ToolViewsMixin:
             risk=d.risk,
             global_grant=global_grants.get(tool.name),
             project_grant=project_grants.get(tool.name),
+            input_schema=tool.input_schema,
         )
 
     def runtime_config(self, workspace: Path | Project) -> RuntimeConfig:

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from patchbay.core.models import Connector, GrantDecision, Project, ToolGrant
+from patchbay.core.models import Connector, GrantDecision, ProbeOutcome, Project, RuntimeState, ToolGrant
 
-__all__ = ["ToolView", "ToolsView"]
+__all__ = ["ToolView", "ToolsView", "probe_failed", "runtime_state", "tool_signature"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class ToolView:
     risk: str
     global_grant: GrantDecision | None = None
     project_grant: GrantDecision | None = None
+    input_schema: dict[str, Any] | None = None
+    """The tool's JSON Schema for its arguments, as the server listed it (from the cache)."""
 
 
 @dataclass(frozen=True)
@@ -36,3 +39,65 @@ class ToolsView:
     """``fresh``, ``stale`` (fingerprint or revision changed: probe again) or ``missing``."""
     unmatched_grants: list[ToolGrant] = field(default_factory=list)
     """Grants naming a tool the cache does not know; kept, reported, and matching nothing."""
+
+
+def probe_failed(connector: Connector, outcome: ProbeOutcome | None) -> bool:
+    """Whether the last probe failed and probed the connector's current configuration."""
+    return outcome is not None and outcome.state == "error" and outcome.config_revision == connector.revision
+
+
+def runtime_state(connector: Connector, *, fresh_catalog: bool, outcome: ProbeOutcome | None) -> RuntimeState:
+    """What is known about a connector without connecting: ``disabled``; ``ready`` with a fresh
+    cached catalog; ``error`` when the last probe of its current configuration failed; else
+    ``unknown``."""
+    if not connector.settings.enabled:
+        return "disabled"
+    if fresh_catalog:
+        return "ready"
+    return "error" if probe_failed(connector, outcome) else "unknown"
+
+
+_MAX_TYPE_DEPTH = 3
+
+
+def _type_of(schema: Any, depth: int = 0) -> str:
+    """A JSON Schema's type in a few characters: ``string``, ``integer|null``, ``array<string>``,
+    ``"a"|"b"`` for a small enum, ``any`` when it says nothing."""
+    if not isinstance(schema, dict) or depth > _MAX_TYPE_DEPTH:
+        return "any"
+    enum = schema.get("enum")
+    if isinstance(enum, list) and 0 < len(enum) <= 5 and all(isinstance(v, str | int | float) for v in enum):
+        return "|".join(f'"{v}"' if isinstance(v, str) else str(v) for v in enum)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind) or "any"
+    if kind == "array":
+        return f"array<{_type_of(schema.get('items'), depth + 1)}>"
+    if isinstance(kind, str):
+        return kind
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:
+            return "|".join(dict.fromkeys(_type_of(o, depth + 1) for o in options))
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1] or "any"
+    return "object" if "properties" in schema else "any"
+
+
+def tool_signature(name: str, input_schema: dict[str, Any] | None) -> str:
+    """A tool's arguments in one line, from its input schema: required ones first, in schema
+    order, optional ones marked ``?``: ``git_log(repo_path: string, max_count?: integer)``.
+
+    Args:
+        name: what to print before the parentheses (the tool's or its canonical name).
+        input_schema: the JSON Schema of its arguments (an object schema); None or one without
+            ``properties`` gives ``name()``.
+    """
+    properties = input_schema.get("properties") if isinstance(input_schema, dict) else None
+    if not isinstance(properties, dict):
+        return f"{name}()"
+    required = input_schema.get("required") if isinstance(input_schema, dict) else None
+    needed = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+    first = [f"{key}: {_type_of(value)}" for key, value in properties.items() if key in needed]
+    rest = [f"{key}?: {_type_of(value)}" for key, value in properties.items() if key not in needed]
+    return f"{name}({', '.join(first + rest)})"

@@ -28,6 +28,7 @@ __all__ = [
     "MAX_LIMIT",
     "MAX_OPTION_SECONDS",
     "MIN_ADDRESS_SPACE_BYTES",
+    "ProbeOutcome",
     "ProbeResult",
     "Project",
     "ResourceSummary",
@@ -224,6 +225,24 @@ class ProbeResult(_Model):
     diagnostics: tuple[dict[str, Any], ...] = ()
     """One entry per listed tool left out of the catalog (schema over its bounds, malformed):
     ``{"tool", "problem", "message", "measured", "limit", "exact"}``."""
+
+
+class ProbeOutcome(_Model):
+    """The outcome of a connector's last probe, kept in the store whatever its result, so a
+    failed probe is as visible as a successful one."""
+
+    connector_id: str
+    state: Literal["ready", "error"]
+    code: str | None = None
+    """The stable probe code when ``state == "error"``."""
+    message: str | None = None
+    """One redacted sentence."""
+    tool_count: int = 0
+    duration_ms: int = 0
+    probed_at: int = 0
+    """Unix time in milliseconds."""
+    config_revision: int = 0
+    """The connector revision probed: an outcome of an older revision describes an older configuration."""
 
 
 class RestartPolicy(_Model):

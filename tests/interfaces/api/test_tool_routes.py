@@ -170,3 +170,48 @@ async def test_looking_probing_and_clearing_never_make_a_workspace_a_project(api
     assert granted.json()["project_id"].startswith("prj_")
     assert [p.path for p in api.service.repository.list_projects()] == [str(fresh)]
     assert (fresh / ".patchbay" / "mcp-runtime.json").exists()
+
+
+async def test_a_failed_probe_shows_in_the_list_and_the_detail_until_the_config_changes(api: Api) -> None:
+    created = await api.create("ghost", {"transport": "stdio", "command": "pb-no-such-command-for-api-tests"}, enabled=True)
+    assert created["last_probe"] is None and created["runtime_state"] == "unknown"
+    probe = (await api.client.post("/api/mcp/connectors/ghost/probe")).json()
+
+    listed = (await api.client.get("/api/mcp/connectors")).json()["connectors"]
+    shown = (await api.client.get("/api/mcp/connectors/ghost")).json()
+    for body in (listed[0], shown):
+        assert body["runtime_state"] == "error"
+        assert body["error"]["code"] == "command_not_found" and body["error"]["message"] == probe["message"]
+        last = body["last_probe"]
+        assert (last["state"], last["code"], last["tool_count"], last["current"]) == (
+            "error",
+            "command_not_found",
+            0,
+            True,
+        )
+        assert last["config_revision"] == created["revision"] and last["probed_at"] > 0
+
+    patched = await api.client.patch(
+        "/api/mcp/connectors/ghost", json={"revision": created["revision"], "description": "changed"}
+    )
+    assert patched.status_code == 200, patched.text
+    changed = patched.json()
+    assert changed["runtime_state"] == "unknown" and changed["error"] is None
+    assert changed["last_probe"]["current"] is False
+
+
+async def test_a_ready_probe_is_the_last_probe_too(api: Api) -> None:
+    await _probed_time(api)
+    shown = (await api.client.get("/api/mcp/connectors/time")).json()
+    last = shown["last_probe"]
+    assert (last["state"], last["code"], last["tool_count"], last["current"]) == ("ready", None, 2, True)
+
+
+async def test_tools_carry_their_whole_input_schema_from_the_cache(api: Api) -> None:
+    await _probed_time(api)
+    cached = {t.name: t.input_schema for t in api.service.repository.get_tool_cache(api.service.get("time").connector_id).tools}
+    body = (await api.client.get("/api/mcp/connectors/time/tools")).json()
+    schemas = {t["name"]: t["input_schema"] for t in body["tools"]}
+    assert schemas == cached
+    assert schemas["get_current_time"]["required"] == ["timezone"]
+    assert schemas["get_current_time"]["properties"]["timezone"]["type"] == "string"

@@ -320,3 +320,20 @@ def test_add_takes_runtime_options_and_refuses_limits_on_a_remote_connector(run)
     assert [c["name"] for c in json.loads(run("connector", "list", "--json").stdout)["connectors"]] == ["t"]
     timed = run("connector", "add", "r", "--json", "--url", "https://example.com/mcp", "--request-timeout", "4")
     assert json.loads(timed.stdout)["runtime_options"]["request_timeout"] == 4.0
+
+
+def test_list_and_show_carry_the_last_probe_failed_or_ready(run, tmp_path: Path) -> None:
+    assert run("connector", "add", "ghost", "--", "pb-no-such-command-for-cli-tests").exit_code == 0
+    assert run("connector", "add", "time", "--", "mcp-server-time").exit_code == 0
+    assert "last probe: never (see: patchbay probe ghost)" in run("connector", "show", "ghost").stdout
+    assert run("probe", "ghost", "--project", str(tmp_path)).exit_code != 0
+    assert run("probe", "time", "--project", str(tmp_path)).exit_code == 0
+
+    listed = run("connector", "list").stdout
+    ghost_line = next(line for line in listed.splitlines() if "ghost" in line)
+    time_line = next(line for line in listed.splitlines() if " time " in line)
+    assert "error (command_not_found)" in ghost_line
+    assert " ready " in time_line and " 2 " in time_line
+    shown = run("connector", "show", "ghost").stdout
+    assert "last probe: error command_not_found: command not found" in shown
+    assert "last probe: ready, 2 tools (" in run("connector", "show", "time").stdout

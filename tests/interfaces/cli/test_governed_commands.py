@@ -231,3 +231,18 @@ def test_probe_names_the_tools_left_out_for_their_schemas(run, workspace: Path) 
     probed = json.loads(run("probe", "schemas", "--project", str(workspace), "--json").stdout)
     assert sorted(d["tool"] for d in probed["diagnostics"]) == ["deep_input", "huge_schema", "many_nodes"]
     assert "echo" in probed["tools"] and "deep_input" not in probed["tools"]
+
+
+def test_tools_show_each_tools_arguments_from_the_cache(run, workspace: Path) -> None:
+    repo = make_git_repo(workspace / "repo")
+    assert run("connector", "add", "git", "--", "mcp-server-git", "--repository", str(repo)).exit_code == 0
+    assert run("probe", "git", "--project", str(workspace)).exit_code == 0
+    assert run("connector", "disable", "git").exit_code == 0  # nothing may start it: the cache answers
+
+    listed = run("tools", "git")
+    assert listed.exit_code == 0, listed.output
+    text = " ".join(listed.stdout.split())
+    assert "mcp.git.git_status(repo_path: string)" in text.replace("│ ", "").replace(" │", "")
+    tools = {t["name"]: t for t in json.loads(run("tools", "git", "--json").stdout)["tools"]}
+    log = tools["git_log"]["input_schema"]
+    assert "repo_path" in log["required"] and log["properties"]["max_count"]["type"] == "integer"

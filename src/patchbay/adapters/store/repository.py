@@ -23,6 +23,7 @@ database is read-only, corrupt, locked past ``busy_timeout`` or unreachable.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict, Unpack
@@ -34,6 +35,7 @@ from sqlalchemy.exc import IntegrityError
 from patchbay.adapters.store import _rows
 from patchbay.adapters.store._base import UNSET, Unset
 from patchbay.adapters.store._grants import ProjectGrantCacheMixin, project_id_for
+from patchbay.adapters.store.probe_outcomes import ProbeOutcomeStore
 from patchbay.adapters.store.tables import APPROVAL_MODES, CONNECTOR_SOURCES, mcp_connectors
 from patchbay.core.errors import BuiltinConnectorError, ConfigError, NotFoundError, RevisionConflictError
 from patchbay.core.models import Connector, ConnectorSettings
@@ -77,6 +79,11 @@ class Repository(ProjectGrantCacheMixin):
         engine: from :func:`~patchbay.adapters.store.db.create_engine_for`, already migrated.
         clock: returns Unix milliseconds; tests pass a fake.
     """
+
+    @functools.cached_property
+    def probe_outcomes(self) -> ProbeOutcomeStore:
+        """The last probe's outcome of each connector, on the same engine."""
+        return ProbeOutcomeStore(self._engine, clock=self._clock)
 
     # -- connectors ---------------------------------------------------------------------------
 

@@ -40,9 +40,11 @@ __all__ = [
     "APPROVAL_MODES",
     "CONNECTOR_SOURCES",
     "GRANT_DECISIONS",
+    "PROBE_STATES",
     "TRANSPORTS",
     "mcp_connectors",
     "mcp_global_tool_grants",
+    "mcp_probe_outcomes",
     "mcp_project_tool_grants",
     "mcp_tool_cache",
     "metadata",
@@ -53,6 +55,7 @@ CONNECTOR_SOURCES = ("builtin", "custom", "imported")
 TRANSPORTS = ("stdio", "streamable_http", "sse", "socket")
 APPROVAL_MODES = ("ask", "custom", "allow_all")
 GRANT_DECISIONS = ("allow", "ask", "deny")
+PROBE_STATES = ("ready", "error")
 
 TRANSPORT_EXCLUSIVITY = (
     "(transport = 'stdio' AND command IS NOT NULL AND endpoint_url IS NULL AND socket_path IS NULL) OR "
@@ -200,3 +203,24 @@ mcp_tool_cache = Table(
     *json_checks("mcp_tool_cache", "server_info_json", nullable=True),
     sqlite_strict=True,
 )
+
+mcp_probe_outcomes = Table(
+    "mcp_probe_outcomes",
+    metadata,
+    Column(
+        "connector_id",
+        Text,
+        ForeignKey("mcp_connectors.connector_id", ondelete="CASCADE", name="fk_mcp_probe_outcomes_connector"),
+        primary_key=True,
+    ),
+    Column("state", Text, nullable=False),
+    Column("code", Text),
+    Column("message", Text),
+    Column("tool_count", Integer, nullable=False),
+    Column("duration_ms", Integer, nullable=False),
+    Column("probed_at", Millis, nullable=False),
+    Column("config_revision", Integer, nullable=False),
+    CheckConstraint(_in("state", PROBE_STATES), name="ck_mcp_probe_outcomes_state"),
+    sqlite_strict=True,
+)
+"""The last probe of each connector, whatever its outcome (one row per connector, replaced)."""

@@ -11,10 +11,11 @@ import pydantic
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.oauth import OAuthService
 from patchbay.control.options import checked_options
-from patchbay.control.views import ToolsView
+from patchbay.control.views import ToolsView, probe_failed, runtime_state
 from patchbay.core.errors import ConfigError, ErrorCode
-from patchbay.core.models import Connector, HttpTarget, ProbeResult, SocketTarget, ToolCacheEntry
+from patchbay.core.models import Connector, HttpTarget, ProbeOutcome, ProbeResult, SocketTarget, ToolCacheEntry
 from patchbay.core.oauth import oauth_from_config
+from patchbay.core.redaction import redact_text
 from patchbay.interfaces.api import contracts as c
 
 __all__ = ["auth_state", "connector_detail", "connector_summary", "data_egress", "probe_report", "tool_list"]
@@ -87,17 +88,39 @@ def data_egress(connector: Connector) -> str:
     return "local command: runtime call audit unavailable"
 
 
+def _probe_view(connector: Connector, outcome: ProbeOutcome | None) -> c.ProbeOutcomeView | None:
+    if outcome is None:
+        return None
+    return c.ProbeOutcomeView(
+        state=outcome.state,
+        code=outcome.code,
+        message=redact_text(outcome.message) if outcome.message is not None else None,
+        tool_count=outcome.tool_count,
+        duration_ms=outcome.duration_ms,
+        probed_at=outcome.probed_at,
+        config_revision=outcome.config_revision,
+        current=outcome.config_revision == connector.revision,
+    )
+
+
 def _summary_fields(
     service: ConnectorService, connector: Connector, bindings: list[dict[str, Any]], entry: ToolCacheEntry | None
 ) -> dict[str, Any]:
     problem = _config_problem(connector)
-    runtime_state = "disabled" if not connector.settings.enabled else ("ready" if entry is not None else "unknown")
+    outcome = service.last_probe(connector)
+    state = runtime_state(connector, fresh_catalog=entry is not None, outcome=outcome)
     error = None
     if problem is not None:
         error = c.ErrorBody(
             code=ErrorCode.VALIDATION_ERROR,
             message=problem.message,
             details={**problem.details, "cause": "invalid_config"},
+        )
+    elif outcome is not None and probe_failed(connector, outcome):
+        error = c.ErrorBody(
+            code=outcome.code or ErrorCode.UNKNOWN,
+            message=redact_text(outcome.message or "the last probe failed"),
+            details={"cause": "probe", "probed_at": outcome.probed_at},
         )
     return {
         "connector_id": connector.connector_id,
@@ -111,9 +134,10 @@ def _summary_fields(
         "revision": connector.revision,
         "config_state": "invalid" if problem else "valid",
         "auth_state": auth_state(bindings, _oauth_state(service, connector)),
-        "runtime_state": runtime_state,
+        "runtime_state": state,
         "tool_count": len(entry.tools) if entry else 0,
         "error": error,
+        "last_probe": _probe_view(connector, outcome),
         "created_at": connector.created_at,
         "updated_at": connector.updated_at,
     }

@@ -7,6 +7,7 @@ lifecycle, timeouts, restart policy, for local commands resource limits and for 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,10 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from patchbay.control.views import runtime_state
 from patchbay.core.errors import ConfigError
-from patchbay.core.models import Connector, HttpTarget, SocketTarget, StdioTarget
+from patchbay.core.models import Connector, HttpTarget, ProbeOutcome, SocketTarget, StdioTarget
+from patchbay.core.redaction import redact_text
 from patchbay.interfaces.cli._bindings import (
     BEARER_OPTION,
     ENV_OPTION,
@@ -65,6 +68,19 @@ def describe_target(connector: Connector) -> str:
     if isinstance(target, SocketTarget):
         return target.path
     return "?"  # pragma: no cover
+
+
+def probe_line(connector: Connector, outcome: ProbeOutcome | None) -> str:
+    """The last probe in one line: ``error command_not_found: ... (2026-12-01 10:00:00 UTC, 12 ms)``."""
+    if outcome is None:
+        return "never (see: patchbay probe " + connector.name + ")"
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(outcome.probed_at / 1000))
+    older = "" if outcome.config_revision == connector.revision else f", revision {outcome.config_revision}: config changed since"
+    if outcome.state == "ready":
+        head = f"ready, {outcome.tool_count} tools"
+    else:
+        head = f"error {outcome.code or 'unknown'}: {redact_text(outcome.message or '')}"
+    return f"{head} ({when}, {outcome.duration_ms} ms{older})"
 
 
 # -- runtime options -------------------------------------------------------------------------
@@ -166,10 +182,22 @@ def list_(as_json: bool = JSON_OPTION) -> None:
     if not connectors:
         out_console.print(Text("no connectors; add one with: patchbay connector add NAME -- COMMAND [ARGS...]"))
         return
-    table = Table("name", "enabled", "transport", "target", "approval")
+    service = state.service()
+    table = Table("name", "enabled", "state", "tools", "transport", "target", "approval")
     for c in connectors:
+        entry, _ = service.cached_catalog(c)
+        outcome = service.last_probe(c)
+        status = runtime_state(c, fresh_catalog=entry is not None, outcome=outcome)
+        if status == "error" and outcome is not None and outcome.code:
+            status = f"error ({outcome.code})"
         table.add_row(
-            c.name, "yes" if c.settings.enabled else "no", c.transport, describe_target(c), c.settings.approval_mode
+            c.name,
+            "yes" if c.settings.enabled else "no",
+            status,
+            str(len(entry.tools)) if entry else "-",
+            c.transport,
+            describe_target(c),
+            c.settings.approval_mode,
         )
     out_console.print(table)
 
@@ -201,6 +229,7 @@ def show(name: str, as_json: bool = JSON_OPTION) -> None:
         ("description", connector.description or "-"),
         ("revision", f"{connector.revision} (settings {s.revision})"),
         ("tool cache", cache),
+        ("last probe", probe_line(connector, service.last_probe(connector))),
         *runtime_rows(connector, options),
         *binding_rows(service.credentials.binding_views(connector)),
     ]

@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from patchbay.control.views import tool_signature
 from patchbay.core.errors import ConfigError, PatchbayError, ToolCallError, ValidationError
 from patchbay.core.validation import validate_tool_arguments
 from patchbay.interfaces.cli._context import (
@@ -77,7 +78,9 @@ class _null:
 
 @handle_errors
 def tools(name: str, project: Path | None = PROJECT_OPTION, as_json: bool = JSON_OPTION) -> None:
-    """List a connector's cached tools with their effective decision (probe first)."""
+    """List a connector's cached tools with their arguments and effective decision (probe first).
+
+    `--json` gives each tool's whole input schema (`input_schema`)."""
     view = state.service().tools(name, project=project)
     if as_json:
         emit_json(
@@ -96,7 +99,8 @@ def tools(name: str, project: Path | None = PROJECT_OPTION, as_json: bool = JSON
     table = Table("tool", "decision", "source", "risk", "global", "project")
     for t in view.tools:
         decision = t.decision if t.visible else "hidden"
-        table.add_row(t.canonical_name, decision, t.source, t.risk, t.global_grant or "-", t.project_grant or "-")
+        signature = tool_signature(t.canonical_name, t.input_schema)
+        table.add_row(signature, decision, t.source, t.risk, t.global_grant or "-", t.project_grant or "-")
     if view.tools:
         out_console.print(table)
     for g in view.unmatched_grants:

@@ -32,6 +32,7 @@ __all__ = [
     "HttpTargetView",
     "LimitsChange",
     "OAuthLogout",
+    "ProbeOutcomeView",
     "ProbeReport",
     "ProjectView",
     "ResourceView",
@@ -221,6 +222,24 @@ class SettingsView(_Response):
     revision: int
 
 
+class ProbeOutcomeView(_Response):
+    """The connector's last probe, ready or failed (what ``POST .../probe`` answered, in short)."""
+
+    state: Literal["ready", "error"]
+    code: str | None
+    """The stable probe code of a failure (seed 003 §9.3): ``command_not_found``, ``timeout``, ..."""
+    message: str | None
+    """Redacted."""
+    tool_count: int
+    duration_ms: int
+    probed_at: int
+    """Unix milliseconds."""
+    config_revision: int
+    """The connector revision probed."""
+    current: bool
+    """Whether that was the connector's current revision (false: the configuration changed since)."""
+
+
 class ConnectorSummary(_Response):
     """One connector in the list (seed 003 §8.1 list response): no live connection is opened to
     answer it; states come from canonical state and the tool cache."""
@@ -238,9 +257,14 @@ class ConnectorSummary(_Response):
     config_state: ConfigState
     auth_state: AuthState
     runtime_state: RuntimeState
-    """``disabled``; ``ready`` when a fresh catalog is cached; else ``unknown`` (no live status yet, seed 003 §9.4)."""
+    """``disabled``; ``ready`` when a fresh catalog is cached; ``error`` when the last probe of the
+    current configuration failed; else ``unknown`` (no live status yet, seed 003 §9.4)."""
     tool_count: int
     error: ErrorBody | None
+    """An invalid stored configuration (``validation_error``), else the failed last probe of the
+    current configuration (its probe code)."""
+    last_probe: ProbeOutcomeView | None
+    """The last probe, whatever its outcome; null when it was never probed."""
     created_at: int
     """Unix milliseconds."""
     updated_at: int
@@ -439,6 +463,8 @@ class ToolDecisionView(_Response):
     risk: Risk
     global_grant: GrantDecision | None
     project_grant: GrantDecision | None
+    input_schema: dict[str, Any] | None
+    """The JSON Schema of the tool's arguments, in full, as the server listed it (from the cache)."""
 
 
 class ToolGrantView(_Response):

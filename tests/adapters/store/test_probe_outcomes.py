@@ -1,0 +1,59 @@
+"""The stored last-probe outcome: replaced by each probe, removed with its connector."""
+
+from __future__ import annotations
+
+import pytest
+
+from patchbay.adapters.store import Repository
+from patchbay.core.errors import ConfigError, NotFoundError
+from patchbay.core.models import ProbeOutcome, StdioTarget
+
+
+def _outcome(connector_id: str, **fields: object) -> ProbeOutcome:
+    values: dict[str, object] = {
+        "connector_id": connector_id,
+        "state": "error",
+        "code": "command_not_found",
+        "message": "command not found on PATH: nope",
+        "tool_count": 0,
+        "duration_ms": 12,
+        "probed_at": 1_700_000_000_000,
+        "config_revision": 1,
+    }
+    return ProbeOutcome.model_validate(values | fields)
+
+
+def test_a_recorded_outcome_is_read_back_and_the_next_one_replaces_it(sqlite_repo: Repository) -> None:
+    connector = sqlite_repo.create_connector("git", "Git", StdioTarget(command="nope"))
+    assert sqlite_repo.probe_outcomes.get(connector.connector_id) is None
+
+    failed = sqlite_repo.probe_outcomes.record(_outcome(connector.connector_id))
+    assert sqlite_repo.probe_outcomes.get(connector.connector_id) == failed
+
+    ready = _outcome(connector.connector_id, state="ready", code=None, message=None, tool_count=12, probed_at=2)
+    sqlite_repo.probe_outcomes.record(ready)
+    assert sqlite_repo.probe_outcomes.get(connector.connector_id) == ready
+    assert sqlite_repo.probe_outcomes.all() == {connector.connector_id: ready}
+
+
+def test_deleting_the_connector_deletes_its_outcome(sqlite_repo: Repository) -> None:
+    connector = sqlite_repo.create_connector("git", "Git", StdioTarget(command="nope"))
+    sqlite_repo.probe_outcomes.record(_outcome(connector.connector_id))
+    sqlite_repo.delete_connector(connector.connector_id)
+    assert sqlite_repo.probe_outcomes.all() == {}
+
+
+def test_an_outcome_for_an_unknown_connector_or_state_is_refused(sqlite_repo: Repository) -> None:
+    with pytest.raises(NotFoundError):
+        sqlite_repo.probe_outcomes.record(_outcome("con_nope"))
+    connector = sqlite_repo.create_connector("git", "Git", StdioTarget(command="nope"))
+    with pytest.raises(ConfigError):
+        sqlite_repo.probe_outcomes.record(_outcome(connector.connector_id).model_copy(update={"state": "checking"}))
+    assert sqlite_repo.probe_outcomes.get(connector.connector_id) is None
+
+
+def test_a_long_message_is_cut(sqlite_repo: Repository) -> None:
+    connector = sqlite_repo.create_connector("git", "Git", StdioTarget(command="nope"))
+    stored = sqlite_repo.probe_outcomes.record(_outcome(connector.connector_id, message="x" * 10_000))
+    assert stored.message == "x" * 2000
+    assert sqlite_repo.probe_outcomes.get(connector.connector_id) == stored
