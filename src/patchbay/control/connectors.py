@@ -28,13 +28,14 @@ from patchbay.control.probe import Prober
 from patchbay.control.projection import ProjectionReport, Projector
 from patchbay.control.tool_views import ToolViewsMixin, real_dir
 from patchbay.control.views import ToolsView, ToolView
-from patchbay.core.credentials import BINDINGS_KEY
+from patchbay.core.credentials import BINDINGS_KEY, check_bindings
 from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.core.models import (
     Connector,
     ConnectorSettings,
     ConnectorTarget,
     GrantDecision,
+    HttpTarget,
     ProbeOutcome,
     ProbeResult,
     RuntimeOptions,
@@ -43,6 +44,7 @@ from patchbay.core.models import (
     ToolGrant,
 )
 from patchbay.core.names import is_connector_name, validate_connector_name
+from patchbay.core.oauth import oauth_from_config
 from patchbay.core.redaction import redact_text
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target, validate_text
@@ -336,6 +338,57 @@ class ConnectorService(ToolViewsMixin):
         if not fields:
             return self.repository.update_connector(connector.connector_id, expected_revision)
         return self._write(connector, expected_revision, **fields)
+
+    def update_target(
+        self,
+        name: str,
+        target: ConnectorTarget,
+        *,
+        expected_revision: int | None = None,
+        runtime_options: Mapping[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> Connector:
+        """Point a connector at another command, URL or socket, under the revision lock.
+
+        ``target`` comes from :meth:`stdio_target`, :meth:`remote_target` or :meth:`socket_target`
+        (the rules of ``add``); the transport kind may change. Name, id, settings, grants and
+        credential bindings stay; the cached catalog no longer matches the fingerprint, so it is
+        stale until the next probe. An OAuth grant is pinned to its URL's origin: another origin
+        voids it (``auth status`` says ``needs_auth``, ``origin_changed``) and a login in progress
+        is refused. The same target only checks the revision.
+
+        Args:
+            expected_revision: the connector revision the caller saw; default the one read now.
+            runtime_options: option changes (as for :meth:`update_runtime_options`) written in
+                the same revision, for options the new target needs (e.g. ``allow_private``) or
+                refuses (``limits`` on a remote one: reset them with ``None``).
+            dry_run: check everything and return the connector as it would be stored.
+
+        Raises:
+            NotFoundError: ``not_found``.
+            ConfigError: ``invalid_config``: runtime options or credential bindings the new
+                transport does not take (field e.g. ``limits``, ``bindings``), OAuth settings on a
+                target that is no URL (field ``target``); nothing stored.
+            RevisionConflictError: ``revision_conflict``; nothing stored.
+        """
+        connector = self.get(name)
+        config = merge_runtime_options(connector.runtime_config, runtime_options or {})
+        _checked_options(config, target)
+        check_bindings(connector.bindings, target.transport)
+        if not isinstance(target, HttpTarget) and oauth_from_config(config) is not None:
+            raise ConfigError(
+                "target",
+                f"{name} has OAuth settings, so its target must stay a URL (streamable_http or sse)",
+            )
+        if dry_run:
+            return connector.model_copy(update={"target": target, "runtime_config": config})
+        revision = connector.revision if expected_revision is None else expected_revision
+        if target == connector.target and config == connector.runtime_config:
+            return self.repository.update_connector(connector.connector_id, revision)
+        updated = self.repository.update_connector(
+            connector.connector_id, revision, target=target, runtime_config=config
+        )
+        return self._reprojected(updated)
 
     def _write_config(self, connector: Connector, revision: int, config: dict[str, Any]) -> Connector:
         """Store a new ``runtime_config`` under the revision lock; a fresh tool cache moves along,

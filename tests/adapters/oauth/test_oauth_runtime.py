@@ -172,9 +172,10 @@ async def test_changing_the_connector_url_origin_voids_the_grant(tmp_path: Path)
         await login(plane, fixture)
         connector = plane.service.get(NAME)
         moved = fixture.url.replace("127.0.0.1", "localhost")  # the same server under another origin
-        plane.service.repository.update_connector(
-            connector.connector_id, connector.revision, target=plane.service.remote_target(moved)
+        changed = plane.service.update_target(
+            NAME, plane.service.remote_target(moved), expected_revision=connector.revision
         )
+        assert changed.revision == connector.revision + 1 and changed.runtime_config == connector.runtime_config
 
         status = plane.oauth.status(NAME)
         assert (status["state"], status["reason"]) == ("needs_auth", "origin_changed")

@@ -345,3 +345,82 @@ async def test_disconnect_revokes_an_oauth_grant_and_no_token_reaches_a_response
         for text in texts:
             assert not any(token in text for token in tokens), text
         plane.service.repository.close()
+
+
+async def _probed_with_grant(api: Api) -> dict:
+    created = await api.create("time", TIME, enabled=True)
+    assert (await api.client.post("/api/mcp/connectors/time/probe")).json()["state"] == "ready"
+    put = await api.client.put("/api/mcp/connectors/time/tools/get_current_time", json={"decision": "allow"})
+    assert put.status_code == 200, put.text
+    shown = (await api.client.get("/api/mcp/connectors/time")).json()
+    assert shown["cache"]["state"] == "fresh" and shown["revision"] == created["revision"]
+    return shown
+
+
+async def _global_grants(api: Api) -> dict[str, str]:
+    tools = (await api.client.get("/api/mcp/connectors/time/tools")).json()
+    return {g["tool_name"]: g["decision"] for g in tools["unmatched_grants"]} | {
+        t["name"]: t["global_grant"] for t in tools["tools"] if t["global_grant"]
+    }
+
+
+async def test_patch_changes_the_target_keeping_grants_and_settings_and_the_cache_goes_stale(api: Api) -> None:
+    before = await _probed_with_grant(api)
+    command = str(Path(sys.executable).parent / "mcp-server-time")
+    target = {"transport": "stdio", "command": command, "args": ["--local-timezone", "UTC"], "cwd": ""}
+    patched = await api.client.patch(
+        "/api/mcp/connectors/time", json={"revision": before["revision"], "target": target}
+    )
+    assert patched.status_code == 200, patched.text
+    body = patched.json()
+    assert body["target"] == target and body["revision"] == before["revision"] + 1
+    assert body["connector_id"] == before["connector_id"] and body["settings"] == before["settings"]
+    assert body["cache"]["state"] == "stale" and body["runtime_state"] == "unknown"
+    assert await _global_grants(api) == {"get_current_time": "allow"}
+
+    reprobe = (await api.client.post("/api/mcp/connectors/time/probe")).json()
+    assert reprobe["state"] == "ready"
+    assert (await api.client.get("/api/mcp/connectors/time")).json()["cache"]["state"] == "fresh"
+
+
+async def test_patch_may_change_the_transport_kind_when_the_rest_still_fits(api: Api) -> None:
+    created = await api.create("time", TIME, runtime_options={"limits": {"open_files": 64}})
+    refused = await api.client.patch("/api/mcp/connectors/time", json={"revision": 1, "target": REMOTE})
+    assert refused.status_code == 422 and error_of(refused)["details"] == {"field": "limits", "cause": "invalid_config"}
+    moved = await api.client.patch(
+        "/api/mcp/connectors/time",
+        json={"revision": created["revision"], "target": REMOTE, "runtime_options": {"limits": None}},
+    )
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["transport"] == "streamable_http" and moved.json()["target"] == REMOTE
+    assert moved.json()["runtime_options"]["limits"]["open_files"] is None
+
+    await api.create("gh", REMOTE, bindings=[{"delivery": "bearer", "value": "tok-for-target-test"}])
+    socket = {"transport": "socket", "path": "/run/user/mcp.sock"}
+    headers = await api.client.patch("/api/mcp/connectors/gh", json={"revision": 1, "target": socket})
+    assert headers.status_code == 422 and error_of(headers)["details"]["field"] == "bindings"
+    assert (await api.client.get("/api/mcp/connectors/gh")).json()["target"] == REMOTE
+
+
+async def test_patch_target_under_a_stale_revision_or_invalid_changes_nothing(api: Api) -> None:
+    before = await _probed_with_grant(api)
+    await api.client.patch("/api/mcp/connectors/time", json={"revision": before["revision"], "description": "x"})
+    stale = await api.client.patch(
+        "/api/mcp/connectors/time", json={"revision": before["revision"], "target": REMOTE}
+    )
+    assert stale.status_code == 409 and error_of(stale)["code"] == "revision_conflict"
+    now = (await api.client.get("/api/mcp/connectors/time")).json()
+    assert now["target"] == before["target"] and now["cache"]["state"] == "fresh"
+
+    for target, field in [
+        ({"transport": "stdio", "command": "-rf"}, "command"),
+        ({"transport": "stdio", "command": "mcp-server-time", "cwd": "../out"}, "cwd"),
+        ({"transport": "streamable_http", "url": "https://u:p@h.example/mcp"}, "url"),
+        ({"transport": "socket", "path": "relative.sock"}, "socket_path"),
+    ]:
+        bad = await api.client.patch("/api/mcp/connectors/time", json={"revision": now["revision"], "target": target})
+        assert bad.status_code == 422, (target, bad.text)
+        assert error_of(bad)["details"] == {"field": field, "cause": "invalid_config"}, target
+    after = (await api.client.get("/api/mcp/connectors/time")).json()
+    assert (after["target"], after["revision"], after["cache"]["state"]) == (now["target"], now["revision"], "fresh")
+    assert await _global_grants(api) == {"get_current_time": "allow"}

@@ -337,3 +337,50 @@ def test_list_and_show_carry_the_last_probe_failed_or_ready(run, tmp_path: Path)
     shown = run("connector", "show", "ghost").stdout
     assert "last probe: error command_not_found: command not found" in shown
     assert "last probe: ready, 2 tools (" in run("connector", "show", "time").stdout
+
+
+def test_set_changes_the_target_keeping_grants_and_the_cache_goes_stale(run, tmp_path: Path) -> None:
+    assert run("connector", "add", "time", "--", "mcp-server-time").exit_code == 0
+    assert run("probe", "time", "--project", str(tmp_path)).exit_code == 0
+    assert run("grant", "time", "get_current_time", "allow").exit_code == 0
+    before = _shown(run, "time")
+
+    moved = run("connector", "set", "time", "--", "mcp-server-time", "--local-timezone", "UTC")
+    assert moved.exit_code == 0, moved.output
+    assert "time: target stdio: mcp-server-time --local-timezone UTC" in moved.stdout
+    assert "tool cache: stale" in moved.stdout
+    after = _shown(run, "time")
+    assert after["connector"]["target"]["args"] == ["--local-timezone", "UTC"]
+    assert after["connector"]["connector_id"] == before["connector"]["connector_id"]
+    assert after["connector"]["revision"] == before["connector"]["revision"] + 1 and after["cache"] == "stale"
+    tools = json.loads(run("tools", "time", "--json").stdout)
+    assert tools["cache"] == "stale" and tools["unmatched_grants"][0]["tool_name"] == "get_current_time"
+
+    remote = run("connector", "set", "time", "--url", "http://127.0.0.1:9/mcp", "--transport", "sse", "--allow-private")
+    assert remote.exit_code == 0, remote.output
+    assert _shown(run, "time")["connector"]["target"] == {"transport": "sse", "url": "http://127.0.0.1:9/mcp"}
+    assert run("connector", "set", "time", "--socket", "/run/user/mcp.sock").exit_code == 1  # allow_private stays
+    assert run("connector", "set", "time", "--socket", "/run/user/mcp.sock", "--reset", "allow-private").exit_code == 0
+    assert _shown(run, "time")["connector"]["target"] == {"transport": "socket", "path": "/run/user/mcp.sock"}
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--url", "ftp://example.com"], "url"),
+        (["--socket", "relative.sock"], "socket_path"),
+        (["--", "-rf"], "command"),
+        (["--cwd", "../out", "--", "mcp-server-time"], "cwd"),
+        (["--cwd", "sub"], "cwd"),
+        (["--transport", "sse"], "transport"),
+        (["--url", "https://example.com/mcp", "--socket", "/x.sock"], "transport"),
+        (["--url", "https://example.com/mcp", "--limit-open-files", "5"], "limits"),
+    ],
+)
+def test_set_refuses_an_invalid_target_and_changes_nothing(run, args: list[str], field: str) -> None:
+    assert run("connector", "add", "time", "--", "mcp-server-time").exit_code == 0
+    before = _shown(run, "time")
+    result = run("connector", "set", "time", *args)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error[invalid_config]: {field}"), result.stderr
+    assert _shown(run, "time") == before

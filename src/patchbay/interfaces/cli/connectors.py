@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -17,7 +17,7 @@ from rich.text import Text
 
 from patchbay.control.views import runtime_state
 from patchbay.core.errors import ConfigError
-from patchbay.core.models import Connector, HttpTarget, ProbeOutcome, SocketTarget, StdioTarget
+from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeOutcome, SocketTarget, StdioTarget
 from patchbay.core.redaction import redact_text
 from patchbay.interfaces.cli._bindings import (
     BEARER_OPTION,
@@ -47,6 +47,9 @@ from patchbay.interfaces.cli._runtime_options import (
     runtime_changes,
     runtime_rows,
 )
+
+if TYPE_CHECKING:
+    from patchbay.control.connectors import ConnectorService
 
 app = typer.Typer(help="Register and manage MCP connectors.", no_args_is_help=True)
 
@@ -240,6 +243,14 @@ def show(name: str, as_json: bool = JSON_OPTION) -> None:
 @handle_errors
 def set_(
     name: str,
+    command: list[str] = typer.Argument(None, help="After `--`: a new command and its arguments (stdio)."),
+    url: str | None = typer.Option(None, "--url", help="A new remote server URL (Streamable HTTP or SSE)."),
+    transport: str | None = typer.Option(
+        None, "--transport", help="streamable_http or sse (with --url; default: as now, else streamable_http)."
+    ),
+    socket: str | None = typer.Option(None, "--socket", help="A new Unix socket path (absolute or ~)."),
+    cwd: str | None = typer.Option(None, "--cwd", help="Working directory inside the workspace (with a new command)."),
+    project: Path = typer.Option(Path("."), "--project", help="Workspace that --cwd is checked against."),
     approval_mode: str | None = typer.Option(None, "--approval-mode", help="ask, custom or allow_all."),
     include: list[str] = typer.Option(None, "--include", help="Glob of tools to show (repeat); replaces the list."),
     exclude: list[str] = typer.Option(None, "--exclude", help="Glob of tools to hide (repeat); replaces the list."),
@@ -270,12 +281,15 @@ def set_(
     unset: list[str] = UNSET_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Change a connector: approval mode, include/exclude tool globs, runtime options and credential
-    bindings (`--env`/`--header`/`--bearer` add or replace, `--unset` removes).
+    """Change a connector: its target (`-- CMD [ARGS...]`, `--url URL`, `--socket PATH`), approval
+    mode, include/exclude tool globs, runtime options and credential bindings (`--env`/`--header`/
+    `--bearer` add or replace, `--unset` removes).
 
-    Everything is checked before anything is written: a bad value changes nothing.
+    A new target keeps the grants, settings and bindings and makes the cached tools stale (probe
+    again). Everything is checked before anything is written: a bad value changes nothing.
     """
     service = state.service()
+    target = _new_target(service, command, url, transport, socket, cwd, project, current=service.get(name))
     changes = runtime_changes(
         lifecycle=lifecycle,
         idle_timeout=idle_timeout,
@@ -292,7 +306,11 @@ def set_(
         reset=reset,
     )
     specs = binding_specs(env, header, bearer)
-    if changes:
+    if target is not None:
+        service.update_target(name, target, runtime_options=changes, dry_run=True)
+        if target.transport != service.get(name).transport and (specs or unset):
+            raise ConfigError("transport", "change the transport kind and the credential bindings in separate commands")
+    elif changes:
         service.update_runtime_options(name, dry_run=True, **changes)
     if specs or unset:
         service.set_bindings(name, specs, unset=unset or [], dry_run=True)
@@ -302,7 +320,9 @@ def set_(
         include_tools=[] if no_include else (include or None),
         exclude_tools=[] if no_exclude else (exclude or None),
     )
-    if changes:
+    if target is not None:
+        connector = service.update_target(name, target, runtime_options=changes)
+    elif changes:
         connector = service.update_runtime_options(name, **changes)
     if specs or unset:
         connector = service.set_bindings(name, specs, unset=unset or [])
@@ -314,6 +334,9 @@ def set_(
         )
         return
     s = connector.settings
+    if target is not None:
+        out_console.print(Text(f"{connector.name}: target {connector.transport}: {describe_target(connector)}"))
+        out_console.print(Text(f"  tool cache: {service.cached_catalog(connector)[1]} (probe: patchbay probe {name})"))
     out_console.print(
         Text(
             f"{connector.name}: approval {s.approval_mode}; include {', '.join(s.include_tools) or '-'}; "
@@ -324,6 +347,40 @@ def set_(
         print_rows(runtime_rows(connector, options))
     if specs or unset:
         print_rows(binding_rows(service.credentials.binding_views(connector)))
+
+
+def _new_target(
+    service: ConnectorService,
+    command: list[str] | None,
+    url: str | None,
+    transport: str | None,
+    socket: str | None,
+    cwd: str | None,
+    project: Path,
+    *,
+    current: Connector,
+) -> ConnectorTarget | None:
+    """The target ``set`` was given, checked by the rules of ``add``; None when it was given none.
+
+    Raises:
+        ConfigError: ``invalid_config``: more than one target, ``--cwd`` or ``--transport``
+            without the target they belong to, or a target ``add`` would refuse.
+    """
+    given = [bool(command), url is not None, socket is not None]
+    if sum(given) > 1:
+        raise ConfigError("transport", "give at most one of: -- COMMAND [ARGS...], --url URL, --socket PATH")
+    if cwd is not None and not command:
+        raise ConfigError("cwd", "--cwd goes with a new command: set NAME --cwd DIR -- COMMAND [ARGS...]")
+    if transport is not None and url is None:
+        raise ConfigError("transport", "--transport goes with a new URL: set NAME --url URL --transport sse")
+    if command:
+        return service.stdio_target(command[0], list(command[1:]), cwd=cwd, workspace=project)
+    if url is not None:
+        kind = transport or (current.transport if isinstance(current.target, HttpTarget) else "streamable_http")
+        return service.remote_target(url, kind)
+    if socket is not None:
+        return service.socket_target(socket)
+    return None
 
 
 def _set_enabled(name: str, enabled: bool, as_json: bool) -> None:

@@ -350,7 +350,12 @@ class ConnectorUpdate(_Request):
     revision: Annotated[int, Field(ge=1)]
     display_name: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     description: Annotated[str, Field(max_length=1000)] | None = None
+    target: TargetBody | None = None
+    """A new command, URL or socket, checked by the rules of create (a stdio ``cwd`` against the
+    workspace ``cwd``); the transport kind may change. Grants, settings and bindings stay; the
+    tool cache goes stale (probe again); another URL origin voids an OAuth grant."""
     runtime_options: RuntimeOptionsChange | None = None
+    """Checked against the new ``target`` when both are given, and written with it."""
     bindings: Annotated[list[BindingRequest], Field(max_length=64)] = Field(default_factory=list)
     """Bindings to add, or to replace where they fill the same variable or header."""
     unset_bindings: Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]], Field(max_length=64)] = Field(

@@ -7,11 +7,13 @@ Every mutation answers with ``runtime_reload``: how the open sessions took it (s
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 from fastapi import APIRouter
 
+from patchbay.control.connectors import ConnectorService
 from patchbay.control.credentials import BindingSpec
 from patchbay.control.oauth import OAuthService
 from patchbay.core.errors import ConfigError
@@ -19,6 +21,7 @@ from patchbay.core.models import Connector, ConnectorTarget
 from patchbay.core.validation import validate_text
 from patchbay.interfaces.api import contracts as c
 from patchbay.interfaces.api._views import connector_detail, connector_summary
+from patchbay.interfaces.api.app import ApiContext
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.routes._deps import (
     ConnectorRef,
@@ -61,6 +64,26 @@ def _options(change: c.RuntimeOptionsChange | None) -> dict[str, Any]:
     return change.model_dump(exclude_unset=True) if change is not None else {}
 
 
+def _target(
+    body: c.StdioTargetBody | c.HttpTargetBody | c.SocketTargetBody,
+    service: ConnectorService,
+    context: ApiContext,
+    cwd: Path | None,
+) -> ConnectorTarget:
+    """A target body checked by the create rules (a stdio ``cwd`` against the workspace ``cwd``).
+
+    Raises:
+        ConfigError: ``invalid_config`` naming ``command``, ``args``, ``cwd``, ``url`` or ``socket_path``.
+    """
+    if isinstance(body, c.StdioTargetBody):
+        return service.stdio_target(
+            body.command, list(body.args), cwd=body.cwd or None, workspace=workspace_or_default(context, cwd)
+        )
+    if isinstance(body, c.HttpTargetBody):
+        return service.remote_target(body.url, body.transport)
+    return service.socket_target(body.path)
+
+
 def _changed(detail: c.ConnectorDetail, reload: c.RuntimeReload) -> c.ConnectorChanged:
     return c.ConnectorChanged(**dict(detail), runtime_reload=reload)
 
@@ -86,18 +109,7 @@ def create_connector(
     against the workspace ``cwd`` (default: where the server was started). Credentials in
     ``bindings`` are stored apart and owned by the connector; the connector keeps references.
     Created disabled unless ``enabled`` is true."""
-    target: ConnectorTarget
-    if isinstance(body.target, c.StdioTargetBody):
-        target = service.stdio_target(
-            body.target.command,
-            list(body.target.args),
-            cwd=body.target.cwd or None,
-            workspace=workspace_or_default(context, cwd),
-        )
-    elif isinstance(body.target, c.HttpTargetBody):
-        target = service.remote_target(body.target.url, body.target.transport)
-    else:
-        target = service.socket_target(body.target.path)
+    target = _target(body.target, service, context, cwd)
     with collect_reloads() as reloads:
         connector, _ = service.add(
             body.name,
@@ -128,21 +140,31 @@ def get_connector(connector: ConnectorRef, service: Service) -> c.ConnectorDetai
     responses=error_responses(404, 409),
     summary="Update a connector's configuration",
 )
-def update_connector(connector: ConnectorRef, body: c.ConnectorUpdate, service: Service) -> c.ConnectorChanged:
-    """Change display name, description, runtime options and credential bindings under the
-    connector ``revision`` (optimistic lock, seed 003 §7.1, §15). Everything is checked before
-    anything is written; a stale revision is 409 ``revision_conflict`` and changes nothing.
-    Changing the target (command, URL, socket) is not offered: remove and re-add the connector."""
+def update_connector(
+    connector: ConnectorRef, body: c.ConnectorUpdate, service: Service, context: Context, cwd: Workspace = None
+) -> c.ConnectorChanged:
+    """Change display name, description, target (command, URL or socket), runtime options and
+    credential bindings under the connector ``revision`` (optimistic lock, seed 003 §7.1, §15).
+    Everything is checked before anything is written; a stale revision is 409
+    ``revision_conflict`` and changes nothing. A new ``target`` is checked like one of create (a
+    stdio ``cwd`` against the workspace ``cwd``, default where the server was started) and
+    against the connector's options and bindings (change a transport kind's bindings in a
+    separate request); it keeps the grants and settings and makes the tool cache stale."""
     current = resolve_connector(service, connector)
     name = current.name
     options = _options(body.runtime_options)
     specs = [binding_spec(b) for b in body.bindings]
+    target = _target(body.target, service, context, cwd) if body.target is not None else None
     details: dict[str, Any] = {}
     if body.display_name is not None:
         details["display_name"] = validate_text("display_name", body.display_name, max_length=200)
     if body.description is not None:
         details["description"] = validate_text("description", body.description)
-    if options:
+    if target is not None:
+        service.update_target(name, target, runtime_options=options, dry_run=True)
+        if target.transport != current.transport and (specs or body.unset_bindings):
+            raise ConfigError("target", "change the transport kind and the credential bindings in separate requests")
+    elif options:
         service.update_runtime_options(name, dry_run=True, **options)
     if specs or body.unset_bindings:
         service.set_bindings(name, specs, unset=body.unset_bindings, dry_run=True)
@@ -150,7 +172,9 @@ def update_connector(connector: ConnectorRef, body: c.ConnectorUpdate, service: 
     # the revision each write returned, so a client that lost the race has applied nothing.
     with collect_reloads() as reloads:
         updated = service.update_details(name, expected_revision=body.revision, **details)
-        if options:
+        if target is not None:
+            updated = service.update_target(name, target, expected_revision=updated.revision, runtime_options=options)
+        elif options:
             updated = service.update_runtime_options(name, expected_revision=updated.revision, **options)
         if specs or body.unset_bindings:
             updated = service.set_bindings(name, specs, unset=body.unset_bindings, expected_revision=updated.revision)
