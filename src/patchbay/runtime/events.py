@@ -18,6 +18,12 @@ Each line is one event::
   events before a ``tools/call`` in one go, always before the request is sent).
 * One writer per session file: an advisory ``flock`` held while the log is open refuses a second
   concurrent writer (in this or another process), which would break the seq order.
+* Beside the log, ``<session_id>.meta.json`` (0600, replaced atomically) describes the session
+  for listings without reading the log: ``sessionId``, ``workspace``, ``projectId``,
+  ``startedAt`` (written when the session starts) and ``counted``: ``{"bytes", "calls"}``, the
+  number of tool calls (``model.tool_call_requested`` events) in the first ``bytes`` bytes of the
+  log, updated when the log closes. It is no part of the event chain; a log without it (older,
+  or a crash before the first close) is still read (:mod:`patchbay.runtime.session_logs`).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from patchbay.adapters.atomic import replace_file
 from patchbay.core.errors import PatchbayError, ValidationError
 from patchbay.core.redaction import REDACTED, is_secret_key, redact_text, registry_version
 
@@ -40,7 +47,17 @@ try:  # pragma: no cover - POSIX everywhere the SDK's stdio transport runs
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["EVENT_TYPES", "EventLog", "Redacted", "encode_json", "new_session_id", "read_events", "session_log_path"]
+__all__ = [
+    "CALL_EVENT",
+    "EVENT_TYPES",
+    "EventLog",
+    "Redacted",
+    "encode_json",
+    "new_session_id",
+    "read_events",
+    "session_log_path",
+    "session_meta_path",
+]
 
 EVENT_TYPES: frozenset[str] = frozenset(
     {
@@ -71,6 +88,9 @@ EVENT_TYPES: frozenset[str] = frozenset(
     }
 )
 """Every event type a session log may hold (DESIGN.md "Events")."""
+
+CALL_EVENT = "model.tool_call_requested"
+"""The event that starts every tool call (allowed or not): what a session's call count counts."""
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
@@ -111,6 +131,12 @@ def session_log_path(sessions_dir: Path, session_id: str) -> Path:
             details={"field": "session_id"},
         )
     return Path(sessions_dir) / f"{session_id}.jsonl"
+
+
+def session_meta_path(log_path: Path) -> Path:
+    """The metadata record beside a session log: ``<session_id>.meta.json``."""
+    path = Path(log_path)
+    return path.with_name(path.name.removesuffix(".jsonl") + ".meta.json")
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
@@ -207,13 +233,22 @@ class EventLog:
             appending at construction.
         session_id: written into every event as ``sessionId``.
         known_secrets: exact secret values to redact in addition to the pattern rules.
+        metadata: what describes a new session in its metadata record (``workspace``,
+            ``projectId``; JSON values, redacted); a continued session keeps the record it has.
 
     Raises:
         PatchbayError: ``validation_error`` when another open ``EventLog`` (any process) is
             writing the same file.
     """
 
-    def __init__(self, path: Path, session_id: str, *, known_secrets: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        path: Path,
+        session_id: str,
+        *,
+        known_secrets: tuple[str, ...] = (),
+        metadata: dict[str, Any] | None = None,
+    ):
         self.path = Path(path)
         self.session_id = session_id
         self._known_secrets = known_secrets
@@ -236,6 +271,8 @@ class EventLog:
             if torn is not None:
                 # The fragment was never a complete event: drop it so the file stays valid JSONL.
                 os.ftruncate(self._fd, torn)
+            self._calls = 0
+            self._meta = self._open_meta(metadata or {})
         except BaseException:
             os.close(self._fd)
             self._fd = None
@@ -305,6 +342,8 @@ class EventLog:
             if fd is None:
                 raise ValueError(f"event log {self.path} is closed")
             seq = self._seq = self._seq + 1
+            if type == CALL_EVENT:
+                self._calls += 1
             ms = int(time.time() * 1000)
             ts = self._ts if ms == self._ts_ms else self._timestamp(ms)
             line = f'{{"seq":{seq},"type":"{type}","ts":"{ts}","sessionId":{self._session_json},"payload":{payload_json}}}\n'
@@ -351,12 +390,61 @@ class EventLog:
         return cached
 
     def close(self) -> None:
-        """Write pending lines and close the file (releasing the writer lock); idempotent."""
+        """Write pending lines, bring the metadata record's call count up to date and close the
+        file (releasing the writer lock); idempotent."""
         self.flush()
         with self._lock:
             if self._fd is not None:
+                self._close_meta(self._fd)
                 os.close(self._fd)
                 self._fd = None
+
+    def _open_meta(self, metadata: dict[str, Any]) -> dict[str, Any] | None:
+        """The session's metadata record, written now for a new session; None when it cannot be
+        kept (a listing then reads the log instead)."""
+        size = os.fstat(self._fd).st_size if self._fd is not None else 0
+        meta_path = session_meta_path(self.path)
+        try:
+            existing = json.loads(meta_path.read_bytes())
+        except (OSError, ValueError):
+            existing = None
+        if isinstance(existing, dict):
+            counted = existing.get("counted")
+            # Only a count that covers the log exactly as it is now can be continued.
+            if isinstance(counted, dict) and counted.get("bytes") == size and isinstance(counted.get("calls"), int):
+                existing["_base_calls"] = counted["calls"]
+            return existing
+        record = {
+            "sessionId": self.session_id,
+            "workspace": None,
+            "projectId": None,
+            **self._redact({k: v for k, v in metadata.items() if k in ("workspace", "projectId")}),
+            "startedAt": self._timestamp(int(time.time() * 1000)),
+            "counted": {"bytes": size, "calls": 0} if size == 0 else None,
+            "_base_calls": 0 if size == 0 else None,
+        }
+        return record if self._write_meta(record) else None
+
+    def _close_meta(self, fd: int) -> None:
+        meta = self._meta
+        if meta is None or meta.get("_base_calls") is None:
+            return  # what came before this writer was never counted: a reader counts it
+        meta["counted"] = {"bytes": os.fstat(fd).st_size, "calls": meta["_base_calls"] + self._calls}
+        self._write_meta(meta)
+
+    def _write_meta(self, record: dict[str, Any]) -> bool:
+        data = encode_json({k: v for k, v in record.items() if not k.startswith("_")}).encode()
+        try:
+            dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return False
+        try:
+            replace_file(dir_fd, session_meta_path(self.path).name, data, 0o600, strict_dir_sync=False)
+        except OSError:
+            return False
+        finally:
+            os.close(dir_fd)
+        return True
 
     def __enter__(self) -> EventLog:
         return self

@@ -236,7 +236,11 @@ class Runtime(ToolExecutor):
             raise RuntimeError("a Runtime can be entered only once")
         self._state = _State.CLOSED  # until everything below worked
         async with AsyncExitStack() as stack:
-            self._log = EventLog(self._log_path, self._session_id)
+            self._log = EventLog(
+                self._log_path,
+                self._session_id,
+                metadata={"workspace": self.config.workspace, "projectId": self.config.project_id},
+            )
             stack.callback(self._log.close)
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             workspace = Path(self.config.workspace)

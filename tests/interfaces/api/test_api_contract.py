@@ -78,6 +78,7 @@ async def test_the_openapi_document_describes_contracts_errors_and_deprecations(
         "/api/sessions",
         "/api/sessions/{session_id}",
         "/api/sessions/{session_id}/tools",
+        "/api/sessions/{session_id}/events",
         "/api/sessions/{session_id}/call",
     }
     legacy = {"/api/mcp/catalog", "/api/settings/mcp", "/api/settings/mcp/{server_id}"}

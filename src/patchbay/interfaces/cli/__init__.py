@@ -18,6 +18,7 @@ import typer
 from patchbay.core.redaction import RedactingFilter
 from patchbay.interfaces.cli import auth, connectors, credentials, governed, imports, prompts, resources, serve
 from patchbay.interfaces.cli._context import state
+from patchbay.interfaces.cli.sessions import sessions as sessions_command
 
 __all__ = ["app", "configure_logging", "main"]
 
@@ -39,6 +40,7 @@ app.command("tools")(governed.tools)
 app.command("grant")(governed.grant)
 app.command("call")(governed.call)
 app.command("events")(governed.events)
+app.command("sessions")(sessions_command)
 app.command("serve")(serve.serve)
 
 

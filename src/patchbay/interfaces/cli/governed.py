@@ -259,14 +259,17 @@ def _explain_disabled(service: Any, tool: str, failure: ToolCallError, project: 
 
 @handle_errors
 def events(session_id: str, as_json: bool = JSON_OPTION) -> None:
-    """Print a session's event log in order."""
-    from patchbay.core.errors import NotFoundError
-    from patchbay.runtime.events import read_events, session_log_path
+    """Print a session's event log in order (find sessions with: patchbay sessions)."""
+    from patchbay.runtime.events import session_log_path
+    from patchbay.runtime.session_logs import MAX_PAGE, SessionLogs
 
-    path = session_log_path(state.settings.sessions_dir, session_id)
-    if not path.exists():
-        raise NotFoundError(f"no session {session_id!r} in {state.settings.sessions_dir}")
-    items = read_events(path)
+    session_log_path(state.settings.sessions_dir, session_id)  # a bad id is validation_error
+    logs = SessionLogs(state.settings.sessions_dir)
+    page = logs.page(session_id, limit=MAX_PAGE)
+    items = list(page.events)
+    while page.has_more:
+        page = logs.page(session_id, after_seq=page.next_after_seq, limit=MAX_PAGE)
+        items.extend(page.events)
     if as_json:
         emit_json({"session_id": session_id, "events": items})
         return

@@ -83,6 +83,7 @@ from patchbay.interfaces.api.contracts._imports import (
 )
 from patchbay.interfaces.api.contracts._sessions import (
     SessionClosed,
+    SessionEvents,
     SessionList,
     SessionOpen,
     SessionState,
@@ -138,6 +139,7 @@ __all__ = [
     "RuntimeReload",
     "Scope",
     "SessionClosed",
+    "SessionEvents",
     "SessionList",
     "SessionOpen",
     "SessionReloadView",

@@ -12,6 +12,7 @@ from patchbay.interfaces.api.contracts._base import ErrorBody, _Request, _Respon
 
 __all__ = [
     "SessionClosed",
+    "SessionEvents",
     "SessionList",
     "SessionOpen",
     "SessionState",
@@ -138,3 +139,17 @@ class ToolCallOutcome(_Response):
 class SessionClosed(_Response):
     session_id: str
     closed: bool
+
+
+class SessionEvents(_Response):
+    """``GET /api/sessions/{session_id}/events``: one page of a session's event log (seed 000 §6),
+    open or closed, in ``seq`` order."""
+
+    session_id: str
+    events: list[dict[str, Any]]
+    """Events as logged: ``seq``, ``type``, ``ts``, ``sessionId``, ``payload`` (redacted)."""
+    next_after_seq: int
+    """Pass it as ``after_seq`` for the next page (the seq of the last event here, or the
+    ``after_seq`` asked for when there was none)."""
+    has_more: bool
+    """Whether more events were already logged after this page."""

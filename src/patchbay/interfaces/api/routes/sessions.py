@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextvars
 from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi import Path as PathParam
 
 from patchbay.core.errors import FailureReason, ToolCallError
@@ -28,6 +28,7 @@ from patchbay.interfaces.api import contracts as c
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.routes._deps import Context, workspace_or_default
 from patchbay.runtime.permissions import ApprovalAnswer, ApprovalRequest
+from patchbay.runtime.session_logs import MAX_PAGE, SessionLogs
 from patchbay.runtime.sessions import SessionInfo
 
 __all__ = ["router"]
@@ -130,6 +131,28 @@ async def session_tools(session_id: SessionRef, context: Context) -> c.SessionTo
             )
             for t in tools
         ],
+    )
+
+
+@router.get(
+    "/{session_id}/events",
+    response_model=c.SessionEvents,
+    responses=error_responses(404, 500),
+    summary="Read a session's event log",
+)
+def session_events(
+    session_id: SessionRef,
+    context: Context,
+    after_seq: Annotated[int, Query(ge=0, description="Return events after this seq (0: from the first).")] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="At most this many events.")] = 100,
+) -> c.SessionEvents:
+    """The governed calls' audit trail (seed 000 §6): events with ``seq > after_seq`` in order, at
+    most ``limit``, for an open session or one closed long ago whose log is on disk. Payloads were
+    redacted when written and are redacted again here. Page on with ``next_after_seq`` while
+    ``has_more``; an open session may log more later. An unknown session is 404 ``not_found``."""
+    page = SessionLogs(context.settings.sessions_dir).page(session_id, after_seq=after_seq, limit=limit)
+    return c.SessionEvents(
+        session_id=page.session_id, events=page.events, next_after_seq=page.next_after_seq, has_more=page.has_more
     )
 
 
