@@ -51,9 +51,9 @@ def test_add_stdio_keeps_command_and_args_apart_and_lists_it(run, tmp_path: Path
 def test_add_remote_and_socket_connectors(run) -> None:
     assert run("connector", "add", "remote", "--url", "https://example.com/mcp", "--transport", "sse").exit_code == 0
     assert run("connector", "add", "sock", "--socket", "/run/user/mcp.sock", "--disabled").exit_code == 0
-    shown = json.loads(run("connector", "show", "remote", "--json").stdout)["connector"]
+    shown = json.loads(run("connector", "show", "remote", "--json").stdout)
     assert shown["target"] == {"transport": "sse", "url": "https://example.com/mcp"}
-    sock = json.loads(run("connector", "show", "sock", "--json").stdout)["connector"]
+    sock = json.loads(run("connector", "show", "sock", "--json").stdout)
     assert sock["target"]["path"] == "/run/user/mcp.sock" and sock["settings"]["enabled"] is False
 
 
@@ -127,7 +127,7 @@ def test_set_changes_approval_mode_and_tool_globs(run) -> None:
     bad = run("connector", "set", "t", "--approval-mode", "yolo")
     assert bad.exit_code == 1 and bad.stderr.startswith("error[invalid_config]: approval_mode")
     assert (
-        json.loads(run("connector", "show", "t", "--json").stdout)["connector"]["settings"]["approval_mode"]
+        json.loads(run("connector", "show", "t", "--json").stdout)["settings"]["approval_mode"]
         == "allow_all"
     )
 
@@ -179,7 +179,7 @@ def test_set_and_show_round_trip_every_runtime_option_as_json(run) -> None:
     assert json.loads(result.stdout)["runtime_options"] == {**expected, "allow_private": False}
     shown = _shown(run)
     assert shown["runtime_options"] == {**expected, "allow_private": False}
-    assert shown["connector"]["runtime_config"] == expected and shown["connector"]["revision"] == 2
+    assert json.loads(result.stdout)["connector"]["runtime_config"] == expected and shown["revision"] == 2
 
 
 def test_allow_private_is_an_explicit_option_of_remote_connectors_only(run) -> None:
@@ -188,10 +188,11 @@ def test_allow_private_is_an_explicit_option_of_remote_connectors_only(run) -> N
     assert added.exit_code == 0, added.output
     assert json.loads(added.stdout)["connector"]["runtime_config"] == {"allow_private": True}
     assert "private addresses: allowed\n" in run("connector", "show", "r").stdout
-    assert run("connector", "set", "r", "--no-allow-private").exit_code == 0
-    assert _shown(run, "r")["connector"]["runtime_config"] == {"allow_private": False}
-    assert run("connector", "set", "r", "--reset", "allow-private").exit_code == 0
-    assert _shown(run, "r")["connector"]["runtime_config"] == {}
+    refused = json.loads(run("connector", "set", "r", "--no-allow-private", "--json").stdout)
+    assert refused["connector"]["runtime_config"] == {"allow_private": False}
+    assert _shown(run, "r")["runtime_options"]["allow_private"] is False
+    reset = json.loads(run("connector", "set", "r", "--reset", "allow-private", "--json").stdout)
+    assert reset["connector"]["runtime_config"] == {}
     assert "private addresses: refused (default)" in run("connector", "show", "r").stdout
     local = run("connector", "add", "t", "--allow-private", "--", "true")
     assert local.exit_code == 1 and local.stderr.startswith("error[invalid_config]: allow_private: ")
@@ -350,18 +351,18 @@ def test_set_changes_the_target_keeping_grants_and_the_cache_goes_stale(run, tmp
     assert "time: target stdio: mcp-server-time --local-timezone UTC" in moved.stdout
     assert "tool cache: stale" in moved.stdout
     after = _shown(run, "time")
-    assert after["connector"]["target"]["args"] == ["--local-timezone", "UTC"]
-    assert after["connector"]["connector_id"] == before["connector"]["connector_id"]
-    assert after["connector"]["revision"] == before["connector"]["revision"] + 1 and after["cache"] == "stale"
+    assert after["target"]["args"] == ["--local-timezone", "UTC"]
+    assert after["connector_id"] == before["connector_id"]
+    assert after["revision"] == before["revision"] + 1 and after["cache"]["state"] == "stale"
     tools = json.loads(run("tools", "time", "--json").stdout)
     assert tools["cache"] == "stale" and tools["unmatched_grants"][0]["tool_name"] == "get_current_time"
 
     remote = run("connector", "set", "time", "--url", "http://127.0.0.1:9/mcp", "--transport", "sse", "--allow-private")
     assert remote.exit_code == 0, remote.output
-    assert _shown(run, "time")["connector"]["target"] == {"transport": "sse", "url": "http://127.0.0.1:9/mcp"}
+    assert _shown(run, "time")["target"] == {"transport": "sse", "url": "http://127.0.0.1:9/mcp"}
     assert run("connector", "set", "time", "--socket", "/run/user/mcp.sock").exit_code == 1  # allow_private stays
     assert run("connector", "set", "time", "--socket", "/run/user/mcp.sock", "--reset", "allow-private").exit_code == 0
-    assert _shown(run, "time")["connector"]["target"] == {"transport": "socket", "path": "/run/user/mcp.sock"}
+    assert _shown(run, "time")["target"] == {"transport": "socket", "path": "/run/user/mcp.sock"}
 
 
 @pytest.mark.parametrize(
@@ -384,3 +385,18 @@ def test_set_refuses_an_invalid_target_and_changes_nothing(run, args: list[str],
     assert result.exit_code == 1
     assert result.stderr.startswith(f"error[invalid_config]: {field}"), result.stderr
     assert _shown(run, "time") == before
+
+
+def test_list_and_show_json_are_the_rest_apis_shapes(run, tmp_path: Path) -> None:
+    from patchbay.interfaces.api.contracts import ConnectorDetail, ConnectorList
+
+    assert run("connector", "add", "ghost", "--", "pb-no-such-command-for-cli-tests").exit_code == 0
+    assert run("probe", "ghost", "--project", str(tmp_path)).exit_code != 0
+    listed = json.loads(run("connector", "list", "--json").stdout)
+    assert ConnectorList.model_validate(listed).model_dump(mode="json") == listed
+    (item,) = listed["connectors"]
+    assert (item["runtime_state"], item["tool_count"], item["last_probe"]["code"]) == ("error", 0, "command_not_found")
+    shown = json.loads(run("connector", "show", "ghost", "--json").stdout)
+    assert ConnectorDetail.model_validate(shown).model_dump(mode="json") == shown
+    assert shown["runtime_options"]["lifecycle"] == "lazy" and shown["cache"]["state"] == "missing"
+    assert shown["error"]["code"] == "command_not_found"

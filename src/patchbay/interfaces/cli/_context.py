@@ -131,6 +131,7 @@ NOT_SECRET_KEYS = frozenset(
         "id_token_ref",
         "has_refresh_token",
         "token_endpoint_auth",
+        "auth_state",
     }
 )
 """Keys whose names look secret but whose values are Patchbay's own identifiers, references or

@@ -177,10 +177,16 @@ def add(
 @app.command("list")
 @handle_errors
 def list_(as_json: bool = JSON_OPTION) -> None:
-    """List connectors."""
+    """List connectors with their state (from the last probe and the tool cache) and tool count.
+
+    `--json` is the REST API's list (`GET /api/mcp/connectors`).
+    """
     connectors = state.service().list()
     if as_json:
-        emit_json({"connectors": [connector_dict(c) for c in connectors]})
+        from patchbay.interfaces.api._views import connector_summary  # the API's shape, loaded only here
+
+        service = state.service()
+        emit_json({"connectors": [connector_summary(service, c).model_dump(mode="json") for c in connectors]})
         return
     if not connectors:
         out_console.print(Text("no connectors; add one with: patchbay connector add NAME -- COMMAND [ARGS...]"))
@@ -208,17 +214,19 @@ def list_(as_json: bool = JSON_OPTION) -> None:
 @app.command("show")
 @handle_errors
 def show(name: str, as_json: bool = JSON_OPTION) -> None:
-    """Show one connector."""
+    """Show one connector: target, settings, tool cache, last probe, runtime options, bindings.
+
+    `--json` is the REST API's detail (`GET /api/mcp/connectors/NAME`).
+    """
     service = state.service()
     connector = service.get(name)
+    if as_json:
+        from patchbay.interfaces.api._views import connector_detail  # the API's shape, loaded only here
+
+        emit_json(connector_detail(service, connector).model_dump(mode="json"))
+        return
     _, cache = service.cached_catalog(connector)
     options = service.effective_runtime_options(connector)
-    if as_json:
-        emit_json(
-            {"connector": connector_dict(connector), "cache": cache, "runtime_options": options.model_dump(mode="json")}
-            | {"bindings": service.credentials.binding_views(connector)}
-        )
-        return
     s = connector.settings
     rows = [
         ("name", connector.name),
