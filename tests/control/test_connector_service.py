@@ -453,3 +453,32 @@ async def test_every_probe_stores_its_outcome_a_failed_one_too(service: Connecto
 
     service.remove("ghost")
     assert ghost.connector_id not in service.repository.probe_outcomes.all()
+
+
+def test_a_target_change_keeps_grants_makes_the_cache_stale_and_refuses_what_the_new_transport_cannot_take(
+    service: ConnectorService, tmp_path: Path
+) -> None:
+    from patchbay.control.oauth import OAuthService
+
+    connector, _ = service.add("remote", service.remote_target("https://mcp.example.com/mcp"))
+    service.grant("remote", "search", "allow")
+    OAuthService(service).configure("remote", grant="authorization_code")
+    configured = service.get("remote")
+    with pytest.raises(ConfigError) as refused:
+        service.update_target("remote", service.socket_target("/run/user/mcp.sock"))
+    assert refused.value.details["field"] == "target"
+    with pytest.raises(RevisionConflictError):
+        service.update_target("remote", service.remote_target("https://other.example/mcp"), expected_revision=1)
+    assert service.get("remote") == configured
+
+    moved = service.update_target(
+        "remote", service.remote_target("https://other.example/mcp", "sse"), expected_revision=configured.revision
+    )
+    assert moved.target.url == "https://other.example/mcp" and moved.transport == "sse"
+    assert moved.revision == configured.revision + 1 and moved.runtime_config == configured.runtime_config
+    assert [(g.tool_name, g.decision) for g in service.repository.list_global_grants(connector.connector_id)] == [
+        ("search", "allow")
+    ]
+    assert OAuthService(service).status("remote")["state"] == "not_authorized"
+    same = service.update_target("remote", moved.target, expected_revision=moved.revision)
+    assert same == moved  # the same target only checks the revision

@@ -99,6 +99,8 @@ async def test_without_allow_private_the_login_fails_network_blocked(tmp_path: P
         assert (result.state, result.code) == ("error", "network_blocked")
         assert status["state"] == "not_authorized"
         assert browser.urls == []
+        outcome = plane.service.last_probe(plane.service.get(NAME))  # a failed login's probe is kept
+        assert outcome is not None and (outcome.state, outcome.code) == ("error", "network_blocked")
         counts = fixture.control()["counts"]
         assert counts == {"main": {}, "alt": {}, "rs": {}}  # nothing left the machine
 
