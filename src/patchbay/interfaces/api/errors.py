@@ -16,6 +16,10 @@ Every non-2xx answer is ``{"error": {"code", "message", "details"}}``
     origin_refused                403     a Host or Origin header this server does not answer
                                           (see :mod:`patchbay.interfaces.api.app`)
     method_not_allowed            405     a method the path does not have
+    unauthorized                  401     no valid API token or session cookie
+                                          (:mod:`patchbay.interfaces.api.auth`)
+    payload_too_large             413     a body over ``Settings.api_max_body_bytes``
+                                          (details.limit: the cap in bytes)
     unknown                       500     anything unexpected (logged, redacted); also the
                                           session routes of an app served without its lifespan
 
@@ -204,6 +208,8 @@ def _http_error(request: Request, exc: Exception) -> Response:
         code, message = ErrorCode.NOT_FOUND, "no such path"
     elif status == 405:
         code, message = "method_not_allowed", "this path does not take that method"
+    elif status == 413:  # the body cap cut a streamed body off while the route read it
+        return error_response(413, "payload_too_large", str(exc.detail), {"limit": getattr(exc, "limit", None)})
     else:
         code, message = ErrorCode.VALIDATION_ERROR, str(exc.detail)
     response = error_response(status, str(code), message, {"field": "body"} if status == 422 else None)

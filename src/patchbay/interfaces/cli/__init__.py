@@ -40,6 +40,7 @@ app.command("grant")(governed.grant)
 app.command("call")(governed.call)
 app.command("events")(governed.events)
 app.command("serve")(serve.serve)
+app.command("api-token")(serve.api_token_command)
 
 
 @app.callback()
