@@ -349,3 +349,16 @@ async def test_disconnect_revokes_an_oauth_grant_and_no_token_reaches_a_response
         for text in texts:
             assert not any(token in text for token in tokens), text
         plane.service.repository.close()
+
+
+@pytest.mark.parametrize(("field", "text"), [("display_name", "safe\u202etxt.exe"), ("description", "a\u200bb\ufeff")])
+async def test_bidi_and_zero_width_text_is_refused_on_create_and_update(api: Api, field: str, text: str) -> None:
+    refused = await api.client.post("/api/mcp/connectors", json={"name": "time", "target": TIME, field: text})
+    assert refused.status_code == 422 and error_of(refused)["details"] == {
+        "field": field,
+        "cause": "invalid_config",
+    }
+    await api.create("time", TIME, **{field: "plain"})
+    patched = await api.client.patch("/api/mcp/connectors/time", json={"revision": 1, field: text})
+    assert patched.status_code == 422 and error_of(patched)["details"]["field"] == field
+    assert (await api.client.get("/api/mcp/connectors/time")).json()[field] == "plain"  # nothing changed
