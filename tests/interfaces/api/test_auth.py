@@ -63,6 +63,10 @@ async def test_no_token_is_401_on_every_route_family(api: Api, anonymous: httpx2
         body = {"name": "x", "target": TIME} if method in ("POST", "PUT", "PATCH") else None
         _assert_unauthorized(await anonymous.request(method, path, json=body))
     assert (await api.client.get("/api/mcp/connectors")).json() == {"connectors": []}  # nothing was created
+    document = (await api.client.get("/openapi.json")).json()  # and the document says so
+    assert document["security"] == [{"apiToken": []}]
+    assert document["components"]["securitySchemes"]["apiToken"]["scheme"] == "bearer"
+    assert all("401" in operation["responses"] for item in document["paths"].values() for operation in item.values())
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
@@ -335,6 +336,29 @@ def create_app(
     if require_token:
         assert token is not None
         app.add_middleware(TokenAuthMiddleware, token=token)
+        _document_security(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.api_max_body_bytes)
     app.add_middleware(LocalOnlyMiddleware, allowed_hosts=allowed_hosts)
     return app
+
+
+def _document_security(app: FastAPI) -> None:
+    """Name the token in the OpenAPI document (the middleware enforces it, so no route declares
+    it): Swagger UI then offers "Authorize", and clients know every operation needs it."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = build()  # FastAPI keeps it as app.openapi_schema
+            document.setdefault("components", {})["securitySchemes"] = {
+                "apiToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The data home's API token (`patchbay api-token`).",
+                }
+            }
+            document["security"] = [{"apiToken": []}]
+            return document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

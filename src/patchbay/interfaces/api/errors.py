@@ -93,6 +93,7 @@ TOOL_STATUS: dict[str, int] = {
 """HTTP status of each tool call failure reason (see the module docstring)."""
 
 _DESCRIPTIONS = {
+    401: "No valid API token (`unauthorized`): send `Authorization: Bearer <token>` or log in at `/login`.",
     403: (
         "Refused: a built-in connector (`builtin_connector`), a foreign Host/Origin (`origin_refused`); "
         "for a tool call `permission_denied` or `approval_unavailable`."
@@ -102,6 +103,7 @@ _DESCRIPTIONS = {
         "The revision named is stale; nothing was changed (`revision_conflict`); for a tool call "
         "`cancelled` (the session was closed during it)."
     ),
+    413: "The body is over the size limit (`payload_too_large`, `details.limit` in bytes).",
     422: (
         "The request is malformed or breaks a validation rule (`validation_error`, `details.field`); "
         "for a tool call `unknown_tool` or `ambiguous_call`."
@@ -120,8 +122,8 @@ _DESCRIPTIONS = {
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` entries for ``statuses`` (and always 422 and 503), all ErrorResponse."""
-    wanted = sorted({*statuses, 422, 503})
+    """OpenAPI ``responses`` entries for ``statuses`` (and always 401, 413, 422 and 503), all ErrorResponse."""
+    wanted = sorted({*statuses, 401, 413, 422, 503})
     return {status: {"model": ErrorResponse, "description": _DESCRIPTIONS[status]} for status in wanted}
 
 
