@@ -200,7 +200,7 @@ def parse_authority(value: str) -> tuple[str, int | None] | None:
     return match["name"].rstrip("."), port
 
 
-def _single(headers: list[tuple[bytes, bytes]], name: bytes) -> list[str]:
+def _header_values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[str]:
     return [v.decode("latin-1") for k, v in headers if k.lower() == name]
 
 
@@ -228,7 +228,7 @@ class LocalOnlyMiddleware:
 
     def _refusal(self, scope: Scope) -> tuple[str, dict[str, str]] | None:
         headers = list(scope.get("headers", []))
-        hosts = _single(headers, b"host")
+        hosts = _header_values(headers, b"host")
         if len(hosts) > 1:
             return "more than one Host header", {"host": ", ".join(hosts)[:200]}
         host = hosts[0] if hosts else ""
@@ -237,7 +237,7 @@ class LocalOnlyMiddleware:
             return "Host header names no address this server answers to", {"host": host[:200]}
         if self.allowed is not None and authority is not None and authority[0] not in self.allowed:
             return "Host header names no address this server answers to", {"host": host[:200]}
-        origins = _single(headers, b"origin")
+        origins = _header_values(headers, b"origin")
         if not origins:
             return None
         if len(origins) > 1:
@@ -332,7 +332,7 @@ def create_app(
     for router in routers:
         app.include_router(router)
     app.state.api_routes = [route for router in routers for route in router.routes]  # for 405's Allow
-    # the last added runs first: Host/Origin, then the declared body size, then the token
+    # the last added runs first: Host/Origin, then the body size, then the token
     if require_token:
         assert token is not None
         app.add_middleware(TokenAuthMiddleware, token=token)
