@@ -77,13 +77,15 @@ def api_answers(home: Path, workspace: Path, outputs: Outputs) -> None:
     import anyio
     import httpx2
 
+    from patchbay.adapters.api_token import api_token
     from patchbay.core.settings import Settings
     from patchbay.interfaces.api import create_app
 
     async def run() -> None:
         api = create_app(Settings(home=home), workspace=workspace)
         transport = httpx2.ASGITransport(app=api)
-        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as client:
+        headers = {"Authorization": f"Bearer {api_token(home)}"}
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765", headers=headers) as client:
 
             async def answer(method: str, url: str, **kwargs: object) -> httpx2.Response:
                 response = await client.request(method, url, **kwargs)

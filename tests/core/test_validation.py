@@ -159,6 +159,46 @@ def test_free_text_fields_refuse_terminal_escapes() -> None:
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "safe\u202etxt.exe",  # RIGHT-TO-LEFT OVERRIDE
+        "x\u2066isolated\u2069",  # bidi isolates
+        "x\x9b31mRED",  # C1 CSI
+        "x\x85next line",  # C1 NEL
+        "a\u200bb",  # ZERO WIDTH SPACE
+        "a\ufeffb",  # ZERO WIDTH NO-BREAK SPACE (BOM)
+        "a\u00adb",  # SOFT HYPHEN (Cf)
+        "tag\U000e0041",  # TAG LATIN CAPITAL LETTER A
+    ],
+)
+@pytest.mark.parametrize("field", ["description", "display_name"])
+def test_free_text_fields_refuse_bidi_zero_width_and_c1_characters(text: str, field: str) -> None:
+    from patchbay.core.validation import validate_text
+
+    with pytest.raises(ConfigError) as exc:
+        validate_text(field, text)
+    assert_invalid(exc, field)
+    assert f"U+{ord(next(ch for ch in text if not ch.isalnum() and ch not in ' .')):04X}" in exc.value.message
+
+
+def test_free_text_fields_keep_other_scripts_and_symbols() -> None:
+    from patchbay.core.validation import validate_text
+
+    for text in ("Zeit – Europa/Paris", "时间服务器", "שרת זמן", "café ☕ 🕒"):
+        assert validate_text("description", text) == text
+
+
+@pytest.mark.parametrize(
+    "command", ["sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789", "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"]
+)
+def test_a_secret_looking_command_is_refused_like_an_argument(command: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        validate_stdio_target(command)
+    assert_invalid(exc, "command")
+    assert "looks like a secret" in exc.value.message and command not in exc.value.message
+
+
+@pytest.mark.parametrize(
     "arguments",
     [
         {"x": float("nan")},

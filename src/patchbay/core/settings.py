@@ -87,6 +87,9 @@ class Settings(BaseSettings):
     """Address ``patchbay serve`` binds; anything but loopback also needs ``--allow-remote``."""
     api_port: int = Field(default=8765, ge=0, le=65535)
     """TCP port ``patchbay serve`` binds (0: any free port, printed at start)."""
+    api_max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    """Most bytes of one REST API request body (declared or streamed); a bigger one is refused with
+    413 ``payload_too_large`` before more of it is read."""
 
     @field_validator("home", mode="before")
     @classmethod

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import unicodedata
 from urllib.parse import parse_qsl, urlsplit
 
 from patchbay.core.errors import ConfigError, ValidationError
@@ -48,12 +49,18 @@ def _no_secret(field: str, value: str, what: str) -> None:
 
 
 def validate_text(field: str, value: str, *, max_length: int = 1000) -> str:
-    """A free-text field (description, display name): no control characters, bounded length.
+    """A free-text field (description, display name): no control or format characters (Unicode
+    categories Cc and Cf: C0/C1 controls, bidi overrides and isolates, zero-width characters, BOM),
+    bounded length.
 
     Raises:
         ConfigError: ``invalid_config`` naming ``field``.
     """
     _no_control(field, value)
+    for ch in value:
+        if unicodedata.category(ch) in ("Cc", "Cf"):
+            # shown by UIs and terminals: such a character can reorder or hide what a reader sees
+            raise ConfigError(field, f"must not contain control or format characters (U+{ord(ch):04X})")
     if len(value) > max_length:
         raise ConfigError(field, f"must be at most {max_length} characters")
     return value
@@ -130,7 +137,8 @@ def validate_stdio_target(
 
     Raises:
         ConfigError: field ``command`` (empty, starts with ``-``, contains whitespace-separated
-            arguments or control characters), ``args`` (control/NUL characters) or ``cwd``.
+            arguments or control characters, looks like a secret), ``args`` (control/NUL
+            characters, a secret-looking argument) or ``cwd``.
     """
     if not command or not command.strip():
         raise ConfigError("command", "must not be empty")
@@ -142,6 +150,7 @@ def validate_stdio_target(
             "command",
             "must be one executable, not a shell line; pass arguments separately (patchbay connector add NAME -- CMD ARG...)",
         )
+    _no_secret("command", command, "the command")
     if len(args) > 256:
         raise ConfigError("args", "at most 256 arguments")
     for index, arg in enumerate(args):

@@ -82,3 +82,23 @@ def test_hostile_nesting_is_malformed_not_a_crash() -> None:
     with pytest.raises(MalformedConfigError) as info:
         parse_jsonc("[" * 100_000 + "]" * 100_000)
     assert (info.value.line, info.value.column) == (1, 201)
+
+
+@pytest.mark.parametrize(
+    ("text", "position"),
+    [
+        ("root:$6$saltsalt$hashhashhash:19000:0:99999:7:::\n", (1, 1)),
+        ("PATCHBAY_HOME=/root/.local/share/patchbay\x00PATH=/usr/bin\x00", (1, 1)),
+        ('{"a": 1,\n "b": hunter2secret}', (2, 7)),
+    ],
+)
+def test_a_malformed_file_is_reported_by_position_and_reason_never_by_its_content(
+    text: str, position: tuple[int, int]
+) -> None:
+    with pytest.raises(MalformedConfigError) as caught:
+        parse_jsonc(text.encode(), path="/etc/shadow")
+    error = caught.value
+    assert (error.line, error.column) == position
+    for word in ("root", "saltsalt", "PATCHBAY_HOME", "hunter2"):
+        assert word not in error.message
+    assert error.message.startswith(f"/etc/shadow:{position[0]}:{position[1]}: malformed JSONC: ")

@@ -1,6 +1,7 @@
 """Fixtures for the REST API tests: the app in process (an httpx2 ASGI client on a fresh data
-home, the app's lifespan running, so its session host too), and ``patchbay serve`` as a real
-process on an ephemeral loopback port."""
+home, the app's lifespan running, so its session host too; it sends the data home's API token),
+and ``patchbay serve`` as a real process on an ephemeral loopback port (``Served.headers`` has its
+token; ``Served.session`` is a ``requests`` session that sends it)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from typing import Any
 
 import httpx2
 import pytest
+import requests
 from fastapi import FastAPI
 
+from patchbay.adapters.api_token import api_token
 from patchbay.control.connectors import ConnectorService
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api import create_app
@@ -56,10 +59,16 @@ async def api(tmp_path: Path) -> AsyncIterator[Api]:
     workspace.mkdir()
     app = create_app(Settings(home=home), workspace=workspace)
     transport = httpx2.ASGITransport(app=app)  # runs no lifespan: entered here, in this one task
+    headers = auth_headers(home)
     async with app.router.lifespan_context(app):
-        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as client:
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765", headers=headers) as client:
             yield Api(client=client, app=app, home=home, workspace=workspace)
     app.state.context.close()
+
+
+def auth_headers(home: Path) -> dict[str, str]:
+    """The ``Authorization`` header with the API token of data home ``home``."""
+    return {"Authorization": f"Bearer {api_token(home)}"}
 
 
 NO_RELOAD = {"code": None, "sessions": []}
@@ -80,10 +89,16 @@ class Served:
 
     info: dict[str, Any]
     process: subprocess.Popen[str]
+    session: requests.Session
 
     @property
     def url(self) -> str:
         return self.info["url"]
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The ``Authorization`` header with the token the server printed at start."""
+        return {"Authorization": f"Bearer {self.info['token']}"}
 
 
 def _read_json(stream: Any) -> dict[str, Any]:
@@ -107,10 +122,15 @@ def serve_process(home: Path, cwd: Path, *args: str, env: dict[str, str] | None 
         stderr=subprocess.PIPE,
         text=True,
     )
+    session = requests.Session()
     try:
         assert process.stdout is not None
-        yield Served(info=_read_json(process.stdout), process=process)
+        info = _read_json(process.stdout)
+        if info.get("token"):
+            session.headers["Authorization"] = f"Bearer {info['token']}"
+        yield Served(info=info, process=process, session=session)
     finally:
+        session.close()
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
             try:

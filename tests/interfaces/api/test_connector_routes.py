@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conftest import NO_RELOAD, Api, error_of
+from conftest import NO_RELOAD, Api, auth_headers, error_of
 from patchbay.core.models import HttpTarget
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api import create_app
@@ -295,8 +295,11 @@ async def test_an_unusable_store_is_503_on_every_route(tmp_path: Path) -> None:
 
     blocker = tmp_path / "home"
     blocker.write_text("a file where the data home should be")
-    app = create_app(Settings(home=blocker), workspace=tmp_path)
-    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+    token = "t" * 43  # the data home cannot hold one (serve then uses a one-time token the same way)
+    app = create_app(Settings(home=blocker), workspace=tmp_path, token=token)
+    transport = httpx2.ASGITransport(app=app)
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1", headers=headers) as client:
         for method, url, body in (
             ("GET", "/api/mcp/connectors", None),
             ("POST", "/api/mcp/connectors", {"name": "time", "target": TIME}),
@@ -317,7 +320,8 @@ async def test_disconnect_revokes_an_oauth_grant_and_no_token_reaches_a_response
         plane = control_plane(tmp_path / "home")
         add_oauth_connector(plane, "guarded", fixture.url)
         app = create_app(service=plane.service, workspace=plane.workspace)
-        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+        transport, headers = httpx2.ASGITransport(app=app), auth_headers(tmp_path / "home")
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1", headers=headers) as client:
             before = (await client.get("/api/mcp/connectors/guarded")).json()
             assert (before["auth_state"], before["config_state"]) == ("needs-auth", "valid")  # no grant yet
             result, _ = await plane.oauth.login(
@@ -424,3 +428,16 @@ async def test_patch_target_under_a_stale_revision_or_invalid_changes_nothing(ap
     after = (await api.client.get("/api/mcp/connectors/time")).json()
     assert (after["target"], after["revision"], after["cache"]["state"]) == (now["target"], now["revision"], "fresh")
     assert await _global_grants(api) == {"get_current_time": "allow"}
+
+
+@pytest.mark.parametrize(("field", "text"), [("display_name", "safe\u202etxt.exe"), ("description", "a\u200bb\ufeff")])
+async def test_bidi_and_zero_width_text_is_refused_on_create_and_update(api: Api, field: str, text: str) -> None:
+    refused = await api.client.post("/api/mcp/connectors", json={"name": "time", "target": TIME, field: text})
+    assert refused.status_code == 422 and error_of(refused)["details"] == {
+        "field": field,
+        "cause": "invalid_config",
+    }
+    await api.create("time", TIME, **{field: "plain"})
+    patched = await api.client.patch("/api/mcp/connectors/time", json={"revision": 1, field: text})
+    assert patched.status_code == 422 and error_of(patched)["details"]["field"] == field
+    assert (await api.client.get("/api/mcp/connectors/time")).json()[field] == "plain"  # nothing changed

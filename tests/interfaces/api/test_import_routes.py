@@ -123,3 +123,25 @@ async def test_import_request_errors(api: Api, user_home: Path, tmp_path: Path) 
     named = await api.client.post("/api/mcp/import/preview", json={"paths": ["missing.json"]})
     assert named.status_code == 200
     assert [f["status"] for f in named.json()["files"]] == ["missing"]
+
+
+async def test_preview_of_a_file_that_is_no_config_quotes_none_of_it(api: Api, user_home: Path) -> None:
+    secret_file = api.workspace / "shadow"
+    secret_file.write_text("root:$6$saltsalt$hashhashhash:19000:0:99999:7:::\n")
+    response = await api.client.post("/api/mcp/import/preview", json={"paths": [str(secret_file)]})
+    assert response.status_code == 200, response.text
+    [named] = [f for f in response.json()["files"] if f["path"] == str(secret_file)]
+    assert named["status"] == "malformed"
+    assert (named["error"]["details"]["line"], named["error"]["details"]["column"]) == (1, 1)
+    for quoted in ("'root'", '\\"root\\"', "root:", "saltsalt"):  # (the tmp path itself may hold "root")
+        assert quoted not in response.text, quoted
+
+
+async def test_an_env_file_a_config_points_at_is_never_quoted_nor_located(api: Api, user_home: Path) -> None:
+    target = api.workspace / "not-dotenv"
+    target.write_text("FIRST=1\nroot:$6$saltsalt$hash:19000\n")
+    _write(api, {"leaky": {"type": "stdio", "command": "s", "envFile": str(target)}})
+    response = await api.client.post("/api/mcp/import/preview", json={})
+    assert response.status_code == 200, response.text
+    assert "saltsalt" not in response.text and "root:" not in response.text
+    assert f"{target}:2" not in response.text  # which line is no assignment says something about the file

@@ -2,7 +2,7 @@
 
 ``schemathesis run`` (its whole engine: examples, coverage, fuzzing and stateful phases, every
 check) is pointed at the ``/openapi.json`` of a real ``patchbay serve`` on 127.0.0.1 (ephemeral
-port, stopped at the end). Every response must pass the checks -- no 5xx; status code, content
+port, stopped at the end), sending the API token the server printed on every request. Every response must pass the checks -- no 5xx; status code, content
 type, headers and body conform to the document; invalid data is refused; a deleted resource is
 gone -- and afterwards the SQLite database passes ``PRAGMA integrity_check`` and
 ``PRAGMA foreign_key_check``.
@@ -49,8 +49,6 @@ import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
-
-import requests
 
 from conftest import serve_process
 
@@ -133,7 +131,7 @@ def test_served_api_survives_fuzzing_and_the_database_stays_consistent(tmp_path:
     with serve_process(home, workspace, env=served_env) as served:
         for name in SEEDED + DOOMED:
             body = {"name": name, "target": {"transport": "stdio", "command": "mcp-server-time"}, "enabled": True}
-            assert requests.post(f"{served.url}/api/mcp/connectors", json=body, timeout=30).status_code == 201
+            assert served.session.post(f"{served.url}/api/mcp/connectors", json=body, timeout=30).status_code == 201
         run = subprocess.run(
             [
                 str(Path(sys.executable).parent / "schemathesis"),
@@ -141,6 +139,8 @@ def test_served_api_survives_fuzzing_and_the_database_stays_consistent(tmp_path:
                 str(config),
                 "run",
                 f"{served.url}/openapi.json",
+                "--header",
+                f"Authorization: {served.headers['Authorization']}",  # the token serve printed
                 "--checks",
                 "all",
                 "--exclude-checks",

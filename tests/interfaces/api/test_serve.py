@@ -53,8 +53,11 @@ def test_the_readme_quick_start_serves_the_api_and_prints_url_and_data_home(tmp_
         url = start["Patchbay API"].split()[0]
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url)
         assert start["Data home"] == str(home) and start["Database"] == str(home / "patchbay.db")
-        assert requests.get(f"{url}/api/mcp/connectors", timeout=30).json() == {"connectors": []}
-        assert requests.get(f"{url}/openapi.json", timeout=30).json()["info"]["title"] == "Patchbay"
+        token = (home / "api-token").read_text().strip()
+        assert start["Login URL"] == f"{url}/login?token={token}"  # the one line that shows the token
+        headers = {"Authorization": f"Bearer {token}"}
+        assert requests.get(f"{url}/api/mcp/connectors", headers=headers, timeout=30).json() == {"connectors": []}
+        assert requests.get(f"{url}/openapi.json", headers=headers, timeout=30).json()["info"]["title"] == "Patchbay"
     finally:
         process.send_signal(2)  # Ctrl-C
         _, err = process.communicate(timeout=30)
@@ -63,15 +66,17 @@ def test_the_readme_quick_start_serves_the_api_and_prints_url_and_data_home(tmp_
 
 def test_serve_json_prints_one_start_document_and_serves_until_interrupted(tmp_path: Path) -> None:
     with serve_process(tmp_path / "home", tmp_path) as served:
-        assert set(served.info) == {"url", "openapi", "home", "database"}
+        assert set(served.info) == {"url", "openapi", "home", "database", "token", "login_url"}
+        assert served.info["token"] == (tmp_path / "home" / "api-token").read_text().strip()
+        assert served.info["login_url"] == f"{served.url}/login?token={served.info['token']}"
         assert served.info["home"] == str(tmp_path / "home") and served.info["openapi"] == served.url + "/openapi.json"
-        created = requests.post(
+        created = served.session.post(
             f"{served.url}/api/mcp/connectors",
             json={"name": "time", "target": {"transport": "stdio", "command": "mcp-server-time"}},
             timeout=30,
         )
         assert created.status_code == 201
-        foreign = requests.get(f"{served.url}/api/mcp/connectors", headers={"Host": "rebind.example"}, timeout=30)
+        foreign = served.session.get(f"{served.url}/api/mcp/connectors", headers={"Host": "rebind.example"}, timeout=30)
         assert foreign.status_code == 403 and foreign.json()["error"]["code"] == "origin_refused"
     assert served.process.returncode == 0
     assert (tmp_path / "home" / "patchbay.db").exists()
@@ -112,7 +117,9 @@ def test_allow_remote_warns_and_answers_any_host(tmp_path: Path, monkeypatch: py
     )
     assert result.exit_code == 0, result.output
     assert served["host"] == "0.0.0.0"
-    assert "warning: serving on 0.0.0.0, beyond this machine, without authentication" in result.stderr
+    assert "warning: serving on 0.0.0.0, beyond this machine: anyone who can reach it and holds the API token" in (
+        result.stderr
+    )
     middleware = [m for m in served["app"].user_middleware if m.cls.__name__ == "LocalOnlyMiddleware"]
     assert middleware[0].kwargs["allowed_hosts"] is None
 
@@ -133,10 +140,13 @@ def test_a_store_it_cannot_use_is_a_warning_and_503_not_a_crash(tmp_path: Path) 
         text=True,
     )
     try:
-        url = _text_start(process)["Patchbay API"].split()[0]
-        response = requests.get(f"{url}/api/mcp/connectors", timeout=30)
+        start = _text_start(process)
+        url, login = start["Patchbay API"].split()[0], start["Login URL"]
+        token = login.partition("?token=")[2]  # the data home cannot hold the token: a one-time one
+        response = requests.get(f"{url}/api/mcp/connectors", headers={"Authorization": f"Bearer {token}"}, timeout=30)
         assert response.status_code == 503 and response.json()["error"]["code"] == "canonical_state_unavailable"
     finally:
         process.send_signal(2)
         _, err = process.communicate(timeout=30)
     assert "warning: database" in err and "API routes answer 503 until it can be used" in err
+    assert "this run uses a one-time token" in err

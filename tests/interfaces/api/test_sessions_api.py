@@ -16,9 +16,8 @@ import anyio
 import httpx2
 import psutil
 import pytest
-import requests
 
-from conftest import NO_RELOAD, Api, error_of, serve_process
+from conftest import NO_RELOAD, Api, auth_headers, error_of, serve_process
 from patchbay.core.errors import PatchbayError
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api import create_app
@@ -375,7 +374,8 @@ async def test_leaving_the_lifespan_closes_every_session_and_leaves_no_process(t
     transport = httpx2.ASGITransport(app=app)
     with anyio.fail_after(60):
         async with app.router.lifespan_context(app):
-            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as client:
+            headers = auth_headers(tmp_path / "home")
+            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765", headers=headers) as client:
                 api = Api(client=client, app=app, home=tmp_path / "home", workspace=workspace)
                 # eager: started at once, with a grandchild in its process group
                 await add_life(api, "--spawn-child", runtime_options={"lifecycle": "eager"})
@@ -399,13 +399,13 @@ def test_patchbay_serve_hosts_sessions_and_stops_their_servers_when_interrupted(
     with serve_process(tmp_path / "home", workspace) as served:
         target = {"transport": "stdio", "command": sys.executable, "args": [LIFECYCLE, "--spawn-child"]}
         body = {"name": "life", "target": target, "enabled": True, "runtime_options": {"lifecycle": "eager"}}
-        assert requests.post(f"{served.url}/api/mcp/connectors", json=body, timeout=30).status_code == 201
+        assert served.session.post(f"{served.url}/api/mcp/connectors", json=body, timeout=30).status_code == 201
         settings = {"revision": 1, "approval_mode": "allow_all"}
-        assert requests.put(f"{served.url}/api/mcp/connectors/life/settings", json=settings, timeout=30).ok
-        opened = requests.post(f"{served.url}/api/sessions", json={"cwd": str(workspace)}, timeout=30)
+        assert served.session.put(f"{served.url}/api/mcp/connectors/life/settings", json=settings, timeout=30).ok
+        opened = served.session.post(f"{served.url}/api/sessions", json={"cwd": str(workspace)}, timeout=30)
         assert opened.status_code == 201, opened.text
         sid = opened.json()["session_id"]
-        answer = requests.post(f"{served.url}/api/sessions/{sid}/call", json={"tool": "mcp.life.pid"}, timeout=60)
+        answer = served.session.post(f"{served.url}/api/sessions/{sid}/call", json={"tool": "mcp.life.pid"}, timeout=60)
         assert answer.status_code == 200, answer.text
         group = os.getpgid(int(answer.json()["content"][0]["text"]))
         assert group != os.getpgid(served.process.pid)  # the server runs in a process group of its own

@@ -1,13 +1,14 @@
 """Reading a VS Code/Cursor ``envFile`` (dotenv syntax) without interpreting it.
 
 Values are taken literally (no ``${VAR}`` expansion, no command substitution), through
-python-dotenv's parser; a line it cannot parse is an error naming its line number, never its
-text (the file holds secrets).
+python-dotenv's parser; a line it cannot parse is an error naming the file, never the line's
+number or text (the file holds secrets, and a config may point at any file).
 """
 
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 from dotenv.parser import parse_stream
@@ -17,6 +18,10 @@ from patchbay.core.errors import ConfigError
 
 __all__ = ["read_env_file"]
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+"""What a variable name in a dotenv file looks like; a file with other keys is no dotenv file (and
+its keys are never shown: they may be anything, e.g. a password file's lines)."""
+
 
 def read_env_file(path: Path, *, field: str = "envFile") -> dict[str, str]:
     """The ``KEY=VALUE`` pairs of a dotenv file, in file order (a later key wins).
@@ -24,7 +29,7 @@ def read_env_file(path: Path, *, field: str = "envFile") -> dict[str, str]:
     Raises:
         ConfigError: ``invalid_config`` naming ``field``: no such file, not a regular file,
             larger than :data:`~patchbay.control.importer.discovery.MAX_FILE_BYTES`, not UTF-8,
-            or a line that is no assignment (by number).
+            or a line that is no assignment of a variable name.
     """
     try:
         data = read_bounded(path)
@@ -39,8 +44,10 @@ def read_env_file(path: Path, *, field: str = "envFile") -> dict[str, str]:
         raise ConfigError(field, f"{path} is not valid UTF-8") from None
     values: dict[str, str] = {}
     for binding in parse_stream(io.StringIO(text)):
-        if binding.error:
-            raise ConfigError(field, f"{path}:{binding.original.line}: not a KEY=VALUE line")
+        if binding.error or (binding.key is not None and not _NAME.fullmatch(binding.key)):
+            # no line number: the file was named by a config, not by the user, and which of
+            # its lines are assignments would tell about any file a config points at
+            raise ConfigError(field, f"{path} is not a dotenv file (a line is no KEY=VALUE assignment)")
         if binding.key is not None:
             values[binding.key] = binding.value or ""
     return values

@@ -142,9 +142,10 @@ def strip_jsonc(text: str, *, path: str = "<text>") -> str:
                 i += 1
             word = text[start:i]
             if word not in _WORDS:
-                shown = word if len(word) <= 20 else word[:20] + "…"
+                # never quote it: a file that is no config at all (/etc/shadow) would give its
+                # first word away
                 raise MalformedConfigError(
-                    path, *_position(text, start), f"unexpected word {shown!r} (keys and strings need double quotes)"
+                    path, *_position(text, start), "unexpected bare word (keys and strings need double quotes)"
                 )
             last_sig = i - 1
             continue

@@ -17,11 +17,15 @@ seed 003 §9.2, §15). The store is opened on first use; while it cannot be open
 answers 503 ``canonical_state_unavailable`` (seed 003 §15) and the next request tries again.
 
 Who may call: a control plane on loopback can start local commands (a stdio connector is a
-command line), so a web page must not be able to drive it. Requests whose ``Host`` is not a
-loopback name (DNS rebinding) or whose ``Origin`` is not this server's own are refused with 403
-``origin_refused`` before any route runs; with ``allowed_hosts=None`` (``serve --allow-remote``)
-only the Origin rule applies. No CORS headers are sent, so browsers keep cross-origin pages out
-of the JSON routes.
+command line), so neither a web page nor another user of the machine may drive it. Before any
+route runs, in this order: a request whose ``Host`` is malformed, duplicated or not a loopback
+name (DNS rebinding), or whose ``Origin`` is not exactly this server's own, is refused with 403
+``origin_refused`` (with ``allowed_hosts=None``, ``serve --allow-remote``, any well-formed Host
+passes); a body over ``Settings.api_max_body_bytes`` is 413 ``payload_too_large``, declared or
+streamed (:mod:`~patchbay.interfaces.api.limits`); a request without the data home's API token
+or its session cookie is 401 ``unauthorized`` (:mod:`~patchbay.interfaces.api.auth`). No CORS
+headers are sent, so browsers keep cross-origin pages out of the JSON routes. ``/docs`` and
+``/redoc`` load their scripts from this server only.
 
 Sessions and runtime reload (seed 003 §10.2, §10.5): the app's lifespan runs one
 :class:`~patchbay.runtime.sessions.SessionHost`, so the serve process hosts workspace runtimes
@@ -40,25 +44,37 @@ host: its mutations report no sessions and the session routes answer 500 ``unkno
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import Any
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from patchbay import __version__
+from patchbay.adapters.api_token import api_token
 from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ErrorCode, PatchbayError
 from patchbay.core.models import Project
 from patchbay.core.settings import Settings
+from patchbay.interfaces.api.auth import TokenAuthMiddleware
 from patchbay.interfaces.api.errors import error_response, install_error_handlers
+from patchbay.interfaces.api.limits import BodyLimitMiddleware
 from patchbay.interfaces.api.responses import RedactedJSONResponse
 from patchbay.runtime.sessions import SessionHost
 
-__all__ = ["LOOPBACK_HOSTS", "ApiContext", "create_app"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "ApiContext",
+    "LocalOnlyMiddleware",
+    "create_app",
+    "parse_authority",
+]
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 """Host names a loopback-bound server answers to."""
@@ -151,16 +167,51 @@ class ApiContext:
             self.service.repository.close()
 
 
-def _host_name(value: str) -> str:
-    """``127.0.0.1:8765`` → ``127.0.0.1``; ``[::1]:8765`` → ``::1``; lower-cased."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[1:].partition("]")[0]
-    return value.rpartition(":")[0] if value.count(":") == 1 else value
+_NAME_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_AUTHORITY = re.compile(
+    rf"(?:\[(?P<ip6>[0-9a-f:.]+)\]|(?P<name>{_NAME_LABEL}(?:\.{_NAME_LABEL})*\.?))(?::(?P<port>\d{{1,5}}))?"
+)
+_ORIGIN = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<authority>[^/?#@\s]*)")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def parse_authority(value: str) -> tuple[str, int | None] | None:
+    """``127.0.0.1:8765`` → ``("127.0.0.1", 8765)``; ``[::1]`` → ``("::1", None)``; lower-cased,
+    an IPv6 address in its compressed form.
+
+    Returns:
+        None for anything else: an unclosed or trailing-text bracket (``[::1``, ``[::1]evil``), a
+        bracket that holds no IPv6 address, a name with characters DNS names do not have, a port
+        outside 1-65535.
+    """
+    match = _AUTHORITY.fullmatch(value.strip().lower())
+    if match is None:
+        return None
+    port = None
+    if match["port"] is not None:
+        port = int(match["port"])
+        if not 1 <= port <= 65535:
+            return None
+    if match["ip6"] is not None:
+        try:
+            return ipaddress.IPv6Address(match["ip6"]).compressed, port
+        except ValueError:
+            return None
+    return match["name"].rstrip("."), port
+
+
+def _header_values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[str]:
+    return [v.decode("latin-1") for k, v in headers if k.lower() == name]
 
 
 class LocalOnlyMiddleware:
     """Refuse requests from browsers of other origins and, on loopback, for other host names.
+
+    Each request must carry exactly one well-formed ``Host`` (a DNS name, an IPv4 address or a
+    bracketed IPv6 address, an optional port 1-65535) and at most one ``Origin``; an ``Origin``
+    must name this server exactly: the request's scheme, ``Host``'s name and port (default ports
+    filled in). Anything else is 403 ``origin_refused``; the refused values are quoted (cut to
+    200 characters, redacted) so a user can see what was sent.
 
     Args:
         app: the ASGI app.
@@ -169,25 +220,59 @@ class LocalOnlyMiddleware:
 
     def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] | None) -> None:
         self.app = app
-        self.allowed = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
+        self.allowed = (
+            None
+            if allowed_hosts is None
+            else frozenset(parsed[0] for h in allowed_hosts if (parsed := parse_authority(_bracketed(h))))
+        )
+
+    def _refusal(self, scope: Scope) -> tuple[str, dict[str, str]] | None:
+        headers = list(scope.get("headers", []))
+        hosts = _header_values(headers, b"host")
+        if len(hosts) > 1:
+            return "more than one Host header", {"host": ", ".join(hosts)[:200]}
+        host = hosts[0] if hosts else ""
+        authority = parse_authority(host)
+        if authority is None and (self.allowed is not None or host):
+            return "Host header names no address this server answers to", {"host": host[:200]}
+        if self.allowed is not None and authority is not None and authority[0] not in self.allowed:
+            return "Host header names no address this server answers to", {"host": host[:200]}
+        origins = _header_values(headers, b"origin")
+        if not origins:
+            return None
+        if len(origins) > 1:
+            return "more than one Origin header", {"origin": ", ".join(origins)[:200]}
+        scheme = str(scope.get("scheme", "http"))
+        if authority is None or not _same_origin(origins[0], scheme, authority):
+            return "cross-origin requests are refused", {"origin": origins[0][:200]}
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        host = headers.get("host", "")
-        refusal = None
-        if self.allowed is not None and _host_name(host) not in self.allowed:
-            refusal = ("Host header names no address this server answers to", {"host": host[:200]})
-        origin = headers.get("origin")
-        if refusal is None and origin is not None and urlsplit(origin).netloc.lower() != host.lower():
-            refusal = ("cross-origin requests are refused", {"origin": origin[:200]})
+        refusal = self._refusal(scope)
         if refusal is not None:
             response = error_response(403, "origin_refused", refusal[0], refusal[1])
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _same_origin(origin: str, scheme: str, authority: tuple[str, int | None]) -> bool:
+    """Whether ``origin`` (``scheme://host[:port]``) is this request's own origin."""
+    match = _ORIGIN.fullmatch(origin.strip().lower())
+    if match is None or match["scheme"] != scheme:
+        return False
+    parsed = parse_authority(match["authority"])
+    if parsed is None:
+        return False
+    default = _DEFAULT_PORTS.get(scheme)
+    return (parsed[0], parsed[1] or default) == (authority[0], authority[1] or default)
 
 
 def create_app(
@@ -196,6 +281,8 @@ def create_app(
     service: ConnectorService | None = None,
     workspace: Path | None = None,
     allowed_hosts: Iterable[str] | None = LOOPBACK_HOSTS,
+    token: str | None = None,
+    require_token: bool = True,
 ) -> FastAPI:
     """Build the REST API.
 
@@ -206,6 +293,10 @@ def create_app(
         workspace: default workspace for routes without ``cwd``; default the current directory.
         allowed_hosts: ``Host`` names answered (default loopback only); None for any
             (``serve --allow-remote``).
+        token: the API token every request must carry (:mod:`~patchbay.interfaces.api.auth`);
+            default the data home's (:func:`~patchbay.adapters.api_token.api_token`, created on
+            first use).
+        require_token: False serves without authentication (``serve --no-auth``, loopback only).
 
     Returns:
         A FastAPI app; ``app.state.context`` is its :class:`ApiContext`. Serve it with its
@@ -220,7 +311,11 @@ def create_app(
         workspace=(workspace or Path.cwd()).resolve(),
         service=service,
     )
-    app = FastAPI(
+    if require_token and token is None:
+        token = api_token(settings.home)
+    # /docs and /redoc from assets the fastapi-offline package ships, at /static-offline-docs:
+    # the pages work without internet and reference no other site
+    app = FastAPIOffline(
         title="Patchbay",
         version=__version__,
         summary=(
@@ -229,6 +324,7 @@ def create_app(
         ),
         default_response_class=RedactedJSONResponse,
         lifespan=lambda _app: context.hosting(),
+        swagger_ui_parameters={"validatorUrl": None},  # Swagger UI's default validator is online
     )
     app.state.context = context
     install_error_handlers(app)
@@ -236,5 +332,33 @@ def create_app(
     for router in routers:
         app.include_router(router)
     app.state.api_routes = [route for router in routers for route in router.routes]  # for 405's Allow
+    # the last added runs first: Host/Origin, then the body size, then the token
+    if require_token:
+        assert token is not None
+        app.add_middleware(TokenAuthMiddleware, token=token)
+        _document_security(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.api_max_body_bytes)
     app.add_middleware(LocalOnlyMiddleware, allowed_hosts=allowed_hosts)
     return app
+
+
+def _document_security(app: FastAPI) -> None:
+    """Name the token in the OpenAPI document (the middleware enforces it, so no route declares
+    it): Swagger UI then offers "Authorize", and clients know every operation needs it."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = build()  # FastAPI keeps it as app.openapi_schema
+            document.setdefault("components", {})["securitySchemes"] = {
+                "apiToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The data home's API token (`patchbay api-token`).",
+                }
+            }
+            document["security"] = [{"apiToken": []}]
+            return document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -16,6 +16,10 @@ Every non-2xx answer is ``{"error": {"code", "message", "details"}}``
     origin_refused                403     a Host or Origin header this server does not answer
                                           (see :mod:`patchbay.interfaces.api.app`)
     method_not_allowed            405     a method the path does not have
+    unauthorized                  401     no valid API token or session cookie
+                                          (:mod:`patchbay.interfaces.api.auth`)
+    payload_too_large             413     a body over ``Settings.api_max_body_bytes``
+                                          (details.limit: the cap in bytes)
     unknown                       500     anything unexpected (logged, redacted); also the
                                           session routes of an app served without its lifespan
 
@@ -89,6 +93,7 @@ TOOL_STATUS: dict[str, int] = {
 """HTTP status of each tool call failure reason (see the module docstring)."""
 
 _DESCRIPTIONS = {
+    401: "No valid API token (`unauthorized`): send `Authorization: Bearer <token>` or log in at `/login`.",
     403: (
         "Refused: a built-in connector (`builtin_connector`), a foreign Host/Origin (`origin_refused`); "
         "for a tool call `permission_denied` or `approval_unavailable`."
@@ -98,6 +103,7 @@ _DESCRIPTIONS = {
         "The revision named is stale; nothing was changed (`revision_conflict`); for a tool call "
         "`cancelled` (the session was closed during it)."
     ),
+    413: "The body is over the size limit (`payload_too_large`, `details.limit` in bytes).",
     422: (
         "The request is malformed or breaks a validation rule (`validation_error`, `details.field`); "
         "for a tool call `unknown_tool` or `ambiguous_call`."
@@ -116,8 +122,8 @@ _DESCRIPTIONS = {
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` entries for ``statuses`` (and always 422 and 503), all ErrorResponse."""
-    wanted = sorted({*statuses, 422, 503})
+    """OpenAPI ``responses`` entries for ``statuses`` (and always 401, 413, 422 and 503), all ErrorResponse."""
+    wanted = sorted({*statuses, 401, 413, 422, 503})
     return {status: {"model": ErrorResponse, "description": _DESCRIPTIONS[status]} for status in wanted}
 
 
@@ -204,6 +210,8 @@ def _http_error(request: Request, exc: Exception) -> Response:
         code, message = ErrorCode.NOT_FOUND, "no such path"
     elif status == 405:
         code, message = "method_not_allowed", "this path does not take that method"
+    elif status == 413:  # the body cap cut a streamed body off while the route read it
+        return error_response(413, "payload_too_large", str(exc.detail), {"limit": getattr(exc, "limit", None)})
     else:
         code, message = ErrorCode.VALIDATION_ERROR, str(exc.detail)
     response = error_response(status, str(code), message, {"field": "body"} if status == 422 else None)

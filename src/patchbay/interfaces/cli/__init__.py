@@ -42,6 +42,7 @@ app.command("call")(governed.call)
 app.command("events")(governed.events)
 app.command("sessions")(sessions_command)
 app.command("serve")(serve.serve)
+app.command("api-token")(serve.api_token_command)
 
 
 @app.callback()

@@ -3,24 +3,39 @@
 Binds ``127.0.0.1:8765`` by default (``PATCHBAY_API_HOST`` / ``PATCHBAY_API_PORT``, or
 ``--host``/``--port``; ``--port 0`` takes any free port). Any address that is not loopback is
 refused unless ``--allow-remote`` is given, and then a warning is printed: the API registers
-local commands, so whoever reaches it can make this machine run programs. At start it prints the
-URL, the data home and the database (``--json``: one JSON object), then serves until
-interrupted (Ctrl-C or SIGTERM).
+local commands, so whoever reaches it with the token can make this machine run programs. Every
+request needs the data home's API token (:mod:`patchbay.interfaces.api.auth`); ``--no-auth``
+serves without it, on loopback only, with a loud warning. At start it prints the URL, the login
+URL (the one line that shows the token), the data home and the database (``--json``: one JSON
+object with ``token`` and ``login_url``), then serves until interrupted (Ctrl-C or SIGTERM).
+
+``patchbay api-token`` prints the token, the login URL and the header for the data home, whether
+or not a server runs (the token is created on first use).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
+import secrets
 import signal
 import socket
+import sys
 
 import typer
 from rich.text import Text
 
 from patchbay.core.errors import CanonicalStateUnavailable, ConfigError
-from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, err_console, handle_errors, out_console, state
+from patchbay.interfaces.cli._context import (
+    JSON_OPTION,
+    err_console,
+    handle_errors,
+    out_console,
+    redact_output,
+    state,
+)
 
-__all__ = ["is_loopback", "serve"]
+__all__ = ["api_token_command", "is_loopback", "serve"]
 
 
 def is_loopback(host: str) -> bool:
@@ -77,13 +92,20 @@ def serve(
         "--allow-remote",
         help="Allow binding an address other than loopback (anyone who reaches it can run commands).",
     ),
+    no_auth: bool = typer.Option(
+        False,
+        "--no-auth",
+        help="Serve without the API token (loopback only): every local user and process can then run commands as you.",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Serve the REST API (connectors, settings, probe, tools, grants) until interrupted."""
     import uvicorn
 
+    from patchbay.adapters.api_token import api_token
     from patchbay.adapters.store._errors import database_label
     from patchbay.interfaces.api import LOOPBACK_HOSTS, create_app
+    from patchbay.interfaces.api.auth import login_url
 
     settings = state.settings
     host = host if host is not None else settings.api_host
@@ -95,7 +117,22 @@ def serve(
             f"{host} is not a loopback address; the API can make this machine run commands, "
             "so serving it beyond this machine needs --allow-remote",
         )
-    app = create_app(settings, allowed_hosts=LOOPBACK_HOSTS if not allow_remote else None)
+    if no_auth and (allow_remote or not loopback):
+        raise ConfigError("no-auth", "--no-auth is for loopback only; it cannot be combined with --allow-remote")
+    token = None
+    token_problem = None
+    if not no_auth:
+        try:
+            token = api_token(settings.home)
+        except CanonicalStateUnavailable as exc:
+            # still never unauthenticated: this run's own token, shown in the login URL
+            token, token_problem = secrets.token_urlsafe(32), exc.message
+    app = create_app(
+        settings,
+        allowed_hosts=LOOPBACK_HOSTS if not allow_remote else None,
+        token=token,
+        require_token=not no_auth,
+    )
     context = app.state.context
     store_problem = None
     try:
@@ -114,19 +151,41 @@ def serve(
         if not loopback:
             err_console.print(
                 Text(
-                    f"warning: serving on {host}, beyond this machine, without authentication: anyone who can "
-                    "reach it can register and start local commands",
+                    f"warning: serving on {host}, beyond this machine: anyone who can reach it and holds the API "
+                    "token can register and start local commands, and plain HTTP shows the token to the network",
                     style="yellow",
                 )
+            )
+        if no_auth:
+            err_console.print(
+                Text(
+                    "WARNING: serving WITHOUT AUTHENTICATION (--no-auth): every user and process on this machine "
+                    "can register and start commands as you",
+                    style="bold red",
+                )
+            )
+        if token_problem:
+            err_console.print(
+                Text(f"warning: {token_problem}; this run uses a one-time token (see the login URL)", style="yellow")
             )
         if store_problem:
             err_console.print(
                 Text(f"warning: {store_problem}; API routes answer 503 until it can be used", style="yellow")
             )
+        login = login_url(url, token) if token is not None else None
         if as_json:
-            emit_json({"url": url, "openapi": f"{url}/openapi.json", "home": str(settings.home), "database": database})
+            document = redact_output(
+                {"url": url, "openapi": f"{url}/openapi.json", "home": str(settings.home), "database": database}
+            )
+            # the one place the token is shown: written past the redacting output on purpose
+            document.update(token=token, login_url=login)
+            _write_raw(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         else:
             out_console.print(Text(f"Patchbay API: {url}  (OpenAPI: {url}/openapi.json, docs: {url}/docs)"))
+            if login is not None:
+                _write_raw(f"Login URL: {login}\n")
+            else:
+                out_console.print(Text("Login URL: none (--no-auth)"))
             out_console.print(Text(f"Data home: {settings.home}"))
             out_console.print(Text(f"Database: {database}"))
             out_console.print(Text("Press Ctrl-C to stop."))
@@ -141,3 +200,44 @@ def serve(
 
 def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _write_raw(text: str) -> None:
+    """Write ``text`` to stdout as it is: the redacting console would mask the token a user needs."""
+    out_console.file.flush()
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+@handle_errors
+def api_token_command(
+    host: str | None = typer.Option(None, "--host", help="Address in the login URL (default PATCHBAY_API_HOST)."),
+    port: int | None = typer.Option(
+        None, "--port", min=1, max=65535, help="Port in the login URL (default 8765, PATCHBAY_API_PORT)."
+    ),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Print the REST API's token for this data home (created on first use), its login URL and header."""
+    from patchbay.adapters.api_token import API_TOKEN_FILE, api_token
+    from patchbay.interfaces.api.auth import login_url
+
+    settings = state.settings
+    token = api_token(settings.home)
+    host = host if host is not None else settings.api_host
+    port = port if port is not None else (settings.api_port or 8765)
+    base = f"http://[{host.strip('[]')}]:{port}" if ":" in host else f"http://{host}:{port}"
+    document = {
+        "token": token,
+        "login_url": login_url(base, token),
+        "header": f"Authorization: Bearer {token}",
+        "file": str(settings.home / API_TOKEN_FILE),
+    }
+    if as_json:
+        _write_raw(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        return
+    _write_raw(
+        "".join(
+            f"{label}: {document[key]}\n"
+            for label, key in (("Token", "token"), ("Login URL", "login_url"), ("Header", "header"), ("File", "file"))
+        )
+    )

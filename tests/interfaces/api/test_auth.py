@@ -1,0 +1,209 @@
+"""Every request needs the data home's API token: the bearer header or the cookie the login URL
+sets; anything else is 401 ``unauthorized`` before a route runs. ``--no-auth`` is loopback only,
+and a local process that cannot read the token file cannot register a connector."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import requests
+from typer.testing import CliRunner
+
+from conftest import Api, error_of, serve_process
+from patchbay.adapters.api_token import api_token
+from patchbay.core.redaction import redact_text
+from patchbay.interfaces.cli import app as cli_app
+from patchbay.interfaces.cli import serve
+
+pytestmark = pytest.mark.anyio
+
+TIME = {"transport": "stdio", "command": "mcp-server-time"}
+
+
+@pytest.fixture
+async def anonymous(api: Api) -> AsyncIterator[httpx2.AsyncClient]:
+    """A client of the same app that sends no credentials."""
+    transport = httpx2.ASGITransport(app=api.app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as client:
+        yield client
+
+
+def _every_operation(api: Api) -> list[tuple[str, str]]:
+    operations = []
+    for path, methods in api.app.openapi()["paths"].items():
+        concrete = re.sub(r"\{[^}]+\}", "x", path)
+        operations += [(method.upper(), concrete) for method in methods]
+    docs = ["/openapi.json", "/docs", "/redoc", "/static-offline-docs/swagger-ui-bundle.js", "/no/such/path"]
+    return operations + [("GET", path) for path in docs]
+
+
+def _assert_unauthorized(response: httpx2.Response, *, not_quoting: str = "") -> None:
+    assert response.status_code == 401, response.text
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert error_of(response)["code"] == "unauthorized"
+    assert "set-cookie" not in response.headers
+    if not_quoting:
+        assert not_quoting not in response.text
+
+
+async def test_no_token_is_401_on_every_route_family(api: Api, anonymous: httpx2.AsyncClient) -> None:
+    operations = _every_operation(api)
+    assert len(operations) > 20
+    for method, path in operations:
+        body = {"name": "x", "target": TIME} if method in ("POST", "PUT", "PATCH") else None
+        _assert_unauthorized(await anonymous.request(method, path, json=body))
+    assert (await api.client.get("/api/mcp/connectors")).json() == {"connectors": []}  # nothing was created
+    document = (await api.client.get("/openapi.json")).json()  # and the document says so
+    assert document["security"] == [{"apiToken": []}]
+    assert document["components"]["securitySchemes"]["apiToken"]["scheme"] == "bearer"
+    assert all("401" in operation["responses"] for item in document["paths"].values() for operation in item.values())
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    ["Bearer wrong-token-0123456789-0123456789-0123456", "Bearer ", "Basic dXNlcjpwYXNz", "{token}", "bearer{token}"],
+)
+async def test_a_wrong_token_is_401_and_never_quoted(
+    api: Api, anonymous: httpx2.AsyncClient, authorization: str
+) -> None:
+    value = authorization.format(token=api_token(api.home))
+    response = await anonymous.post(
+        "/api/mcp/connectors", json={"name": "x", "target": TIME}, headers={"Authorization": value}
+    )
+    sent = value.split(" ")[-1]
+    _assert_unauthorized(response, not_quoting=sent if len(sent) > 8 else "")
+    assert (await api.client.get("/api/mcp/connectors")).json() == {"connectors": []}
+
+
+async def test_a_bearer_token_works_in_any_case_of_the_scheme(api: Api, anonymous: httpx2.AsyncClient) -> None:
+    token = api_token(api.home)
+    created = await anonymous.post(
+        "/api/mcp/connectors", json={"name": "time", "target": TIME}, headers={"Authorization": f"bearer {token}"}
+    )
+    assert created.status_code == 201, created.text
+    listed = await anonymous.get("/api/mcp/connectors", headers={"Authorization": f"Bearer {token}"})
+    assert [c["name"] for c in listed.json()["connectors"]] == ["time"]
+    two = await anonymous.get("/api/mcp/connectors", headers=[("Authorization", f"Bearer {token}")] * 2)
+    _assert_unauthorized(two)  # two Authorization headers: refused, whatever they say
+
+
+async def test_the_login_url_sets_a_strict_httponly_cookie_and_redirects_without_the_token(
+    api: Api, anonymous: httpx2.AsyncClient
+) -> None:
+    token = api_token(api.home)
+    login = await anonymous.get(f"/login?token={token}")
+    assert login.status_code == 303
+    assert login.headers["location"] == "/docs" and token not in login.headers["location"]
+    assert login.headers["cache-control"] == "no-store" and login.headers["referrer-policy"] == "no-referrer"
+    cookie = login.headers["set-cookie"]
+    attributes = [part.strip().lower() for part in cookie.split(";")]
+    name, _, value = attributes[0].partition("=")
+    assert name.startswith("patchbay_") and value and token.lower() not in cookie.lower()
+    assert {"httponly", "samesite=strict", "path=/"} <= set(attributes[1:])
+    assert redact_text(value) != value  # registered: no log line or response shows it
+    # the cookie alone now lets this browser in (httpx2 keeps it in its cookie jar)
+    assert (await anonymous.get("/api/mcp/connectors")).json() == {"connectors": []}
+    docs = await anonymous.get("/docs")
+    assert docs.status_code == 200 and "swagger" in docs.text.lower()
+    forged = httpx2.ASGITransport(app=api.app)
+    async with httpx2.AsyncClient(transport=forged, base_url="http://127.0.0.1:8765") as stranger:
+        _assert_unauthorized(await stranger.get("/api/mcp/connectors", headers={"Cookie": f"{name}=0{value[1:]}"}))
+        _assert_unauthorized(await stranger.get("/api/mcp/connectors", headers={"Cookie": f"{name}={token}"}))
+
+
+@pytest.mark.parametrize("query", ["", "?token=", "?token=nope", "?token={token}&token={token}"])
+async def test_a_login_url_without_the_token_sets_no_cookie(api: Api, anonymous: httpx2.AsyncClient, query: str) -> None:
+    response = await anonymous.get("/login" + query.format(token=api_token(api.home)))
+    _assert_unauthorized(response)
+    assert (await anonymous.get("/api/mcp/connectors")).status_code == 401
+
+
+def test_no_auth_is_refused_with_allow_remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def bind(*args: object) -> None:
+        raise AssertionError("nothing may be bound")
+
+    monkeypatch.setattr(serve, "_bind", bind)
+    home = tmp_path / "home"
+    for extra in (["--allow-remote"], ["--host", "0.0.0.0", "--allow-remote"]):
+        result = CliRunner().invoke(cli_app, ["--home", str(home), "serve", "--port", "0", "--no-auth", *extra])
+        assert result.exit_code == 1 and result.stdout == ""
+        assert result.stderr.startswith("error[invalid_config]: no-auth: ") and "loopback only" in result.stderr
+
+
+def test_no_auth_on_loopback_serves_without_the_token_and_warns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served: dict[str, Any] = {}
+
+    def run(self: Any, sockets: Any = None) -> None:
+        served["app"] = self.config.app
+
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
+    home = tmp_path / "home"
+    result = CliRunner().invoke(cli_app, ["--home", str(home), "serve", "--port", "0", "--no-auth", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "WARNING: serving WITHOUT AUTHENTICATION (--no-auth)" in result.stderr
+    assert '"token": null' in result.stdout and '"login_url": null' in result.stdout
+    assert not any(m.cls.__name__ == "TokenAuthMiddleware" for m in served["app"].user_middleware)
+    assert not (home / "api-token").exists()
+
+
+def test_api_token_prints_the_token_login_url_and_header(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    result = CliRunner().invoke(cli_app, ["--home", str(home), "api-token", "--port", "9999", "--json"])
+    assert result.exit_code == 0, result.output
+    token = api_token(home)
+    assert json.loads(result.stdout) == {
+        "token": token,
+        "login_url": f"http://127.0.0.1:9999/login?token={token}",
+        "header": f"Authorization: Bearer {token}",
+        "file": str(home / "api-token"),
+    }
+    text = CliRunner().invoke(cli_app, ["--home", str(home), "api-token"])
+    assert f"Login URL: http://127.0.0.1:8765/login?token={token}\n" in text.stdout
+
+
+_INTRUDER = """
+import sys, requests
+url, token_file = sys.argv[1], sys.argv[2]
+try:
+    open(token_file).read()
+    print("read the token file")
+except PermissionError:
+    print("token file unreadable")
+body = {"name": "x", "target": {"transport": "stdio", "command": "/bin/sh", "args": ["-c", "id"]}, "enabled": True}
+print(requests.post(url + "/api/mcp/connectors", json=body, timeout=30).status_code)
+print(requests.post(url + "/api/mcp/connectors/x/probe", timeout=30).status_code)
+"""
+
+
+def test_another_local_user_cannot_register_a_connector(tmp_path: Path) -> None:
+    """As root, the intruder runs as ``nobody`` (it cannot read the 0600 token file); otherwise it
+    is a process of the same user that was never given the token."""
+    home = tmp_path / "home"
+    with serve_process(home, tmp_path) as served:
+        argv = [sys.executable, "-c", _INTRUDER, served.url, str(home / "api-token")]
+        other_user = os.geteuid() == 0 and shutil.which("setpriv") is not None
+        if other_user:
+            os.chmod(tmp_path, 0o755)  # nobody may traverse to the home, and still not read the file
+            argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd="/")
+        assert run.returncode == 0, run.stderr
+        lines = run.stdout.split()
+        if other_user:
+            assert run.stdout.startswith("token file unreadable")
+        assert lines[-2:] == ["401", "401"]
+        assert served.session.get(f"{served.url}/api/mcp/connectors", timeout=30).json() == {"connectors": []}
+        assert requests.get(f"{served.url}/api/mcp/connectors", timeout=30).status_code == 401
