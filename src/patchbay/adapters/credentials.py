@@ -12,6 +12,9 @@ File contract:
   and the file is replaced atomically: a temporary file in the same directory (mode 0600),
   ``fsync``, ``os.replace``, then ``fsync`` of the directory. Readers need no lock: they see the
   old document or the new one, never a mix;
+* :meth:`CredentialStore.transaction` holds that lock across several steps (a store write and
+  the database commit that references it), so no other writer, and no repair pass, ever sees one
+  without the other;
 * the file is opened with ``O_NOFOLLOW`` (a symlink planted in its place is refused) and a file
   found readable by others is put back to 0600.
 
@@ -28,6 +31,7 @@ import contextlib
 import errno
 import json
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -138,6 +142,7 @@ class CredentialStore:
         self.lock_path = self.home / (CREDENTIALS_FILE + ".lock")
         self._clock = clock or _now_ms
         self._environ = environ
+        self._held = threading.local()  # this thread's lock depth: transaction() and mutate() nest
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -200,8 +205,30 @@ class CredentialStore:
     # -- writing ------------------------------------------------------------------------------
 
     @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Hold the store's exclusive lock for the whole block (waits up to :data:`LOCK_TIMEOUT`
+        seconds); writes inside it (:meth:`mutate`, :meth:`apply` ...) in this thread take it
+        again without waiting. For a change that writes the store and then commits the database
+        rows that refer to it: another process's writes and repair pass wait until both are done,
+        and a crash in between releases the lock with the process.
+
+        Raises:
+            CanonicalStateUnavailable: the lock cannot be taken.
+        """
+        with self._locked():
+            yield
+
+    @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """Hold the store's exclusive lock (waits up to :data:`LOCK_TIMEOUT` seconds)."""
+        depth = getattr(self._held, "depth", 0)
+        if depth:
+            self._held.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._held.depth = depth
+            return
         try:
             self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -210,7 +237,11 @@ class CredentialStore:
         try:
             if not lock_exclusive(fd, LOCK_TIMEOUT):  # another writer holds it
                 raise CanonicalStateUnavailable(f"the credential store {self.path} stayed locked for {LOCK_TIMEOUT:g}s")
-            yield
+            self._held.depth = 1
+            try:
+                yield
+            finally:
+                self._held.depth = 0
         finally:
             os.close(fd)  # releases the lock
 
@@ -343,6 +374,33 @@ class CredentialStore:
 
     # -- resolution ---------------------------------------------------------------------------
 
+    def register_values(self) -> int:
+        """Register every value this process could resolve for redaction, before any connector
+        starts: managed values, the current values of referenced environment variables, and
+        OAuth tokens (as transient: they rotate). A value one connector stores is then masked
+        in every other connector's output, and in whatever is logged before a connector resolves
+        its own bindings. Never raises (an unreadable store registers nothing).
+
+        Returns:
+            How many values are masked from now on.
+        """
+        try:
+            records = self.load()
+        except CanonicalStateUnavailable:
+            return 0
+        environ = self._environ if self._environ is not None else os.environ
+        count = 0
+        for record in records.values():
+            if record.source == "environment":
+                count += register_secret(environ.get(record.variable or "") or "")
+            elif isinstance(record.value, dict):
+                for key in ("access_token", "refresh_token"):
+                    token = record.value.get(key)
+                    count += isinstance(token, str) and register_secret(token, transient=True)
+            elif isinstance(record.value, str):
+                count += register_secret(record.value)
+        return count
+
     def resolve_values(self, refs: Iterable[str], *, connector_id: str, connector: str | None = None) -> dict[str, str]:
         """The values of credentials ``refs`` (ids) for ``connector_id``, by id: the same ownership,
         environment and redaction rules as :meth:`resolve` (used for OAuth client secrets, keys
@@ -417,8 +475,8 @@ class CredentialStore:
                 except ConfigError as exc:
                     raise unavailable(binding, "invalid_value", f"cannot be sent as a header ({exc.message})") from None
             values[binding.ref] = value
-        for value in values.values():
-            register_secret(value)
+        for ref, value in values.items():
+            register_secret(value, transient=isinstance(records[ref].value, dict))  # OAuth tokens rotate
         env, headers = deliver(bindings, values)
         self.mark_used(values)
         return ResolvedCredentials(env, headers, tuple(dict.fromkeys(values.values())))
