@@ -48,7 +48,9 @@ from patchbay.core.credentials import (
     Credential,
     CredentialBinding,
     CredentialUnavailable,
+    apply_default,
     deliver,
+    looks_secret,
     validate_secret_value,
 )
 from patchbay.core.errors import CanonicalStateUnavailable, ConfigError, NotFoundError
@@ -83,6 +85,8 @@ class StoredCredential(Credential):
         """The shape every interface may show: no value, ``configured`` computed."""
         data = self.model_dump(exclude={"value"})
         data["configured"] = bool(self.variable) if self.source == "environment" else bool(self.value)
+        if self.default_secret:
+            data["default"] = None
         return Credential.model_validate(data)
 
 
@@ -281,9 +285,13 @@ class CredentialStore:
         value: str | dict[str, Any] | None = None,
         variable: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        default: str | None = None,
+        default_mode: str | None = None,
     ) -> StoredCredential:
         """A new record (not saved): ``value`` for a managed credential, ``variable`` for an
-        environment one (then ``kind`` must be ``env_reference``).
+        environment one (then ``kind`` must be ``env_reference``), optionally with a ``default``
+        used as ``default_mode`` says (``unset_or_empty``: ``${VAR:-x}``; ``unset``: ``${VAR-x}``);
+        a default that :func:`~patchbay.core.credentials.looks_secret` is flagged ``default_secret``.
 
         Raises:
             ConfigError: ``invalid_config`` when ``kind``/source do not fit together.
@@ -298,6 +306,9 @@ class CredentialStore:
                 variable=variable,
                 metadata=dict(metadata or {}),
                 value=value,
+                default=default,
+                default_mode=(default_mode or "unset_or_empty") if default is not None else None,  # type: ignore[arg-type]
+                default_secret=default is not None and looks_secret(variable or "", default),
                 created_at=now,
                 updated_at=now,
             )
@@ -393,6 +404,8 @@ class CredentialStore:
         for record in records.values():
             if record.source == "environment":
                 count += register_secret(environ.get(record.variable or "") or "")
+                if record.default_secret and record.default:
+                    count += register_secret(record.default)
             elif isinstance(record.value, dict):
                 for key in ("access_token", "refresh_token"):
                     token = record.value.get(key)
@@ -418,8 +431,11 @@ class CredentialStore:
     ) -> ResolvedCredentials:
         """Resolve one connector's bindings to values, at connect time (seed 003 §10.4, §11.1).
 
-        Each value is registered with :func:`~patchbay.core.redaction.register_secret` before it
-        is returned, so every redaction in this process masks it from then on.
+        Each credential value is registered with :func:`~patchbay.core.redaction.register_secret`
+        before it is returned, so every redaction in this process masks it from then on; plain
+        bindings and plain defaults of environment references are delivered unregistered. An
+        environment reference with a default follows shell semantics
+        (:func:`~patchbay.core.credentials.apply_default`).
 
         Args:
             bindings: the connector's bindings (``RuntimeServer.bindings``/``Connector.bindings``).
@@ -440,31 +456,41 @@ class CredentialStore:
             return CredentialUnavailable(
                 f"connector {who!r}: the credential {binding.ref} bound as {binding.describe()} {text}",
                 problem=problem,
-                ref=binding.ref,
+                ref=binding.ref or "",
                 binding=binding.describe(),
                 connector=who,
             )
 
+        if all(binding.ref is None for binding in bindings):
+            env, headers = deliver(bindings, {})
+            return ResolvedCredentials(env, headers, ())
         try:
             records = self.load()
         except CanonicalStateUnavailable as exc:
             raise unavailable(bindings[0], "unreadable", f"cannot be read ({exc.message})") from None
         environ = self._environ if self._environ is not None else os.environ
         values: dict[str, str] = {}
+        unmasked: set[str] = set()  # refs whose value is a plain default: not a secret
         for binding in bindings:
+            if binding.ref is None:
+                continue  # a plain value, delivered as it is
             record = records.get(binding.ref)
             if record is None:
                 raise unavailable(binding, "missing", "does not exist (bind a new one with: patchbay connector set)")
             if not record.usable_by(connector_id):
                 raise unavailable(binding, "not_shared", "belongs to another connector and is not shared with this one")
             if record.source == "environment":
-                value = environ.get(record.variable or "")
-                if not value:
+                raw = environ.get(record.variable or "")
+                found = apply_default(raw, record.default, record.default_mode)
+                if found is None or (found == "" and not (raw == "" and record.default_mode == "unset")):
                     raise unavailable(
                         binding,
                         "variable_unset",
                         f"reads {record.variable}, which is not set in Patchbay's environment",
                     )
+                value = found
+                if found is not raw and not record.default_secret:
+                    unmasked.add(binding.ref)
             else:
                 value = record.value.get("access_token") if isinstance(record.value, dict) else record.value
                 if not isinstance(value, str) or not value:
@@ -476,7 +502,10 @@ class CredentialStore:
                     raise unavailable(binding, "invalid_value", f"cannot be sent as a header ({exc.message})") from None
             values[binding.ref] = value
         for ref, value in values.items():
-            register_secret(value, transient=isinstance(records[ref].value, dict))  # OAuth tokens rotate
+            if ref not in unmasked:
+                register_secret(value, transient=isinstance(records[ref].value, dict))  # OAuth tokens rotate
         env, headers = deliver(bindings, values)
-        self.mark_used(values)
-        return ResolvedCredentials(env, headers, tuple(dict.fromkeys(values.values())))
+        if values:
+            self.mark_used(values)
+        secrets = [value for ref, value in values.items() if ref not in unmasked and value]
+        return ResolvedCredentials(env, headers, tuple(dict.fromkeys(secrets)))

@@ -44,7 +44,9 @@ from patchbay.core.credentials import (
     BINDINGS_KEY,
     Credential,
     CredentialBinding,
+    apply_default,
     check_bindings,
+    looks_secret,
     validate_env_name,
     validate_secret_value,
 )
@@ -152,7 +154,7 @@ class CredentialService:
                 {"connector": c.name, "ref": b.ref, "binding": b.describe()}
                 for c in connectors
                 for b in _safe_bindings(c)
-                if b.ref not in records
+                if b.ref is not None and b.ref not in records
             ]
             report.unbound = sorted(
                 cid
@@ -259,6 +261,9 @@ class CredentialService:
         now = self.store.now()
         for spec in specs:
             existing = placed.get(spec.target_key)
+            if spec.plain is not None:  # no credential: the value stays in the connector's config
+                placed[spec.target_key] = CredentialBinding(delivery=spec.delivery, name=spec.name, value=spec.plain)
+                continue
             if spec.ref is not None:
                 record = records.get(spec.ref)
                 if record is None:
@@ -270,7 +275,11 @@ class CredentialService:
                         f"(share it with: patchbay credential set {spec.ref} --share NAME)",
                     )
                 ref = spec.ref
-            elif existing is not None and getattr(records.get(existing.ref), "owner_id", None) == connector_id:
+            elif (
+                existing is not None
+                and existing.ref is not None
+                and getattr(records.get(existing.ref), "owner_id", None) == connector_id
+            ):
                 old = records[existing.ref]
                 if old.kind == "oauth_token_bundle":
                     raise ConfigError(spec.delivery, f"{existing.describe()} holds OAuth tokens; unset it first")
@@ -282,13 +291,19 @@ class CredentialService:
                             "value": spec.value,
                             "variable": spec.variable,
                             "updated_at": now,
+                            **_default_fields(spec),
                         }
                     )
                 )
                 ref = existing.ref
             else:
                 record = self.store.new_record(
-                    owner_id=connector_id, kind=spec.kind, value=spec.value, variable=spec.variable
+                    owner_id=connector_id,
+                    kind=spec.kind,
+                    value=spec.value,
+                    variable=spec.variable,
+                    default=spec.default,
+                    default_mode=spec.default_mode,
                 )
                 upserts.append(record)
                 ref = record.credential_id
@@ -310,7 +325,7 @@ class CredentialService:
                 BINDINGS_KEY, "@credential: binds a shared credential; add the connector first, then set it"
             )
         plan = self._plan("", transport, [], specs, [])
-        return plan.upserts, [b.model_dump() for b in plan.bindings]
+        return plan.upserts, [b.model_dump(exclude_none=True) for b in plan.bindings]
 
     def same_bindings(self, connector: Connector, specs: Sequence[BindingSpec]) -> bool:
         """Whether ``specs`` ask for exactly what ``connector`` has (values compared, never shown)."""
@@ -320,8 +335,14 @@ class CredentialService:
         records = self.store.load() if specs else {}
         for spec in specs:
             binding = current[spec.target_key]
+            if spec.plain is not None or binding.ref is None:
+                if (binding.delivery, binding.value) != (spec.delivery, spec.plain):
+                    return False
+                continue
             record = records.get(binding.ref)
             if binding.delivery != spec.delivery or record is None:
+                return False
+            if spec.variable is not None and (record.default, record.default_mode) != _default_key(spec):
                 return False
             if spec.ref is not None and spec.ref != binding.ref:
                 return False
@@ -374,14 +395,14 @@ class CredentialService:
                         self.store.restore(previous)
                     raise
             crash_point("update.committed")
-            self._collect({b.ref for b in connector.bindings} - {b.ref for b in plan.bindings}, connector.connector_id)
+            self._collect(_refs_of(connector.bindings) - _refs_of(plan.bindings), connector.connector_id)
         return updated
 
     def _collect(self, refs: set[str], owner_id: str) -> None:
         """Delete the credentials in ``refs`` that ``owner_id`` owns and no connector binds any more."""
         if not refs:
             return
-        bound = {b.ref for c in self.repository.list_connectors() for b in _safe_bindings(c)}
+        bound = {ref for c in self.repository.list_connectors() for ref in _refs(c)}
         records = self.store.load()
         doomed = [r for r in refs - bound if r in records and records[r].owner_id == owner_id]
         if doomed:
@@ -400,20 +421,36 @@ class CredentialService:
         records = self.store.load() if bindings else {}
         views = []
         for binding in bindings:
+            if binding.ref is None:
+                views.append(
+                    {
+                        "ref": None,
+                        "delivery": binding.delivery,
+                        "name": binding.name,
+                        "kind": None,
+                        "source": "plain",
+                        "variable": None,
+                        "owned": False,
+                        "problem": None,
+                        "plain": binding.value,
+                    }
+                )
+                continue
             record = records.get(binding.ref)
             public = record.public() if record is not None else None
-            views.append(
-                {
-                    "ref": binding.ref,
-                    "delivery": binding.delivery,
-                    "name": binding.name,
-                    "kind": public.kind if public else None,
-                    "source": public.source if public else None,
-                    "variable": public.variable if public else None,
-                    "owned": bool(public and public.owner_id == connector.connector_id),
-                    "problem": _problem(public, connector.connector_id),
-                }
-            )
+            view: dict[str, Any] = {
+                "ref": binding.ref,
+                "delivery": binding.delivery,
+                "name": binding.name,
+                "kind": public.kind if public else None,
+                "source": public.source if public else None,
+                "variable": public.variable if public else None,
+                "owned": bool(public and public.owner_id == connector.connector_id),
+                "problem": _problem(public, connector.connector_id),
+            }
+            if public is not None and public.default_mode is not None:
+                view |= {"default": public.default, "default_mode": public.default_mode, "default_secret": public.default_secret}
+            views.append(view)
         return views
 
     # -- credentials --------------------------------------------------------------------------
@@ -427,6 +464,8 @@ class CredentialService:
         out: dict[str, list[dict[str, str]]] = {}
         for connector in self.repository.list_connectors():
             for binding in _safe_bindings(connector):
+                if binding.ref is None:
+                    continue
                 out.setdefault(binding.ref, []).append(
                     {"connector": connector.name, "delivery": binding.delivery, "name": binding.name}
                 )
@@ -444,6 +483,9 @@ class CredentialService:
             "owner_id": credential.owner_id,
             "owner": names.get(credential.owner_id),
             "variable": credential.variable,
+            "default": credential.default,
+            "default_mode": credential.default_mode,
+            "default_secret": credential.default_secret,
             "configured": credential.configured,
             "available": _problem(credential, credential.owner_id) is None,
             "shared_with": [names.get(cid, cid) for cid in credential.shared_with],
@@ -522,6 +564,8 @@ class CredentialService:
                     "value": value,
                     "variable": variable,
                 }
+                if value is not None:  # a managed value has no default
+                    update |= {"default": None, "default_mode": None, "default_secret": False}
             shared = [c for c in record.shared_with if c not in unshare_ids]
             shared += [c for c in share_ids if c not in shared and c != record.owner_id]
             update["shared_with"] = tuple(shared)
@@ -572,8 +616,24 @@ def _safe_bindings(connector: Connector) -> tuple[CredentialBinding, ...]:
         return ()
 
 
+def _refs_of(bindings: Iterable[CredentialBinding]) -> set[str]:
+    """The credential ids ``bindings`` refer to (plain bindings refer to none)."""
+    return {b.ref for b in bindings if b.ref is not None}
+
+
 def _refs(connector: Connector) -> set[str]:
-    return {b.ref for b in _safe_bindings(connector)}
+    return _refs_of(_safe_bindings(connector))
+
+
+def _default_key(spec: BindingSpec) -> tuple[str | None, str | None]:
+    return (spec.default, spec.default_mode if spec.default is not None else None)
+
+
+def _default_fields(spec: BindingSpec) -> dict[str, Any]:
+    """The default fields of an environment record for ``spec`` (cleared for a managed value)."""
+    default, mode = _default_key(spec)
+    secret = default is not None and looks_secret(spec.variable or "", default)
+    return {"default": default, "default_mode": mode, "default_secret": secret}
 
 
 def _problem(credential: Credential | None, connector_id: str) -> str | None:
@@ -583,5 +643,6 @@ def _problem(credential: Credential | None, connector_id: str) -> str | None:
     if not credential.usable_by(connector_id):
         return "not_shared"
     if credential.source == "environment":
-        return None if os.environ.get(credential.variable or "") else "variable_unset"
+        value = apply_default(os.environ.get(credential.variable or ""), credential.default, credential.default_mode)
+        return None if value or (value == "" and credential.default_mode == "unset") else "variable_unset"
     return None if credential.configured else "no_value"

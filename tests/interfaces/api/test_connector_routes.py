@@ -345,3 +345,32 @@ async def test_disconnect_revokes_an_oauth_grant_and_no_token_reaches_a_response
         for text in texts:
             assert not any(token in text for token in tokens), text
         plane.service.repository.close()
+
+
+async def test_plain_settings_and_defaults_round_trip_through_the_bindings_shape(api: Api) -> None:
+    created = await api.client.post(
+        "/api/mcp/connectors",
+        json={
+            "name": "remote",
+            "target": REMOTE,
+            "bindings": [
+                {"delivery": "header", "name": "X-Region", "plain": "eu-west-1"},
+                {"delivery": "header", "name": "X-Org", "variable": "PB_API_ORG", "default": "acme-default"},
+            ],
+        },
+    )
+    assert created.status_code == 201, created.text
+    views = {b["name"]: b for b in created.json()["bindings"]}
+    assert (views["X-Region"]["source"], views["X-Region"]["plain"], views["X-Region"]["ref"]) == ("plain", "eu-west-1", None)
+    assert (views["X-Org"]["default"], views["X-Org"]["default_mode"]) == ("acme-default", "unset_or_empty")
+    refused = await api.client.post(
+        "/api/mcp/connectors",
+        json={"name": "bad", "target": REMOTE, "bindings": [{"delivery": "bearer", "plain": "x"}]},
+    )
+    assert refused.status_code == 422 and error_of(refused)["details"]["field"] == "bearer"
+    shaped = "ghp_" + "b" * 36
+    leaked = await api.client.post(
+        "/api/mcp/connectors",
+        json={"name": "bad", "target": REMOTE, "bindings": [{"delivery": "header", "name": "X-A", "plain": shaped}]},
+    )
+    assert leaked.status_code == 422 and shaped not in leaked.text

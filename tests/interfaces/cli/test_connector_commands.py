@@ -320,3 +320,18 @@ def test_add_takes_runtime_options_and_refuses_limits_on_a_remote_connector(run)
     assert [c["name"] for c in json.loads(run("connector", "list", "--json").stdout)["connectors"]] == ["t"]
     timed = run("connector", "add", "r", "--json", "--url", "https://example.com/mcp", "--request-timeout", "4")
     assert json.loads(timed.stdout)["runtime_options"]["request_timeout"] == 4.0
+
+
+def test_plain_settings_and_env_defaults_are_bindings_shown_with_their_values(run, tmp_path: Path) -> None:
+    added = run(
+        "connector", "add", "t", "--json", "--project", str(tmp_path),
+        "--env", "NODE_ENV=@plain:production", "--env", "PB_KEY=@env:PB_CLI_VAR:-fallback-value",
+        "--", "mcp-server-time",
+    )  # fmt: skip
+    assert added.exit_code == 0, added.output
+    views = {b["name"]: b for b in _shown(run)["bindings"]}
+    assert (views["NODE_ENV"]["source"], views["NODE_ENV"]["plain"]) == ("plain", "production")
+    assert (views["PB_KEY"]["variable"], views["PB_KEY"]["default"]) == ("PB_CLI_VAR", "fallback-value")
+    shown = run("connector", "show", "t")
+    assert "NODE_ENV = 'production' (plain setting" in shown.stdout
+    assert "default 'fallback-value' when unset or empty" in shown.stdout
