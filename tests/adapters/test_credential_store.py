@@ -212,3 +212,51 @@ def test_the_lock_file_is_private_too(tmp_path: Path) -> None:
     store.apply(upserts=[store.new_record(owner_id="con_1", kind="api_key", value="v-1234")])
     assert mode(store.lock_path) == 0o600
     assert os.access(store.path, os.R_OK)
+
+
+@pytest.mark.parametrize(
+    ("mode", "environ", "expected"),
+    [
+        ("unset_or_empty", {}, "fall:-back"),
+        ("unset_or_empty", {"PB_DEF_VAR": ""}, "fall:-back"),
+        ("unset_or_empty", {"PB_DEF_VAR": "set-value"}, "set-value"),
+        ("unset", {}, "fall:-back"),
+        ("unset", {"PB_DEF_VAR": ""}, ""),
+        ("unset", {"PB_DEF_VAR": "set-value"}, "set-value"),
+    ],
+)
+def test_an_environment_default_follows_shell_semantics(
+    tmp_path: Path, mode: str, environ: dict[str, str], expected: str
+) -> None:
+    store = CredentialStore(tmp_path, environ=environ)
+    record = store.new_record(
+        owner_id="con_a", kind="env_reference", variable="PB_DEF_VAR", default="fall:-back", default_mode=mode
+    )
+    store.apply(upserts=[record])
+    binding = CredentialBinding(ref=record.credential_id, delivery="env", name="K")
+    resolved = store.resolve([binding], connector_id="con_a")
+    assert resolved.env == {"K": expected}
+    assert resolved.secrets == (() if expected in ("fall:-back", "") else ("set-value",))  # a plain default is no secret
+    assert store.get(record.credential_id).default == "fall:-back"
+
+
+def test_a_secret_looking_default_is_hidden_and_masked(tmp_path: Path) -> None:
+    store = CredentialStore(tmp_path, environ={})
+    secret = "cnrySTOREdefault-1a2b3c4d5e"
+    record = store.new_record(owner_id="con_a", kind="env_reference", variable="PB_TOKEN", default=secret)
+    store.apply(upserts=[record])
+    public = store.get(record.credential_id)
+    assert public.default is None and public.default_secret and public.default_mode == "unset_or_empty"
+    store.register_values()
+    assert secret not in redact_text(f"echo {secret}")
+
+
+def test_plain_bindings_are_delivered_without_the_store_and_never_registered(tmp_path: Path) -> None:
+    store = CredentialStore(tmp_path / "none")
+    bindings = [
+        CredentialBinding(delivery="env", name="NODE_ENV", value="production-eu-west"),
+        CredentialBinding(delivery="env", name="EMPTY", value=""),
+    ]
+    resolved = store.resolve(bindings, connector_id="con_a")
+    assert resolved.env == {"NODE_ENV": "production-eu-west", "EMPTY": ""} and resolved.secrets == ()
+    assert redact_text("production-eu-west") == "production-eu-west"

@@ -90,7 +90,9 @@ def test_bindings_that_do_not_fit_create_nothing(service: ConnectorService, tmp_
 def test_when_the_store_cannot_be_written_the_new_connector_is_removed_again(
     service: ConnectorService, tmp_path: Path
 ) -> None:
-    (service.settings.home / "credentials.json.lock").mkdir()  # the store cannot be locked
+    lock = service.settings.home / "credentials.json.lock"
+    lock.unlink(missing_ok=True)  # opening the service took the lock once (its repair pass)
+    lock.mkdir()  # the store cannot be locked
     with pytest.raises(CanonicalStateUnavailable):
         add_stdio(service, tmp_path, parse_env(f"PB_KEY={MANAGED}"))
     assert service.list() == []
@@ -234,3 +236,28 @@ def test_a_credential_used_by_oauth_settings_is_removed_only_with_force(service:
     assert ref in service.credentials.store.load()
     service.credentials.remove(ref, force=True)
     assert ref not in service.credentials.store.load()
+
+
+def test_opening_a_service_masks_every_stored_value_before_any_connector_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import uuid
+
+    from patchbay.core.redaction import redact_text
+    from patchbay.runtime.events import EventLog
+
+    settings = Settings(home=tmp_path / "home")
+    settings.home.mkdir()
+    first = ConnectorService(open_store(settings), settings)
+    canary, env_canary = f"zqOTHERsecret-{uuid.uuid4().hex[:10]}", f"zqENVsecret-{uuid.uuid4().hex[:10]}"
+    monkeypatch.setenv("PB_OPEN_VAR", env_canary)
+    add_stdio(first, tmp_path, parse_env(f"CANARY={canary}"), parse_env("OTHER=@env:PB_OPEN_VAR"), name="holder")
+    assert redact_text(f"contents of .env: {canary}") == f"contents of .env: {canary}"  # nothing resolved yet
+    ConnectorService(open_store(settings), settings)  # serve, the CLI and the library open it like this
+    assert canary not in redact_text(f"contents of .env: API_TOKEN_VALUE {canary}")
+    assert env_canary not in redact_text(f"echo {env_canary}")
+    log_path = tmp_path / "s.jsonl"
+    with EventLog(log_path, "s1") as log:  # e.g. a resource URI typed with the canary, logged before resolving
+        log.append("mcp.resource.requested", {"server": "fs", "uri": f"file:///{canary}"})
+    assert canary not in log_path.read_text() and json.loads(log_path.read_text())["payload"]["server"] == "fs"

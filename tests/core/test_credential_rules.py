@@ -111,3 +111,34 @@ def test_connectors_and_runtime_servers_carry_bindings_as_references() -> None:
     with pytest.raises(ConfigError) as info:
         bindings_from_config({"bindings": [{"ref": "nope", "delivery": "env", "name": "X"}]})
     assert info.value.details["field"] == "bindings"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "secret"),
+    [
+        ("NODE_ENV", "production", False),
+        ("LOG_LEVEL", "info", False),
+        ("PORT", "8080", False),
+        ("API_URL", "https://api.example.com/v1", False),
+        ("GITHUB_TOKEN", "anything", True),
+        ("X-Key", "abc", True),
+        ("SENTRY_DSN", "https://o1.ingest.sentry.io/1", True),
+        ("HOST", "ghp_" + "a" * 36, True),
+        ("HOST", "cnryDESKTOPplain-5e6f7a8b", True),
+    ],
+)
+def test_looks_secret_classifies_by_name_and_value(name: str, value: str, secret: bool) -> None:
+    from patchbay.core.credentials import looks_secret
+
+    assert looks_secret(name, value) is secret
+
+
+def test_a_plain_binding_is_stored_without_a_ref_and_refuses_secret_shapes() -> None:
+    plain = CredentialBinding(delivery="env", name="NODE_ENV", value="production")
+    assert plain.is_plain and plain.model_dump() == {"delivery": "env", "name": "NODE_ENV", "value": "production"}
+    with pytest.raises(pydantic.ValidationError):
+        CredentialBinding(delivery="bearer", name="Authorization", value="x")
+    with pytest.raises(pydantic.ValidationError):
+        CredentialBinding(delivery="env", name="X", value="ghp_" + "a" * 36)
+    with pytest.raises(pydantic.ValidationError):
+        CredentialBinding(delivery="env", name="X")

@@ -9,9 +9,11 @@ import sys
 
 import pytest
 
+from patchbay.core import redaction
 from patchbay.core.redaction import (
     REDACTED,
     RedactingFilter,
+    is_maskable,
     is_secret_key,
     redact_known,
     redact_text,
@@ -202,6 +204,54 @@ def test_registered_secrets_are_masked_everywhere_without_being_passed() -> None
     assert redact_text(f"got {value}") == f"got {REDACTED}"
     assert redact_value({"note": [f"x{value}x"]}) == {"note": [f"x{REDACTED}x"]}
     assert redact_text("abc") == "abc"
+
+
+def test_configured_secrets_survive_any_number_of_transient_registrations(monkeypatch) -> None:
+    monkeypatch.setattr(redaction, "MAX_TRANSIENT", 16)
+    static = "zqStaticApiKey-1234567"
+    register_secret(static)
+    first, kept = "rotated-token-first-0001", "rotated-token-kept-0002"
+    register_secret(first, transient=True)
+    register_secret(kept, transient=True)
+    for i in range(40):
+        register_secret(f"rotated-token-{i:04d}-filler", transient=True)
+        register_secret(kept, transient=True)  # in use again: the most recent, never the oldest
+    assert redact_text(f"key={static} here").count(REDACTED) == 1
+    assert static not in redact_text(f"before: {static} after")
+    assert kept not in redact_text(f"using {kept}")
+    assert redact_text(f"old {first}") == f"old {first}"  # forgotten: least recently registered
+    assert registered_secrets().index(kept) > registered_secrets().index(static)
+
+
+def test_a_transient_value_registered_again_as_configured_is_never_forgotten(monkeypatch) -> None:
+    monkeypatch.setattr(redaction, "MAX_TRANSIENT", 4)
+    value = "becomes-configured-77a1"
+    register_secret(value, transient=True)
+    register_secret(value)
+    for i in range(10):
+        register_secret(f"transient-churn-{i:03d}-x", transient=True)
+    assert redact_text(value) == REDACTED
+
+
+@pytest.mark.parametrize("value", ["production", "info", "crash", "Production", "localhost", "1234567", "disabled"])
+def test_short_or_common_values_are_never_masked_by_value(value: str) -> None:
+    assert not is_maskable(value)
+    assert register_secret(value) is False
+    assert value not in registered_secrets()
+    text = f"deploying to {value}; see the {value} page"
+    assert redact_text(text, (value,)) == text
+
+
+def test_a_kept_name_is_not_masked_by_a_registered_value_but_the_value_elsewhere_is() -> None:
+    secret = "crashmode-91zq"
+    register_secret(secret)
+    name, longer = f"f-{secret}", f"x{secret}-{secret}y"
+    register_secret(longer)  # a secret that contains a kept name's part is masked whole
+    text = f"server {name} crashed; value {secret}; other {longer}"
+    out = redact_text(text, keep=(name,))
+    assert out == f"server {name} crashed; value {REDACTED}; other {REDACTED}"
+    assert redact_value({"server": name, "m": [secret]}, keep=(name,)) == {"server": name, "m": [REDACTED]}
+    assert redact_text(name) == f"f-{REDACTED}"  # without keep, as before
 
 
 def test_redact_known_masks_only_exact_values_and_keeps_the_object_when_nothing_matched() -> None:

@@ -173,3 +173,18 @@ def test_deferred_events_are_written_by_the_next_append_or_flush_in_seq_order(tm
     assert [json.loads(line)["seq"] for line in log.path.read_text().splitlines()] == [1, 2, 3, 4, 5]
     with pytest.raises(ValueError):
         log.append("user.message", {})
+
+
+def test_connector_names_in_events_are_never_masked_by_a_registered_value(tmp_path: Path) -> None:
+    from patchbay.core.redaction import register_secret
+
+    secret = "crashmode-ev-5521"
+    register_secret(secret)
+    name = f"f-{secret}"
+    path = tmp_path / "s.jsonl"
+    with EventLog(path, "s1", keep=(name,)) as log:
+        log.append("mcp.server.crashed", {"server": name, "stderrTail": f"mode={secret}"})
+        log.append("tool.started", {"tool": f"mcp.{name}.echo", "note": f"value {secret}"})
+    crashed, started = read_events(path)
+    assert crashed["payload"] == {"server": name, "stderrTail": f"mode={REDACTED}"}
+    assert started["payload"] == {"tool": f"mcp.{name}.echo", "note": f"value {REDACTED}"}

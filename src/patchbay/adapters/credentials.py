@@ -12,6 +12,9 @@ File contract:
   and the file is replaced atomically: a temporary file in the same directory (mode 0600),
   ``fsync``, ``os.replace``, then ``fsync`` of the directory. Readers need no lock: they see the
   old document or the new one, never a mix;
+* :meth:`CredentialStore.transaction` holds that lock across several steps (a store write and
+  the database commit that references it), so no other writer, and no repair pass, ever sees one
+  without the other;
 * the file is opened with ``O_NOFOLLOW`` (a symlink planted in its place is refused) and a file
   found readable by others is put back to 0600.
 
@@ -28,6 +31,7 @@ import contextlib
 import errno
 import json
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -44,7 +48,9 @@ from patchbay.core.credentials import (
     Credential,
     CredentialBinding,
     CredentialUnavailable,
+    apply_default,
     deliver,
+    looks_secret,
     validate_secret_value,
 )
 from patchbay.core.errors import CanonicalStateUnavailable, ConfigError, NotFoundError
@@ -79,6 +85,8 @@ class StoredCredential(Credential):
         """The shape every interface may show: no value, ``configured`` computed."""
         data = self.model_dump(exclude={"value"})
         data["configured"] = bool(self.variable) if self.source == "environment" else bool(self.value)
+        if self.default_secret:
+            data["default"] = None
         return Credential.model_validate(data)
 
 
@@ -138,6 +146,7 @@ class CredentialStore:
         self.lock_path = self.home / (CREDENTIALS_FILE + ".lock")
         self._clock = clock or _now_ms
         self._environ = environ
+        self._held = threading.local()  # this thread's lock depth: transaction() and mutate() nest
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -200,8 +209,30 @@ class CredentialStore:
     # -- writing ------------------------------------------------------------------------------
 
     @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Hold the store's exclusive lock for the whole block (waits up to :data:`LOCK_TIMEOUT`
+        seconds); writes inside it (:meth:`mutate`, :meth:`apply` ...) in this thread take it
+        again without waiting. For a change that writes the store and then commits the database
+        rows that refer to it: another process's writes and repair pass wait until both are done,
+        and a crash in between releases the lock with the process.
+
+        Raises:
+            CanonicalStateUnavailable: the lock cannot be taken.
+        """
+        with self._locked():
+            yield
+
+    @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """Hold the store's exclusive lock (waits up to :data:`LOCK_TIMEOUT` seconds)."""
+        depth = getattr(self._held, "depth", 0)
+        if depth:
+            self._held.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._held.depth = depth
+            return
         try:
             self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -210,7 +241,11 @@ class CredentialStore:
         try:
             if not lock_exclusive(fd, LOCK_TIMEOUT):  # another writer holds it
                 raise CanonicalStateUnavailable(f"the credential store {self.path} stayed locked for {LOCK_TIMEOUT:g}s")
-            yield
+            self._held.depth = 1
+            try:
+                yield
+            finally:
+                self._held.depth = 0
         finally:
             os.close(fd)  # releases the lock
 
@@ -250,9 +285,13 @@ class CredentialStore:
         value: str | dict[str, Any] | None = None,
         variable: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        default: str | None = None,
+        default_mode: str | None = None,
     ) -> StoredCredential:
         """A new record (not saved): ``value`` for a managed credential, ``variable`` for an
-        environment one (then ``kind`` must be ``env_reference``).
+        environment one (then ``kind`` must be ``env_reference``), optionally with a ``default``
+        used as ``default_mode`` says (``unset_or_empty``: ``${VAR:-x}``; ``unset``: ``${VAR-x}``);
+        a default that :func:`~patchbay.core.credentials.looks_secret` is flagged ``default_secret``.
 
         Raises:
             ConfigError: ``invalid_config`` when ``kind``/source do not fit together.
@@ -267,6 +306,9 @@ class CredentialStore:
                 variable=variable,
                 metadata=dict(metadata or {}),
                 value=value,
+                default=default,
+                default_mode=(default_mode or "unset_or_empty") if default is not None else None,  # type: ignore[arg-type]
+                default_secret=default is not None and looks_secret(variable or "", default),
                 created_at=now,
                 updated_at=now,
             )
@@ -343,6 +385,35 @@ class CredentialStore:
 
     # -- resolution ---------------------------------------------------------------------------
 
+    def register_values(self) -> int:
+        """Register every value this process could resolve for redaction, before any connector
+        starts: managed values, the current values of referenced environment variables, and
+        OAuth tokens (as transient: they rotate). A value one connector stores is then masked
+        in every other connector's output, and in whatever is logged before a connector resolves
+        its own bindings. Never raises (an unreadable store registers nothing).
+
+        Returns:
+            How many values are masked from now on.
+        """
+        try:
+            records = self.load()
+        except CanonicalStateUnavailable:
+            return 0
+        environ = self._environ if self._environ is not None else os.environ
+        count = 0
+        for record in records.values():
+            if record.source == "environment":
+                count += register_secret(environ.get(record.variable or "") or "")
+                if record.default_secret and record.default:
+                    count += register_secret(record.default)
+            elif isinstance(record.value, dict):
+                for key in ("access_token", "refresh_token"):
+                    token = record.value.get(key)
+                    count += isinstance(token, str) and register_secret(token, transient=True)
+            elif isinstance(record.value, str):
+                count += register_secret(record.value)
+        return count
+
     def resolve_values(self, refs: Iterable[str], *, connector_id: str, connector: str | None = None) -> dict[str, str]:
         """The values of credentials ``refs`` (ids) for ``connector_id``, by id: the same ownership,
         environment and redaction rules as :meth:`resolve` (used for OAuth client secrets, keys
@@ -360,8 +431,11 @@ class CredentialStore:
     ) -> ResolvedCredentials:
         """Resolve one connector's bindings to values, at connect time (seed 003 §10.4, §11.1).
 
-        Each value is registered with :func:`~patchbay.core.redaction.register_secret` before it
-        is returned, so every redaction in this process masks it from then on.
+        Each credential value is registered with :func:`~patchbay.core.redaction.register_secret`
+        before it is returned, so every redaction in this process masks it from then on; plain
+        bindings and plain defaults of environment references are delivered unregistered. An
+        environment reference with a default follows shell semantics
+        (:func:`~patchbay.core.credentials.apply_default`).
 
         Args:
             bindings: the connector's bindings (``RuntimeServer.bindings``/``Connector.bindings``).
@@ -382,31 +456,41 @@ class CredentialStore:
             return CredentialUnavailable(
                 f"connector {who!r}: the credential {binding.ref} bound as {binding.describe()} {text}",
                 problem=problem,
-                ref=binding.ref,
+                ref=binding.ref or "",
                 binding=binding.describe(),
                 connector=who,
             )
 
+        if all(binding.ref is None for binding in bindings):
+            env, headers = deliver(bindings, {})
+            return ResolvedCredentials(env, headers, ())
         try:
             records = self.load()
         except CanonicalStateUnavailable as exc:
             raise unavailable(bindings[0], "unreadable", f"cannot be read ({exc.message})") from None
         environ = self._environ if self._environ is not None else os.environ
         values: dict[str, str] = {}
+        unmasked: set[str] = set()  # refs whose value is a plain default: not a secret
         for binding in bindings:
+            if binding.ref is None:
+                continue  # a plain value, delivered as it is
             record = records.get(binding.ref)
             if record is None:
                 raise unavailable(binding, "missing", "does not exist (bind a new one with: patchbay connector set)")
             if not record.usable_by(connector_id):
                 raise unavailable(binding, "not_shared", "belongs to another connector and is not shared with this one")
             if record.source == "environment":
-                value = environ.get(record.variable or "")
-                if not value:
+                raw = environ.get(record.variable or "")
+                found = apply_default(raw, record.default, record.default_mode)
+                if found is None or (found == "" and not (raw == "" and record.default_mode == "unset")):
                     raise unavailable(
                         binding,
                         "variable_unset",
                         f"reads {record.variable}, which is not set in Patchbay's environment",
                     )
+                value = found
+                if found is not raw and not record.default_secret:
+                    unmasked.add(binding.ref)
             else:
                 value = record.value.get("access_token") if isinstance(record.value, dict) else record.value
                 if not isinstance(value, str) or not value:
@@ -417,8 +501,11 @@ class CredentialStore:
                 except ConfigError as exc:
                     raise unavailable(binding, "invalid_value", f"cannot be sent as a header ({exc.message})") from None
             values[binding.ref] = value
-        for value in values.values():
-            register_secret(value)
+        for ref, value in values.items():
+            if ref not in unmasked:
+                register_secret(value, transient=isinstance(records[ref].value, dict))  # OAuth tokens rotate
         env, headers = deliver(bindings, values)
-        self.mark_used(values)
-        return ResolvedCredentials(env, headers, tuple(dict.fromkeys(values.values())))
+        if values:
+            self.mark_used(values)
+        secrets = [value for ref, value in values.items() if ref not in unmasked and value]
+        return ResolvedCredentials(env, headers, tuple(dict.fromkeys(secrets)))

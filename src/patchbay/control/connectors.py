@@ -81,6 +81,7 @@ class ConnectorService(ToolViewsMixin):
         self.repository = repository
         self.settings = settings
         self.credentials = CredentialService(CredentialStore(settings.home), repository)
+        self.credentials.open()  # repair what a crash left, and mask every stored value from now on
         self.prober = prober or Prober(settings, credentials=self.credentials.store)
         self.projector = Projector(self)
         self.last_projection: ProjectionReport | None = None
@@ -142,7 +143,9 @@ class ConnectorService(ToolViewsMixin):
             bindings: credentials to create and bind (``parse_env``/``parse_header``/``parse_bearer``
                 of :mod:`patchbay.control.credentials`): managed values go to the credential store,
                 owned by the new connector; the connector stores references only (seed 003 §11.1).
-                If the store cannot be written, the connector is removed again (seed 003 §15).
+                The store is written just before the database commit, under the store's lock; if
+                the commit fails the store is put back, and a crash in between leaves credentials
+                the next service start deletes (:meth:`CredentialService.repair`).
 
         Raises:
             ConfigError: ``invalid_config`` for a bad name, a name already taken, a bad runtime
@@ -185,16 +188,16 @@ class ConnectorService(ToolViewsMixin):
                 )
         if stored:
             runtime_config[BINDINGS_KEY] = stored
-        connector = self.repository.create_connector(
-            name,
-            display_name or name,
-            target,
-            description=description,
-            runtime_config=runtime_config,
-            settings=ConnectorSettings(enabled=enabled),
-        )
-        self.credentials.store_new(
-            connector, records, undo=lambda: self.repository.delete_connector(connector.connector_id)
+        item = {
+            "name": name,
+            "display_name": display_name or name,
+            "target": target,
+            "description": description,
+            "runtime_config": runtime_config,
+            "settings": ConnectorSettings(enabled=enabled),
+        }
+        (connector,) = self.credentials.create_with(
+            lambda before_commit: self.repository.create_connectors([item], before_commit=before_commit), [records]
         )
         return self._reprojected((connector, True))
 
@@ -462,8 +465,7 @@ class ConnectorService(ToolViewsMixin):
             NotFoundError, BuiltinConnectorError (``builtin_connector``).
         """
         connector = self.get(name)
-        self.repository.delete_connector(connector.connector_id)
-        self.credentials.delete_owned(connector.connector_id)
+        self.credentials.remove_connector(connector, lambda: self.repository.delete_connector(connector.connector_id))
         return self._reprojected(connector)
 
     # -- grants -----------------------------------------------------------------------------

@@ -20,39 +20,74 @@ A value that starts with ``@`` is written ``@@…``. Rules:
 * a credential a connector no longer binds, that it owns and that no other connector binds, is
   deleted; removing a connector deletes every credential it owns (addendum 2026-09-07);
 * changes to the store and the database are compensated: when the database write fails, the
-  store is put back as it was (seed 003 §15).
+  store is put back as it was (seed 003 §15);
+* crash consistency: a change writes the store first and then commits the database, both under
+  the store's lock (:meth:`~patchbay.adapters.credentials.CredentialStore.transaction`), so a
+  crash between them leaves at worst credentials no connector refers to. :meth:`CredentialService.repair`,
+  run whenever a service opens the store, deletes those whose owning connector does not exist
+  and reports (never deletes) connectors bound to a credential that is missing.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from patchbay.adapters.credentials import CredentialStore, StoredCredential
+from patchbay.adapters.faults import crash_point
 from patchbay.adapters.store import Repository
 from patchbay.control.bindings import BindingSpec, parse_bearer, parse_env, parse_header, parse_unset
 from patchbay.core.credentials import (
     BINDINGS_KEY,
     Credential,
     CredentialBinding,
+    apply_default,
     check_bindings,
+    looks_secret,
     validate_env_name,
     validate_secret_value,
 )
-from patchbay.core.errors import ConfigError, NotFoundError
+from patchbay.core.errors import CanonicalStateUnavailable, ConfigError, NotFoundError
 from patchbay.core.models import Connector
 from patchbay.core.oauth import oauth_from_config
 
 __all__ = [
     "BindingSpec",
     "CredentialService",
+    "RepairReport",
     "parse_bearer",
     "parse_env",
     "parse_header",
     "parse_unset",
 ]
+
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class RepairReport:
+    """What :meth:`CredentialService.repair` found and did (ids and names only, never values)."""
+
+    deleted: list[str] = field(default_factory=list)
+    """Credentials deleted because the connector owning them does not exist (a create that
+    crashed before its database commit, or a remove that crashed after it)."""
+    unshared: list[str] = field(default_factory=list)
+    """Credentials whose ``shared_with`` lost connectors that do not exist."""
+    missing: list[dict[str, str]] = field(default_factory=list)
+    """Bindings to credentials that do not exist: ``{"connector", "ref", "binding"}``. Kept as they
+    are (the connector stops with ``auth_required``, problem ``missing``, until it is rebound)."""
+    unbound: list[str] = field(default_factory=list)
+    """Credentials an existing connector owns that nothing binds or refers to (an update that
+    crashed before its database commit); kept, they go with their connector."""
+
+    @property
+    def changed(self) -> bool:
+        """Whether the store was written."""
+        return bool(self.deleted or self.unshared)
 
 
 @dataclass
@@ -74,6 +109,132 @@ class CredentialService:
     def __init__(self, store: CredentialStore, repository: Repository) -> None:
         self.store = store
         self.repository = repository
+
+    # -- opening --------------------------------------------------------------------------------
+
+    def open(self) -> RepairReport | None:
+        """What a service does when it opens the store: :meth:`repair`, then register every
+        resolvable value for redaction (:meth:`CredentialStore.register_values`). Never raises: an
+        unavailable store or database is reported where it is used; returns None then."""
+        try:
+            report = self.repair()
+        except CanonicalStateUnavailable as exc:
+            _log.warning("credential store not checked: %s", exc.message)
+            report = None
+        self.store.register_values()
+        return report
+
+    def repair(self) -> RepairReport:
+        """Make the store agree with the database after a crash (under the store's lock, so no
+        create, update or remove is half done while it looks).
+
+        Deletes credentials whose owner is no connector, drops connectors that do not exist from
+        ``shared_with``, and reports bindings to missing credentials and owned credentials nothing
+        refers to (both kept: deleting a connector, or a value the user typed, is not a repair).
+        Every change and finding is logged (warning) by id and connector name.
+
+        Raises:
+            CanonicalStateUnavailable: the store or the database cannot be read or written.
+        """
+        report = RepairReport()
+        with self.store.transaction():
+            records = self.store.load()
+            connectors = self.repository.list_connectors()
+            if not records and not any(_safe_bindings(c) for c in connectors):
+                return report
+            ids = {c.connector_id for c in connectors}
+            used = {ref for c in connectors for ref in _refs(c) | {r for _, r in _oauth_refs(c)}}
+            report.deleted = sorted(cid for cid, r in records.items() if r.owner_id not in ids)
+            report.unshared = sorted(
+                cid
+                for cid, r in records.items()
+                if cid not in report.deleted and any(c not in ids for c in r.shared_with)
+            )
+            report.missing = [
+                {"connector": c.name, "ref": b.ref, "binding": b.describe()}
+                for c in connectors
+                for b in _safe_bindings(c)
+                if b.ref is not None and b.ref not in records
+            ]
+            report.unbound = sorted(
+                cid
+                for cid, r in records.items()
+                if r.owner_id in ids and cid not in used and r.kind != "oauth_token_bundle"
+            )
+            if report.changed:
+
+                def change(current: dict[str, StoredCredential]) -> None:
+                    for cid in report.deleted:
+                        current.pop(cid, None)
+                    for cid in report.unshared:
+                        if cid in current:
+                            shared = tuple(c for c in current[cid].shared_with if c in ids)
+                            current[cid] = current[cid].model_copy(update={"shared_with": shared})
+
+                self.store.mutate(change)
+        for cid in report.deleted:
+            _log.warning("credential store repaired: deleted %s, owned by a connector that does not exist", cid)
+        for cid in report.unshared:
+            _log.warning("credential store repaired: %s is no longer shared with connectors that do not exist", cid)
+        for item in report.missing:
+            _log.warning(
+                "connector %r: the credential %s bound as %s is missing; bind a new one with: patchbay connector set",
+                item["connector"],
+                item["ref"],
+                item["binding"],
+            )
+        return report
+
+    def create_with(
+        self,
+        create: Callable[[Callable[[list[Connector]], None]], list[Connector]],
+        records: Sequence[Sequence[StoredCredential]],
+    ) -> list[Connector]:
+        """Create connectors and the credentials they own, crash-consistently.
+
+        ``create(before_commit)`` inserts the connectors in one database transaction and calls
+        ``before_commit(connectors)`` just before committing it
+        (:meth:`~patchbay.adapters.store.Repository.create_connectors`); ``records[i]`` are the
+        credentials of the ``i``-th connector (from :meth:`prepare_new`), written there with their
+        owner filled in. All of it runs under the store's lock: a crash after the store write and
+        before the commit leaves credentials of a connector that does not exist, which the next
+        :meth:`repair` deletes; a failed commit puts the store back at once.
+
+        Raises:
+            whatever ``create`` raises (after the store was put back).
+        """
+        written: dict[str, StoredCredential | None] = {}
+
+        def before_commit(connectors: list[Connector]) -> None:
+            upserts = [
+                record.model_copy(update={"owner_id": connector.connector_id})
+                for connector, owned in zip(connectors, records, strict=True)
+                for record in owned
+            ]
+            if upserts:
+                written.update(self.store.apply(upserts=upserts))
+            crash_point("create.credentials_written")
+
+        with self.store.transaction():
+            try:
+                connectors = create(before_commit)
+            except BaseException:
+                if written:  # the credentials were saved, then the database commit failed
+                    self.store.restore(written)
+                raise
+            crash_point("create.committed")
+        return connectors
+
+    def remove_connector(self, connector: Connector, delete_row: Callable[[], object]) -> list[str]:
+        """Delete a connector (``delete_row``) and then every credential it owns, under the store's
+        lock; a crash in between leaves credentials the next :meth:`repair` deletes. Returns the
+        deleted credential ids."""
+        with self.store.transaction():
+            delete_row()
+            crash_point("remove.row_deleted")
+            deleted = self.delete_owned(connector.connector_id)
+            crash_point("remove.credentials_deleted")
+        return deleted
 
     # -- planning -----------------------------------------------------------------------------
 
@@ -100,6 +261,9 @@ class CredentialService:
         now = self.store.now()
         for spec in specs:
             existing = placed.get(spec.target_key)
+            if spec.plain is not None:  # no credential: the value stays in the connector's config
+                placed[spec.target_key] = CredentialBinding(delivery=spec.delivery, name=spec.name, value=spec.plain)
+                continue
             if spec.ref is not None:
                 record = records.get(spec.ref)
                 if record is None:
@@ -111,7 +275,11 @@ class CredentialService:
                         f"(share it with: patchbay credential set {spec.ref} --share NAME)",
                     )
                 ref = spec.ref
-            elif existing is not None and getattr(records.get(existing.ref), "owner_id", None) == connector_id:
+            elif (
+                existing is not None
+                and existing.ref is not None
+                and getattr(records.get(existing.ref), "owner_id", None) == connector_id
+            ):
                 old = records[existing.ref]
                 if old.kind == "oauth_token_bundle":
                     raise ConfigError(spec.delivery, f"{existing.describe()} holds OAuth tokens; unset it first")
@@ -123,13 +291,19 @@ class CredentialService:
                             "value": spec.value,
                             "variable": spec.variable,
                             "updated_at": now,
+                            **_default_fields(spec),
                         }
                     )
                 )
                 ref = existing.ref
             else:
                 record = self.store.new_record(
-                    owner_id=connector_id, kind=spec.kind, value=spec.value, variable=spec.variable
+                    owner_id=connector_id,
+                    kind=spec.kind,
+                    value=spec.value,
+                    variable=spec.variable,
+                    default=spec.default,
+                    default_mode=spec.default_mode,
                 )
                 upserts.append(record)
                 ref = record.credential_id
@@ -151,17 +325,7 @@ class CredentialService:
                 BINDINGS_KEY, "@credential: binds a shared credential; add the connector first, then set it"
             )
         plan = self._plan("", transport, [], specs, [])
-        return plan.upserts, [b.model_dump() for b in plan.bindings]
-
-    def store_new(self, connector: Connector, records: list[StoredCredential], *, undo: Callable[[], Any]) -> None:
-        """Save ``records`` as owned by the just-created ``connector``; on failure run ``undo`` (delete it)."""
-        if not records:
-            return
-        try:
-            self.store.apply(upserts=[r.model_copy(update={"owner_id": connector.connector_id}) for r in records])
-        except BaseException:
-            undo()
-            raise
+        return plan.upserts, [b.model_dump(exclude_none=True) for b in plan.bindings]
 
     def same_bindings(self, connector: Connector, specs: Sequence[BindingSpec]) -> bool:
         """Whether ``specs`` ask for exactly what ``connector`` has (values compared, never shown)."""
@@ -171,8 +335,14 @@ class CredentialService:
         records = self.store.load() if specs else {}
         for spec in specs:
             binding = current[spec.target_key]
+            if spec.plain is not None or binding.ref is None:
+                if (binding.delivery, binding.value) != (spec.delivery, spec.plain):
+                    return False
+                continue
             record = records.get(binding.ref)
             if binding.delivery != spec.delivery or record is None:
+                return False
+            if spec.variable is not None and (record.default, record.default_mode) != _default_key(spec):
                 return False
             if spec.ref is not None and spec.ref != binding.ref:
                 return False
@@ -208,28 +378,31 @@ class CredentialService:
         plan = self._plan(connector.connector_id, connector.transport, connector.bindings, specs, list(unset))
         if dry_run:
             return connector
-        previous = self.store.apply(upserts=plan.upserts) if plan.upserts else {}
-        updated = connector
-        if plan.changed:
-            config = dict(connector.runtime_config)
-            if plan.bindings:
-                config[BINDINGS_KEY] = [b.model_dump() for b in plan.bindings]
-            else:
-                config.pop(BINDINGS_KEY, None)
-            try:
-                updated = write(config)
-            except BaseException:
-                if previous:
-                    self.store.restore(previous)
-                raise
-        self._collect({b.ref for b in connector.bindings} - {b.ref for b in plan.bindings}, connector.connector_id)
+        with self.store.transaction():  # store write and database commit are seen together or not at all
+            previous = self.store.apply(upserts=plan.upserts) if plan.upserts else {}
+            crash_point("update.credentials_written")
+            updated = connector
+            if plan.changed:
+                config = dict(connector.runtime_config)
+                if plan.bindings:
+                    config[BINDINGS_KEY] = [b.model_dump(exclude_none=True) for b in plan.bindings]
+                else:
+                    config.pop(BINDINGS_KEY, None)
+                try:
+                    updated = write(config)
+                except BaseException:
+                    if previous:
+                        self.store.restore(previous)
+                    raise
+            crash_point("update.committed")
+            self._collect(_refs_of(connector.bindings) - _refs_of(plan.bindings), connector.connector_id)
         return updated
 
     def _collect(self, refs: set[str], owner_id: str) -> None:
         """Delete the credentials in ``refs`` that ``owner_id`` owns and no connector binds any more."""
         if not refs:
             return
-        bound = {b.ref for c in self.repository.list_connectors() for b in _safe_bindings(c)}
+        bound = {ref for c in self.repository.list_connectors() for ref in _refs(c)}
         records = self.store.load()
         doomed = [r for r in refs - bound if r in records and records[r].owner_id == owner_id]
         if doomed:
@@ -248,20 +421,36 @@ class CredentialService:
         records = self.store.load() if bindings else {}
         views = []
         for binding in bindings:
+            if binding.ref is None:
+                views.append(
+                    {
+                        "ref": None,
+                        "delivery": binding.delivery,
+                        "name": binding.name,
+                        "kind": None,
+                        "source": "plain",
+                        "variable": None,
+                        "owned": False,
+                        "problem": None,
+                        "plain": binding.value,
+                    }
+                )
+                continue
             record = records.get(binding.ref)
             public = record.public() if record is not None else None
-            views.append(
-                {
-                    "ref": binding.ref,
-                    "delivery": binding.delivery,
-                    "name": binding.name,
-                    "kind": public.kind if public else None,
-                    "source": public.source if public else None,
-                    "variable": public.variable if public else None,
-                    "owned": bool(public and public.owner_id == connector.connector_id),
-                    "problem": _problem(public, connector.connector_id),
-                }
-            )
+            view: dict[str, Any] = {
+                "ref": binding.ref,
+                "delivery": binding.delivery,
+                "name": binding.name,
+                "kind": public.kind if public else None,
+                "source": public.source if public else None,
+                "variable": public.variable if public else None,
+                "owned": bool(public and public.owner_id == connector.connector_id),
+                "problem": _problem(public, connector.connector_id),
+            }
+            if public is not None and public.default_mode is not None:
+                view |= {"default": public.default, "default_mode": public.default_mode, "default_secret": public.default_secret}
+            views.append(view)
         return views
 
     # -- credentials --------------------------------------------------------------------------
@@ -275,6 +464,8 @@ class CredentialService:
         out: dict[str, list[dict[str, str]]] = {}
         for connector in self.repository.list_connectors():
             for binding in _safe_bindings(connector):
+                if binding.ref is None:
+                    continue
                 out.setdefault(binding.ref, []).append(
                     {"connector": connector.name, "delivery": binding.delivery, "name": binding.name}
                 )
@@ -292,6 +483,9 @@ class CredentialService:
             "owner_id": credential.owner_id,
             "owner": names.get(credential.owner_id),
             "variable": credential.variable,
+            "default": credential.default,
+            "default_mode": credential.default_mode,
+            "default_secret": credential.default_secret,
             "configured": credential.configured,
             "available": _problem(credential, credential.owner_id) is None,
             "shared_with": [names.get(cid, cid) for cid in credential.shared_with],
@@ -370,6 +564,8 @@ class CredentialService:
                     "value": value,
                     "variable": variable,
                 }
+                if value is not None:  # a managed value has no default
+                    update |= {"default": None, "default_mode": None, "default_secret": False}
             shared = [c for c in record.shared_with if c not in unshare_ids]
             shared += [c for c in share_ids if c not in shared and c != record.owner_id]
             update["shared_with"] = tuple(shared)
@@ -420,8 +616,24 @@ def _safe_bindings(connector: Connector) -> tuple[CredentialBinding, ...]:
         return ()
 
 
+def _refs_of(bindings: Iterable[CredentialBinding]) -> set[str]:
+    """The credential ids ``bindings`` refer to (plain bindings refer to none)."""
+    return {b.ref for b in bindings if b.ref is not None}
+
+
 def _refs(connector: Connector) -> set[str]:
-    return {b.ref for b in _safe_bindings(connector)}
+    return _refs_of(_safe_bindings(connector))
+
+
+def _default_key(spec: BindingSpec) -> tuple[str | None, str | None]:
+    return (spec.default, spec.default_mode if spec.default is not None else None)
+
+
+def _default_fields(spec: BindingSpec) -> dict[str, Any]:
+    """The default fields of an environment record for ``spec`` (cleared for a managed value)."""
+    default, mode = _default_key(spec)
+    secret = default is not None and looks_secret(spec.variable or "", default)
+    return {"default": default, "default_mode": mode, "default_secret": secret}
 
 
 def _problem(credential: Credential | None, connector_id: str) -> str | None:
@@ -431,5 +643,6 @@ def _problem(credential: Credential | None, connector_id: str) -> str | None:
     if not credential.usable_by(connector_id):
         return "not_shared"
     if credential.source == "environment":
-        return None if os.environ.get(credential.variable or "") else "variable_unset"
+        value = apply_default(os.environ.get(credential.variable or ""), credential.default, credential.default_mode)
+        return None if value or (value == "" and credential.default_mode == "unset") else "variable_unset"
     return None if credential.configured else "no_value"

@@ -11,8 +11,16 @@ It has an owner (``owner_kind="mcp"``, ``owner_id=<connector_id>``) and a source
 * ``environment``: only the NAME of a variable of Patchbay's own environment is kept (kind
   ``env_reference``); its value is read when a connector is started.
 
+An environment reference may carry a **default** with shell semantics: ``${VAR:-x}`` gives ``x``
+when ``VAR`` is unset or empty (``default_mode="unset_or_empty"``), ``${VAR-x}`` only when it is
+unset (``"unset"``). The default is kept in the credential store with the reference, never in the
+database; one that looks like a secret (:func:`looks_secret`) is masked like a value and shown only
+as set, a plain one is shown in views.
+
 A connector holds **bindings** only (``Connector.runtime_config["bindings"]``): which credential
-(``ref``), delivered how (``delivery``) under which ``name``:
+(``ref``), delivered how (``delivery``) under which ``name``; or, for a setting that is not a
+secret (``NODE_ENV=production``), a **plain** binding holding its ``value`` in the connector's
+config, which is shown in views and never registered for redaction. The places are:
 
 * ``env``: an environment variable of a stdio child (``name`` matches ``^[A-Za-z_][A-Za-z0-9_]*$``,
   seed 003 §7.3);
@@ -37,9 +45,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from patchbay.core.errors import ConfigError, ErrorCode, PatchbayError
+from patchbay.core.redaction import is_secret_key, redact_text
 
 __all__ = [
     "BINDINGS_KEY",
@@ -50,11 +59,14 @@ __all__ = [
     "CredentialSource",
     "CredentialUnavailable",
     "Delivery",
+    "DefaultMode",
     "MAX_SECRET_CHARS",
+    "apply_default",
     "bindings_from_config",
     "check_bindings",
     "deliver",
     "is_credential_id",
+    "looks_secret",
     "validate_env_name",
     "validate_header_name",
     "validate_secret_value",
@@ -63,6 +75,7 @@ __all__ = [
 CredentialKind = Literal["bearer_token", "api_key", "oauth_token_bundle", "env_reference"]
 CredentialSource = Literal["managed", "environment"]
 Delivery = Literal["env", "header", "bearer"]
+DefaultMode = Literal["unset", "unset_or_empty"]
 
 BINDINGS_KEY = "bindings"
 """The ``Connector.runtime_config`` key that holds a connector's credential bindings."""
@@ -93,6 +106,37 @@ _RESERVED_HEADERS = frozenset(
     }
 )
 _REMOTE = ("streamable_http", "sse")
+# Name parts (split at - and _) that mark a setting as a secret beyond what is_secret_key knows.
+_SECRET_NAME_PARTS = frozenset({"key", "keys", "pat", "pwd", "pin", "jwt", "sig", "signature", "dsn", "cert", "salt"})
+
+
+def looks_secret(name: str, value: str) -> bool:
+    """Whether a setting ``name=value`` should be kept as a credential rather than a plain value.
+
+    A secret-looking name (``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*API_KEY*``, ``Authorization``,
+    a ``KEY``/``PAT``/``DSN``… part such as ``X-Key`` or ``SENTRY_DSN``), a value a redaction rule masks (``ghp_…``, ``sk-…``, a JWT, ``Bearer …``, a URL with a
+    password), or a long random-looking value (16+ characters without spaces mixing letters and
+    digits, not a path or URL) is a secret; ``production``, ``info``, ``8080``, a URL or a path is not.
+    """
+    if is_secret_key(name) or redact_text(value) != value:
+        return True
+    if _SECRET_NAME_PARTS & {part for part in re.split(r"[^a-z0-9]+", name.lower()) if part}:
+        return True
+    if len(value) < 16 or any(ch.isspace() for ch in value) or "/" in value or value.count(".") > 2:
+        return False
+    letters = sum(ch.isalpha() for ch in value)
+    digits = sum(ch.isdigit() for ch in value)
+    return letters >= 4 and digits >= 3
+
+
+def apply_default(value: str | None, default: str | None, mode: DefaultMode | None) -> str | None:
+    """The value of ``${VAR:-default}`` (mode ``unset_or_empty``) or ``${VAR-default}`` (``unset``)
+    for ``value`` (None: the variable is unset), as a POSIX shell expands it."""
+    if default is None or mode is None:
+        return value
+    if value is None or (value == "" and mode == "unset_or_empty"):
+        return default
+    return value
 
 
 def is_credential_id(value: object) -> bool:
@@ -160,22 +204,28 @@ class _Model(BaseModel):
 
 
 class CredentialBinding(_Model):
-    """A connector's reference to one credential and how its value is delivered.
+    """A connector's reference to one credential and how its value is delivered, or a plain
+    (non-secret) value delivered the same way.
 
     Stored in ``Connector.runtime_config["bindings"]`` and carried by ``RuntimeServer.bindings``;
-    holds no value (seed 003 §10.4: references only).
+    a credential binding holds no value (seed 003 §10.4: references only).
     """
 
-    ref: str
-    """The credential id (``cred_…``)."""
+    ref: str | None = None
+    """The credential id (``cred_…``); None for a plain binding."""
     delivery: Delivery
     """``env`` (stdio environment variable), ``header`` (HTTP header), ``bearer`` (``Authorization: Bearer``)."""
     name: str
     """The environment variable or header name; ``Authorization`` for ``bearer``."""
+    value: str | None = None
+    """A plain binding's value: a setting that is not a secret (``production``), shown in views and
+    never registered for redaction. None for a credential binding."""
 
     @model_validator(mode="after")
     def _check(self) -> CredentialBinding:
-        if not is_credential_id(self.ref):
+        if (self.ref is None) == (self.value is None):
+            raise ValueError("a binding has either a credential ref or a plain value")
+        if self.ref is not None and not is_credential_id(self.ref):
             raise ValueError(f"ref must be a credential id (cred_ + 32 hex digits), got {self.ref[:60]!r}")
         try:
             if self.delivery == "env":
@@ -184,9 +234,23 @@ class CredentialBinding(_Model):
                 validate_header_name("name", self.name)
             elif self.name != "Authorization":
                 raise ConfigError("name", "a bearer binding is always named Authorization")
+            if self.value is not None:
+                validate_plain_value("value", self.name, self.value, self.delivery)
         except ConfigError as exc:
             raise ValueError(exc.message) from None
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A credential binding is stored as {ref, delivery, name}, a plain one as {delivery, name,
+        # value}: the unused field is left out, so stored bindings keep their shape.
+        data = handler(self)
+        return {k: v for k, v in data.items() if not (k in ("ref", "value") and v is None)}
+
+    @property
+    def is_plain(self) -> bool:
+        """Whether it carries a plain (non-secret) value instead of a credential reference."""
+        return self.value is not None
 
     @property
     def target_key(self) -> tuple[str, str]:
@@ -200,6 +264,28 @@ class CredentialBinding(_Model):
         return "header Authorization (bearer)" if self.delivery == "bearer" else f"{self.delivery} {self.name}"
 
 
+def validate_plain_value(field: str, name: str, value: str, delivery: Delivery) -> str:
+    """A plain (non-secret) binding value: the rules of :func:`validate_secret_value`, never for
+    ``bearer``, and refused when the value itself looks like a secret (a key shape, a JWT, …):
+    such a value must be a credential, never stored in the database. A secret-looking *name*
+    alone is allowed: the user decided it is not a secret.
+
+    Raises:
+        ConfigError: ``invalid_config`` naming ``field`` (never quoting the value).
+    """
+    if delivery == "bearer":
+        raise ConfigError(field, "a bearer token is a secret: bind it as a credential, not a plain value")
+    if not isinstance(value, str):
+        raise ConfigError(field, "a plain value must be text")
+    if value:
+        validate_secret_value(field, value, delivery)
+    elif delivery != "env":
+        raise ConfigError(field, "an HTTP header value must not be empty")
+    if redact_text(value) != value:
+        raise ConfigError(field, f"the value of {name} looks like a secret: bind it as a credential, not a plain value")
+    return value
+
+
 class Credential(_Model):
     """One stored credential as every interface may show it: never its value (seed 003 §11.1)."""
 
@@ -211,6 +297,14 @@ class Credential(_Model):
     """The owning connector's id."""
     variable: str | None = None
     """``environment`` source: the NAME of the variable in Patchbay's environment; else None."""
+    default: str | None = None
+    """``environment`` source: the value used when the variable is unset (or empty, see
+    ``default_mode``). In the public shape only a plain default is shown; a secret one is None
+    there (``default_secret``)."""
+    default_mode: DefaultMode | None = None
+    """``unset_or_empty`` (``${VAR:-x}``), ``unset`` (``${VAR-x}``), or None: no default."""
+    default_secret: bool = False
+    """The default looks like a secret (:func:`looks_secret`): masked like a value, never shown."""
     shared_with: tuple[str, ...] = ()
     """Connector ids the owner explicitly shared the credential with."""
     metadata: dict[str, str] = Field(default_factory=dict)
@@ -230,6 +324,8 @@ class Credential(_Model):
             raise ValueError("an environment credential has kind env_reference, and only it")
         if self.source == "environment" and not self.variable:
             raise ValueError("an environment credential names its variable")
+        if self.default_mode is not None and self.source != "environment":
+            raise ValueError("only an environment credential has a default")
         return self
 
     def usable_by(self, connector_id: str) -> bool:
@@ -311,7 +407,8 @@ def check_bindings(bindings: Iterable[CredentialBinding], transport: str) -> tup
 
 
 def deliver(bindings: Iterable[CredentialBinding], values: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """``(env, headers)`` for resolved ``values`` keyed by credential id.
+    """``(env, headers)`` for resolved ``values`` keyed by credential id (plain bindings carry
+    their own value).
 
     ``env`` entries go to a stdio child's environment, ``header`` entries are sent as they are,
     ``bearer`` ones as ``Authorization: Bearer <value>``.
@@ -322,7 +419,7 @@ def deliver(bindings: Iterable[CredentialBinding], values: Mapping[str, str]) ->
     env: dict[str, str] = {}
     headers: dict[str, str] = {}
     for binding in bindings:
-        value = values[binding.ref]
+        value = binding.value if binding.value is not None else values[binding.ref or ""]
         if binding.delivery == "env":
             env[binding.name] = value
         elif binding.delivery == "header":

@@ -23,8 +23,12 @@ What is masked (the name stays visible, only the value becomes ``[REDACTED]``):
 * an input a pydantic validation error quotes cut in the middle (``input_value='ab...yz'``),
   whose pieces no other rule would recognise;
 * the exact value of every secret the process knows: the ``known_secrets`` a caller passes and
-  every value given to :func:`register_secret` (credential values resolved at runtime), also in
-  their URL-encoded and JSON-escaped forms.
+  every value given to :func:`register_secret` (configured credential values, registered when the
+  credential store is opened, and transient ones such as rotated OAuth tokens), also in their
+  URL-encoded and JSON-escaped forms. Values shorter than :data:`MIN_SECRET_LENGTH` and common
+  configuration words (``production``, ``localhost``…) are never masked by value: they would
+  mask ordinary text. Identifiers a caller names in ``keep`` (connector names in events) are
+  never masked by such a value.
 
 Cost: it runs on every event (the call-overhead benchmark budgets ~70 µs for a whole call), so a
 rule's regex only runs when a cheap substring test on the text says it could match, and every
@@ -50,6 +54,7 @@ __all__ = [
     "MIN_SECRET_LENGTH",
     "REDACTED",
     "RedactingFilter",
+    "is_maskable",
     "is_secret_key",
     "redact_known",
     "redact_text",
@@ -61,10 +66,24 @@ __all__ = [
 
 REDACTED = "[REDACTED]"
 
-MIN_SECRET_LENGTH = 4
+MIN_SECRET_LENGTH = 8
 """Exact secret values shorter than this are not masked: they would mask ordinary text."""
 
-_MAX_REGISTERED = 4096
+MAX_TRANSIENT = 4096
+"""Transient registered values kept (least recently registered forgotten first); configured
+credentials are never forgotten."""
+
+# Values that configuration files carry as settings, not secrets: masking them by value would
+# turn ordinary words in tool results and audit lines into [REDACTED] (compared lower-cased).
+_COMMON_VALUES = frozenset(
+    """
+    production development developer staging testing localhost 127.0.0.1 0.0.0.0:0 ::1 disabled
+    enabled required optional undefined default verbose warning warnings critical information
+    password username changeme anonymous database postgres postgresql application/json
+    text/plain readonly read-only readwrite read-write internal external override standard
+    continue complete inherited automatic manual
+    """.split()
+)
 
 # -- names ---------------------------------------------------------------------------------------
 
@@ -181,13 +200,30 @@ _ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
 # -- known secret values -------------------------------------------------------------------------
 
 _registry_lock = threading.Lock()
-_registered: dict[str, None] = {}
+# value -> pinned (a configured credential, never evicted); insertion order is the order of the
+# latest registration, so the first transient entry is the least recently registered one.
+_registered: dict[str, bool] = {}
+_transient_count = 0
 _registered_forms: tuple[str, ...] = ()
 _registry_version = 0
 
 
+def is_maskable(value: object) -> bool:
+    """Whether an exact value can be masked wherever it appears without masking ordinary text:
+    a string of at least :data:`MIN_SECRET_LENGTH` characters that is not a common configuration
+    word (``production``, ``localhost``, ``disabled``…)."""
+    return (
+        isinstance(value, str)
+        and len(value) >= MIN_SECRET_LENGTH
+        and value.strip().lower() not in _COMMON_VALUES
+        and value not in REDACTED
+    )
+
+
 def _forms(secret: str) -> tuple[str, ...]:
     """The value plus its URL-encoded and JSON-escaped forms (where they differ)."""
+    if not is_maskable(secret):
+        return ()
     forms = {secret, quote(secret, safe=""), quote_plus(secret, safe=""), json.dumps(secret, ensure_ascii=False)[1:-1]}
     # A value inside "[REDACTED]" itself would make redaction grow the text on every pass.
     return tuple(form for form in forms if len(form) >= MIN_SECRET_LENGTH and form not in REDACTED)
@@ -199,34 +235,53 @@ def _known_forms(known_secrets: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(forms, key=len, reverse=True))  # a longer value first: never half-masked
 
 
-def register_secret(value: str) -> None:
+def register_secret(value: str, *, transient: bool = False) -> bool:
     """Remember ``value`` as a secret: from now on every redaction in this process masks it.
 
-    For credential values resolved at runtime (seed 003 §11: values are resolved by reference
-    and never stored): register them when they are resolved, so events, logs, stderr tails and
-    messages mask them even on paths that do not pass ``known_secrets``. Values shorter than
-    :data:`MIN_SECRET_LENGTH` characters are ignored; at most 4096 values are kept (the oldest
-    are forgotten first).
+    For credential values (seed 003 §11: values are resolved by reference and never stored):
+    configured credentials are registered when the credential store is opened and again when
+    they are resolved, so events, logs, stderr tails and messages mask them even on paths that
+    do not pass ``known_secrets``. Values :func:`is_maskable` refuses (shorter than
+    :data:`MIN_SECRET_LENGTH`, common words) are ignored.
+
+    Registering a value again makes it the most recently registered one. Configured values
+    (the default) are kept for the life of the process; ``transient`` ones (OAuth access and
+    refresh tokens, which rotate) are forgotten least recently registered first once more than
+    :data:`MAX_TRANSIENT` are kept. A value once registered as configured stays configured.
 
     Args:
         value: the exact secret text.
+        transient: the value is replaced over time (a rotating token), so it may be forgotten.
+
+    Returns:
+        Whether the value is masked from now on.
     """
-    global _registered_forms, _registry_version
-    if not isinstance(value, str) or len(value) < MIN_SECRET_LENGTH:
-        return
+    global _registered_forms, _registry_version, _transient_count
+    if not is_maskable(value):
+        return False
+    pinned = not transient
     with _registry_lock:
-        if value in _registered:
-            return
-        _registered[value] = None
-        while len(_registered) > _MAX_REGISTERED:
-            del _registered[next(iter(_registered))]
+        was = _registered.pop(value, None)
+        if was is not None:
+            _registered[value] = was or pinned  # moved to the end: most recently registered
+            if was is False and pinned:
+                _transient_count -= 1
+            return True
+        _registered[value] = pinned
+        if not pinned:
+            _transient_count += 1
+            while _transient_count > MAX_TRANSIENT:
+                oldest = next(v for v, keep in _registered.items() if not keep)
+                del _registered[oldest]
+                _transient_count -= 1
         forms = {form for secret in _registered for form in _forms(secret)}
         _registered_forms = tuple(sorted(forms, key=len, reverse=True))
         _registry_version += 1
+    return True
 
 
 def registry_version() -> int:
-    """A number that grows whenever :func:`register_secret` adds a value.
+    """A number that grows whenever :func:`register_secret` adds (or forgets) a value.
 
     A cache of redacted text (the event log memoises short strings) is stale once it changes.
     """
@@ -234,7 +289,7 @@ def registry_version() -> int:
 
 
 def registered_secrets() -> tuple[str, ...]:
-    """The values given to :func:`register_secret` (oldest first)."""
+    """The values :func:`register_secret` keeps, least recently registered first."""
     with _registry_lock:
         return tuple(_registered)
 
@@ -272,23 +327,51 @@ def _sub_lower(pattern: re.Pattern[str], text: str, lower: str) -> str:
     return "".join(pieces)
 
 
-def redact_text(text: str, known_secrets: tuple[str, ...] = ()) -> str:
+@lru_cache(maxsize=64)
+def _keep_pattern(keep: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(name) for name in sorted(set(keep), key=len, reverse=True)))
+
+
+def _mask_forms(text: str, forms: tuple[str, ...], keep: tuple[str, ...]) -> str:
+    """Replace each of ``forms`` (longest first) in ``text``; a form that is part of a name in
+    ``keep`` is replaced only outside the occurrences of those names. A longer secret that
+    contains a kept name is itself a form and masked whole before that."""
+    for form in forms:
+        if form not in text:
+            continue
+        if not keep or not any(form in name for name in keep):
+            text = text.replace(form, REDACTED)
+            continue
+        pieces: list[str] = []
+        last = 0
+        for match in _keep_pattern(keep).finditer(text):
+            pieces.append(text[last : match.start()].replace(form, REDACTED))
+            pieces.append(match.group())
+            last = match.end()
+        pieces.append(text[last:].replace(form, REDACTED))
+        text = "".join(pieces)
+    return text
+
+
+def redact_text(text: str, known_secrets: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> str:
     """Mask secrets in ``text`` (see the module docstring for the rules); names stay visible.
 
     Args:
         text: any text (a message, a stderr tail, a log line, an event string).
         known_secrets: exact secret values to mask in addition to the registered ones and the
-            pattern rules (values shorter than :data:`MIN_SECRET_LENGTH` are ignored).
+            pattern rules (values :func:`is_maskable` refuses are ignored).
+        keep: identifiers that are never masked by an exact secret value, e.g. connector names
+            in an event log (a secret equal to part of a name would otherwise hide which
+            server an event is about).
 
     Returns:
         The text with each secret value replaced by ``[REDACTED]``; ``text`` itself when
         nothing matched. Linear in ``len(text)``; a rule's regex runs only when a substring
         test says it could match.
     """
-    for form in _known_forms(tuple(known_secrets)) if known_secrets else ():
-        text = text.replace(form, REDACTED)
-    for form in _registered_forms:
-        text = text.replace(form, REDACTED)
+    if known_secrets:
+        text = _mask_forms(text, _known_forms(tuple(known_secrets)), keep)
+    text = _mask_forms(text, _registered_forms, keep)
     lower = _lower(text)
     if _TRIGGER.search(lower) is None:
         return text
@@ -302,31 +385,31 @@ def redact_text(text: str, known_secrets: tuple[str, ...] = ()) -> str:
     return text
 
 
-def redact_value(value: Any, known_secrets: tuple[str, ...] = ()) -> Any:
+def redact_value(value: Any, known_secrets: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> Any:
     """Redact a JSON-like value: secret-named keys lose their values, strings are scanned.
 
     Args:
         value: a JSON-like value (dicts, lists, tuples, strings, numbers, None); other leaves are
             returned as they are.
-        known_secrets: as for :func:`redact_text`.
+        known_secrets, keep: as for :func:`redact_text`.
 
     Returns:
         A new value (tuples become lists); the input is not modified. Keys stay as they are; a
         secret-named key's non-empty value becomes ``"[REDACTED]"``.
     """
     if isinstance(value, str):
-        return redact_text(value, known_secrets)
+        return redact_text(value, known_secrets, keep)
     if isinstance(value, dict):
         return {
             k: (
                 REDACTED
                 if isinstance(k, str) and is_secret_key(k) and v not in (None, "", {}, [])
-                else redact_value(v, known_secrets)
+                else redact_value(v, known_secrets, keep)
             )
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):
-        return [redact_value(v, known_secrets) for v in value]
+        return [redact_value(v, known_secrets, keep) for v in value]
     return value
 
 

@@ -235,6 +235,8 @@ class EventLog:
         known_secrets: exact secret values to redact in addition to the pattern rules.
         metadata: what describes a new session in its metadata record (``workspace``,
             ``projectId``; JSON values, redacted); a continued session keeps the record it has.
+        keep: identifiers (the session's connector names) an exact secret value never masks:
+            the audit trail must say which server an event is about.
 
     Raises:
         PatchbayError: ``validation_error`` when another open ``EventLog`` (any process) is
@@ -248,10 +250,12 @@ class EventLog:
         *,
         known_secrets: tuple[str, ...] = (),
         metadata: dict[str, Any] | None = None,
+        keep: tuple[str, ...] = (),
     ):
         self.path = Path(path)
         self.session_id = session_id
         self._known_secrets = known_secrets
+        self._keep = tuple(keep)
         self._lock = threading.Lock()
         self._text_cache: dict[str, str] = {}
         self._json_cache: dict[str, str] = {}
@@ -463,7 +467,7 @@ class EventLog:
         return self._ts
 
     def _redact(self, value: Any) -> Any:
-        """``redact_value(value, known_secrets)``, with memoised results for short strings and keys.
+        """``redact_value(value, known_secrets, keep)``, with memoised results for short strings and keys.
 
         Mirrors :func:`patchbay.core.redaction.redact_value` exactly (a test pins the equivalence);
         the per-string pattern scan is what costs, and most event strings repeat.
@@ -498,7 +502,7 @@ class EventLog:
             self._json_cache.clear()
         cached = self._text_cache.get(value)
         if cached is None:
-            cached = redact_text(value, self._known_secrets)
+            cached = redact_text(value, self._known_secrets, self._keep)
             if len(value) <= _CACHE_MAX_CHARS:
                 if len(self._text_cache) >= _CACHE_MAX_ENTRIES:
                     self._text_cache.clear()

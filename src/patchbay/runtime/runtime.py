@@ -166,7 +166,11 @@ class Runtime(ToolExecutor):
         self.config = config
         self._hooks = HostHooks(authorizer=authorizer, elicitation=elicitation_handler)
         self.settings = settings
-        self._credentials = credentials if credentials is not None else CredentialStore(settings.home)
+        if credentials is None:
+            store = CredentialStore(settings.home)
+            store.register_values()  # masked before any connector starts, in every server's output
+            credentials = store
+        self._credentials = credentials
         self._session_id = session_id if session_id is not None else new_session_id()
         self._log_path = session_log_path(settings.sessions_dir, self._session_id)
         self._permissions = PermissionEngine(session_id=self._session_id, approver=approver)
@@ -240,6 +244,7 @@ class Runtime(ToolExecutor):
                 self._log_path,
                 self._session_id,
                 metadata={"workspace": self.config.workspace, "projectId": self.config.project_id},
+                keep=tuple(s.name for s in self.config.servers),
             )
             stack.callback(self._log.close)
             self._tg = await stack.enter_async_context(anyio.create_task_group())

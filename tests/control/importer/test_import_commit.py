@@ -234,3 +234,54 @@ def test_a_committed_import_reaches_the_runtime_snapshot_of_known_workspaces(
     servers = json.loads(snapshot.read_text())["servers"]
     assert sorted(servers) == ["first", "third"]
     assert MANAGED not in snapshot.read_text()  # references only
+
+
+@pytest.mark.anyio
+async def test_imported_defaults_and_plain_settings_reach_a_real_stdio_server_unmasked(
+    service: ConnectorService, workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PB_UNSET_VAR", raising=False)
+    monkeypatch.setenv("PB_EMPTY_VAR", "")
+    write(
+        workspace,
+        {
+            "app": {
+                "command": sys.executable,
+                "args": [str(CREDENTIAL_SERVER)],
+                "env": {
+                    "NODE_ENV": "production",
+                    "PB_DEFAULTED": "${PB_UNSET_VAR:-fall:-back-value}",
+                    "PB_ONLY_UNSET": "${PB_EMPTY_VAR-not-used-when-empty}",
+                    "PB_EMPTY_DEFAULTED": "${PB_EMPTY_VAR:-used-when-empty}",
+                    "PB_SECRET_DEFAULT": "${PB_UNSET_VAR:-cnryIMPORTdefault-9f8e7d6c5b}",
+                },
+            }
+        },
+    )
+    commit_import(service, select=["app"], workspace=workspace, home=home)
+    connector = service.get("app")
+    views = {v["name"]: v for v in service.credentials.binding_views(connector)}
+    assert (views["NODE_ENV"]["source"], views["NODE_ENV"]["plain"]) == ("plain", "production")
+    assert (views["PB_DEFAULTED"]["default"], views["PB_DEFAULTED"]["default_mode"]) == ("fall:-back-value", "unset_or_empty")
+    assert views["PB_ONLY_UNSET"]["default_mode"] == "unset"
+    assert views["PB_SECRET_DEFAULT"]["default"] is None and views["PB_SECRET_DEFAULT"]["default_secret"]
+    assert views["PB_DEFAULTED"]["problem"] is None  # no auth_required: the default applies
+    assert b"cnryIMPORTdefault" not in database_bytes(service)
+    service.update_settings("app", approval_mode="allow_all")
+    config = service.runtime_config(workspace)
+    with anyio.fail_after(30):
+        async with Runtime(config, settings=service.settings) as runtime:
+            node_env = await runtime.call("mcp.app.reveal", {"name": "NODE_ENV"})
+            defaulted = await runtime.call("mcp.app.reveal", {"name": "PB_DEFAULTED"})
+            only_unset = await runtime.call("mcp.app.digest", {"name": "PB_ONLY_UNSET"})
+            empty_defaulted = await runtime.call("mcp.app.reveal", {"name": "PB_EMPTY_DEFAULTED"})
+            secret = await runtime.call("mcp.app.digest", {"name": "PB_SECRET_DEFAULT"})
+            echoed = await runtime.call("mcp.app.reveal", {"name": "PB_SECRET_DEFAULT"})
+    assert node_env.text == "NODE_ENV is production"  # a plain setting is never masked
+    assert defaulted.text == "PB_DEFAULTED is fall:-back-value"
+    assert only_unset.text == sha256("")  # ${VAR-x}: set but empty, so no default
+    assert empty_defaulted.text == "PB_EMPTY_DEFAULTED is used-when-empty"
+    assert secret.text == sha256("cnryIMPORTdefault-9f8e7d6c5b")
+    log = runtime.event_log_path.read_text()
+    assert "NODE_ENV is production" in log and "cnryIMPORTdefault" not in log  # the secret default is masked
+    assert echoed.text.startswith("PB_SECRET_DEFAULT is ")

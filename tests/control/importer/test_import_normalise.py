@@ -17,10 +17,19 @@ from patchbay.core.models import HttpTarget, SocketTarget, StdioTarget
 SECRET = "cnryNORMsecret-a1b2c3d4"
 
 
-def run(raw: Any, workspace: Path, home: Path, *, inputs: dict | None = None, mapped: dict | None = None) -> Draft:
+def run(
+    raw: Any,
+    workspace: Path,
+    home: Path,
+    *,
+    inputs: dict | None = None,
+    mapped: dict | None = None,
+    classify: dict | None = None,
+) -> Draft:
     source = SourceFile(path=workspace / ".mcp.json", host="generic", origin="standard", label=".mcp.json")
     scope = Scope(source=source, scope="file", root_key="mcpServers", servers={"s": raw}, inputs=inputs or {})
-    return normalise("s", raw, scope, Context(workspace=workspace, home=home, input_variables=mapped or {}))
+    ctx = Context(workspace=workspace, home=home, input_variables=mapped or {}, classify=classify or {})
+    return normalise("s", raw, scope, ctx)
 
 
 def codes(issues: list) -> list[str]:
@@ -95,10 +104,11 @@ def test_every_env_syntax_becomes_an_environment_reference(workspace: Path, home
             "command": "server",
             "env": {
                 "A": "${VAR_A}",
-                "B": "${VAR_B:-fallback}",
+                "B": "${VAR_B:-fall:-back}",
                 "C": "${env:VAR_C}",
                 "D": "$env:VAR_D",
                 "E": "{env:VAR_E}",
+                "F": "${VAR_F-only-unset}",
             },
         },
         workspace,
@@ -106,11 +116,14 @@ def test_every_env_syntax_becomes_an_environment_reference(workspace: Path, home
     )
     assert draft.problems == []
     assert bindings(draft) == {
-        f"env.{k}": ("env", "environment", f"VAR_{k}") for k in "ABCDE"
+        f"env.{k}": ("env", "environment", f"VAR_{k}") for k in "ABCDEF"
     }
-    assert [b.spec.variable for b in draft.bindings] == [f"VAR_{k}" for k in "ABCDE"]  # type: ignore[union-attr]
-    assert [(i.field, i.code) for i in draft.losses] == [("env.B", "default_dropped")]
-    assert [b.has_default for b in draft.bindings] == [False, True, False, False, False]
+    assert [b.spec.variable for b in draft.bindings] == [f"VAR_{k}" for k in "ABCDEF"]  # type: ignore[union-attr]
+    assert draft.losses == []  # a default is kept with the reference, not dropped
+    assert [b.has_default for b in draft.bindings] == [False, True, False, False, False, True]
+    b, f = draft.bindings[1], draft.bindings[5]
+    assert (b.spec.default, b.spec.default_mode, b.shown) == ("fall:-back", "unset_or_empty", "fall:-back")  # type: ignore[union-attr]
+    assert (f.spec.default, f.spec.default_mode) == ("only-unset", "unset")  # type: ignore[union-attr]
 
 
 def test_a_secret_default_is_flagged_and_never_stored(workspace: Path, home: Path) -> None:
@@ -141,19 +154,34 @@ def test_headers_bearer_and_plaintext_values(workspace: Path, home: Path) -> Non
     assert SECRET not in repr(draft)
 
 
-def test_plaintext_env_values_are_managed_and_only_secret_looking_ones_are_flagged(workspace: Path, home: Path) -> None:
-    draft = run(
-        {"command": "server", "env": {"LOG_LEVEL": "debug", "MY_TOKEN": SECRET, "GH": "ghp_" + "a" * 36, "PORT": 8080}},
-        workspace,
-        home,
-    )
+def test_plaintext_env_values_are_classified_secret_looking_ones_managed_the_rest_plain(
+    workspace: Path, home: Path
+) -> None:
+    env = {"LOG_LEVEL": "debug", "MY_TOKEN": SECRET, "GH": "ghp_" + "a" * 36, "PORT": 8080, "NODE_ENV": "production"}
+    draft = run({"command": "server", "env": env}, workspace, home)
     assert {b.field: (b.source, b.sensitive) for b in draft.bindings} == {
-        "env.LOG_LEVEL": ("managed", False),
+        "env.LOG_LEVEL": ("plain", False),
         "env.MY_TOKEN": ("managed", True),
         "env.GH": ("managed", True),
-        "env.PORT": ("managed", False),
+        "env.PORT": ("plain", False),
+        "env.NODE_ENV": ("plain", False),
     }
-    assert draft.bindings[3].spec.value == "8080"  # type: ignore[union-attr]
+    assert draft.bindings[3].spec.plain == "8080" and draft.bindings[3].shown == "8080"  # type: ignore[union-attr]
+    assert draft.secrets == ["env.MY_TOKEN", "env.GH"]
+
+
+def test_the_user_overrides_the_classification_of_a_value(workspace: Path, home: Path) -> None:
+    env = {"REGION": "eu-west-1", "MY_TOKEN": "not-a-secret-really"}
+    draft = run(
+        {"command": "server", "env": env},
+        workspace,
+        home,
+        classify={"s:env.REGION": "credential", "env.MY_TOKEN": "plain"},
+    )
+    assert {b.field: b.source for b in draft.bindings} == {"env.REGION": "managed", "env.MY_TOKEN": "plain"}
+    assert draft.bindings[0].spec.value == "eu-west-1"  # type: ignore[union-attr]
+    forced = run({"command": "server", "env": {"GH": "ghp_" + "a" * 36}}, workspace, home, classify={"env.GH": "plain"})
+    assert codes(forced.problems) == ["bad_binding"]  # a key shape is never stored as a plain value
 
 
 def test_pi_bearer_token_fields(workspace: Path, home: Path) -> None:
@@ -213,7 +241,7 @@ def test_a_helper_is_reported_never_run_and_not_importable(workspace: Path, home
     draft = run({"command": "s", "env": {"TOKEN": f"!touch {marker}", "LIT": "!!x"}}, workspace, home)
     assert [(h.field, h.program, h.run) for h in draft.helpers] == [("env.TOKEN", "touch", False)]
     assert codes(draft.problems) == ["helper_not_run"]
-    assert bindings(draft)["env.LIT"] == ("env", "managed", None) and draft.bindings[1].spec.value == "!x"  # type: ignore[union-attr]
+    assert bindings(draft)["env.LIT"] == ("env", "plain", None) and draft.bindings[1].spec.plain == "!x"  # type: ignore[union-attr]
     assert not marker.exists()
 
 
@@ -230,7 +258,7 @@ def test_env_file_values_are_read_not_run_and_env_wins(workspace: Path, home: Pa
     assert draft.problems == []
     assert bindings(draft) == {
         "envFile:SECRET_TOKEN": ("env", "managed", None),
-        "envFile:PLAIN": ("env", "managed", None),
+        "envFile:PLAIN": ("env", "plain", None),
         "env.SHARED": ("env", "environment", "SHARED_VAR"),
     }
     assert draft.secrets == ["envFile:SECRET_TOKEN"]

@@ -106,9 +106,13 @@ def test_each_entry_reports_source_precedence_transport_and_a_normalised_diff(
     assert '-  "type": "streamableHttp",' in fetch.diff and '+  "transport": "streamable_http",' in fetch.diff
     api = entries["api"]
     assert api.source.precedence == 1 and api.source.root_key == "mcpServers"
-    assert not api.lossless and api.importable  # a dropped default is a loss, not a problem
+    assert api.lossless and api.importable  # the default is kept with the reference
     assert [(b.delivery, b.variable) for b in api.bindings] == [("bearer", "API_TOKEN"), ("header", "TENANT_ID")]
-    assert '+    "bearer": "@env:API_TOKEN",' in api.diff
+    assert [(b.has_default, b.default_mode, b.default) for b in api.bindings] == [
+        (True, "unset_or_empty", None),  # a secret default is never shown
+        (False, None, None),
+    ]
+    assert any(line.startswith('+    "bearer": "@env:API_TOKEN:') for line in api.diff)
     plain = entries["plain"]
     assert [s.field for s in plain.plaintext] == ["env.SERVICE_API_KEY"]
     assert all(s.configured is True for s in plain.plaintext)
@@ -133,10 +137,11 @@ def test_no_secret_value_appears_anywhere_in_a_preview(
         assert canary not in text
     github = next(e for e in documents[0].entries if e.name == "GitHub")
     assert github.import_name == "github"
-    assert [s.field for s in github.plaintext] == ["env.GITHUB_PERSONAL_ACCESS_TOKEN"]
+    # a long random-looking value is a suspected secret even under a plain name: stored, never shown
+    assert [s.field for s in github.plaintext] == ["env.GITHUB_PERSONAL_ACCESS_TOKEN", "env.GITHUB_HOST"]
     assert [(b.name, b.source, b.sensitive) for b in github.bindings] == [
         ("GITHUB_PERSONAL_ACCESS_TOKEN", "managed", True),
-        ("GITHUB_HOST", "managed", False),
+        ("GITHUB_HOST", "managed", True),
     ]
 
 

@@ -441,3 +441,32 @@ async def test_bidi_and_zero_width_text_is_refused_on_create_and_update(api: Api
     patched = await api.client.patch("/api/mcp/connectors/time", json={"revision": 1, field: text})
     assert patched.status_code == 422 and error_of(patched)["details"]["field"] == field
     assert (await api.client.get("/api/mcp/connectors/time")).json()[field] == "plain"  # nothing changed
+
+
+async def test_plain_settings_and_defaults_round_trip_through_the_bindings_shape(api: Api) -> None:
+    created = await api.client.post(
+        "/api/mcp/connectors",
+        json={
+            "name": "remote",
+            "target": REMOTE,
+            "bindings": [
+                {"delivery": "header", "name": "X-Region", "plain": "eu-west-1"},
+                {"delivery": "header", "name": "X-Org", "variable": "PB_API_ORG", "default": "acme-default"},
+            ],
+        },
+    )
+    assert created.status_code == 201, created.text
+    views = {b["name"]: b for b in created.json()["bindings"]}
+    assert (views["X-Region"]["source"], views["X-Region"]["plain"], views["X-Region"]["ref"]) == ("plain", "eu-west-1", None)
+    assert (views["X-Org"]["default"], views["X-Org"]["default_mode"]) == ("acme-default", "unset_or_empty")
+    refused = await api.client.post(
+        "/api/mcp/connectors",
+        json={"name": "bad", "target": REMOTE, "bindings": [{"delivery": "bearer", "plain": "x"}]},
+    )
+    assert refused.status_code == 422 and error_of(refused)["details"]["field"] == "bearer"
+    shaped = "ghp_" + "b" * 36
+    leaked = await api.client.post(
+        "/api/mcp/connectors",
+        json={"name": "bad", "target": REMOTE, "bindings": [{"delivery": "header", "name": "X-A", "plain": shaped}]},
+    )
+    assert leaked.status_code == 422 and shaped not in leaked.text

@@ -400,3 +400,18 @@ def test_list_and_show_json_are_the_rest_apis_shapes(run, tmp_path: Path) -> Non
     assert ConnectorDetail.model_validate(shown).model_dump(mode="json") == shown
     assert shown["runtime_options"]["lifecycle"] == "lazy" and shown["cache"]["state"] == "missing"
     assert shown["error"]["code"] == "command_not_found"
+
+
+def test_plain_settings_and_env_defaults_are_bindings_shown_with_their_values(run, tmp_path: Path) -> None:
+    added = run(
+        "connector", "add", "t", "--json", "--project", str(tmp_path),
+        "--env", "NODE_ENV=@plain:production", "--env", "PB_KEY=@env:PB_CLI_VAR:-fallback-value",
+        "--", "mcp-server-time",
+    )  # fmt: skip
+    assert added.exit_code == 0, added.output
+    views = {b["name"]: b for b in _shown(run)["bindings"]}
+    assert (views["NODE_ENV"]["source"], views["NODE_ENV"]["plain"]) == ("plain", "production")
+    assert (views["PB_KEY"]["variable"], views["PB_KEY"]["default"]) == ("PB_CLI_VAR", "fallback-value")
+    shown = run("connector", "show", "t")
+    assert "NODE_ENV = 'production' (plain setting" in shown.stdout
+    assert "default 'fallback-value' when unset or empty" in shown.stdout

@@ -80,7 +80,10 @@ def test_preview_json_reports_every_entry_and_never_a_value(run, all_samples) ->
     hosts = json.loads(run("import", "preview", "claude-desktop", "claude-code", "cursor", "--json").stdout)
     assert {f["host"] for f in hosts["files"]} == {"claude_desktop", "claude_code", "cursor"}
     github = next(e for e in hosts["entries"] if e["name"] == "GitHub")
-    assert github["plaintext"] == [{"field": "env.GITHUB_PERSONAL_ACCESS_TOKEN", "configured": True}]
+    assert github["plaintext"] == [  # a random-looking value is a suspected secret even under a plain name
+        {"field": "env.GITHUB_PERSONAL_ACCESS_TOKEN", "configured": True},
+        {"field": "env.GITHUB_HOST", "configured": True},
+    ]
 
 
 def test_preview_text_names_secrets_only_as_configured(run, all_samples) -> None:
@@ -163,3 +166,20 @@ def test_terminal_escapes_in_a_file_are_shown_not_obeyed(run, dirs: dict[str, Pa
     (dirs["workspace"] / ".mcp.json").write_text(json.dumps({"mcpServers": {"evil\x1b[2J": {"command": "x"}}}))
     out = run("import", "preview").stdout
     assert "\x1b" not in out and "evil\\x1b[2J → evil-2j" in out
+
+
+def test_preview_shows_the_classification_and_plain_and_secret_override_it(run, all_samples) -> None:
+    preview = json.loads(run("import", "preview", "--json").stdout)
+    plain = next(e for e in preview["entries"] if e["name"] == "plain")
+    assert {b["name"]: (b["source"], b["plain"]) for b in plain["bindings"]} == {
+        "LOG_LEVEL": ("plain", "debug"),
+        "SERVICE_API_KEY": ("managed", None),
+    }
+    assert "plain setting (not a secret)" in run("import", "preview").stdout
+    bad = json.loads(run("import", "preview", "--plain", "env.NOPE", "--json", code=1).stdout)["error"]
+    assert (bad["code"], bad["details"]["field"]) == ("invalid_config", "classify")
+    both = json.loads(run("import", "preview", "--plain", "env.X", "--secret", "env.X", "--json", code=1).stdout)
+    assert both["error"]["details"]["field"] == "classify"
+    done = json.loads(run("import", "commit", "--select", "plain", "--secret", "plain:env.LOG_LEVEL", "--json").stdout)
+    views = {v["name"]: v for v in done["imported"][0]["bindings"]}
+    assert views["LOG_LEVEL"]["source"] == "managed" and views["SERVICE_API_KEY"]["source"] == "managed"

@@ -45,7 +45,7 @@ def bundle_of(record: StoredCredential | None) -> TokenBundle | None:
 def _remember(*values: str | None) -> None:
     for value in values:
         if value:
-            register_secret(value)
+            register_secret(value, transient=True)  # tokens rotate: may be forgotten
 
 
 class BundleStorage:

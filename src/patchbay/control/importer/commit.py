@@ -12,8 +12,10 @@ one that should win). Then, for each entry:
 
 One transaction: every connector row is inserted in one database transaction
 (:meth:`~patchbay.adapters.store.Repository.create_connectors`); the credentials are written in
-one atomic store replace just before it commits. A failure before the commit leaves neither; a
-failed commit after the store write removes the credentials again (compensation, seed 003 §15).
+one atomic store replace just before it commits, both under the store's lock
+(:meth:`~patchbay.control.credentials.CredentialService.create_with`). A failure before the commit
+leaves neither; a failed commit after the store write removes the credentials again
+(compensation, seed 003 §15); a crash in between leaves credentials the next start deletes.
 After the commit, every known workspace is re-projected, as after any connector mutation.
 Credential records come from the credential service (:meth:`CredentialService.prepare_new`),
 as for ``patchbay connector add --env KEY=@env:VAR``.
@@ -165,23 +167,9 @@ def commit_import(
                 ),
             }
         )
-    written: dict[str, StoredCredential | None] = {}
-
-    def store_credentials(connectors: list[Any]) -> None:
-        upserts = [
-            record.model_copy(update={"owner_id": connector.connector_id})
-            for connector, owned in zip(connectors, records, strict=True)
-            for record in owned
-        ]
-        if upserts:
-            written.update(service.credentials.store.apply(upserts=upserts))
-
-    try:
-        connectors = service.repository.create_connectors(items, before_commit=store_credentials)
-    except BaseException:
-        if written:  # the credentials were saved, then the database commit failed
-            service.credentials.store.restore(written)
-        raise
+    connectors = service.credentials.create_with(
+        lambda before_commit: service.repository.create_connectors(items, before_commit=before_commit), records
+    )
     return service._reprojected(  # a committed mutation re-projects every known workspace (seed 003 §10.5)
         _result(service, chosen, connectors)
     )

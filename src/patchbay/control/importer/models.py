@@ -62,15 +62,24 @@ class BindingView(_View):
     field: str
     delivery: Literal["env", "header", "bearer"]
     name: str
-    source: Literal["environment", "managed", "input", "helper", "unresolved"]
+    source: Literal["environment", "managed", "plain", "input", "helper", "unresolved"]
     """``environment``: a reference to Patchbay's ``$variable`` (no value stored); ``managed``: a
-    plaintext value that commit stores as a managed credential; ``input``/``helper``/``unresolved``:
-    cannot be imported as written."""
+    plaintext value that commit stores as a managed credential; ``plain``: a setting that is not a
+    secret, kept in the connector's config (``NODE_ENV=production``); ``input``/``helper``/
+    ``unresolved``: cannot be imported as written. Literal values are classified by name and value
+    (a secret-looking one is ``managed``, the rest ``plain``); ``classify`` overrides it."""
     variable: str | None = None
     configured: bool = True
     sensitive: bool = False
     """A suspected secret: its name or shape looks like one (``*_TOKEN``, ``Authorization``, ``ghp_…``)."""
     has_default: bool = False
+    """An environment reference with a default (``${VAR:-x}``, ``${VAR-x}``): kept with the reference."""
+    default_mode: Literal["unset", "unset_or_empty"] | None = None
+    """When the default applies: ``unset_or_empty`` (``${VAR:-x}``) or ``unset`` (``${VAR-x}``)."""
+    plain: str | None = None
+    """A ``plain`` setting's value (not a secret, so it is shown); else None."""
+    default: str | None = None
+    """An environment reference's default when it is not a secret; else None."""
 
 
 class SecretView(_View):

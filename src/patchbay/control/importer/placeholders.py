@@ -7,6 +7,7 @@ syntax                      where it comes from                    parsed as
 ==========================  =====================================  ==============================
 ``${VAR}``                  Claude Code, Copilot, pi, MetaMCP      :class:`EnvRef`
 ``${VAR:-default}``         Claude Code                            :class:`EnvRef` with a default
+``${VAR-default}``          (shell)                                :class:`EnvRef` with a default
 ``${env:VAR}``              VS Code, Cursor                        :class:`EnvRef`
 ``$env:VAR``                pi-mcp-adapter                         :class:`EnvRef`
 ``{env:VAR}``               pi-mcp-adapter                         :class:`EnvRef`
@@ -35,7 +36,7 @@ _TOKEN = re.compile(
     rf"|\$env:(?P<pi>{_NAME})"  # $env:VAR
     rf"|(?<!\$)\{{env:(?P<brace>{_NAME})\}}"  # {env:VAR}
 )
-_PLAIN = re.compile(rf"^(?P<name>{_NAME})(?::-(?P<default>.*))?$", re.DOTALL)
+_PLAIN = re.compile(rf"^(?P<name>{_NAME})(?:(?P<colon>:?)-(?P<default>.*))?$", re.DOTALL)
 _PATH_VARS = {"workspaceFolder": "workspaceFolder", "userHome": "userHome", "pathSeparator": "pathSeparator", "/": "pathSeparator"}
 
 
@@ -53,12 +54,16 @@ class EnvRef:
     Attributes:
         variable: the variable's name.
         syntax: how it was written, e.g. ``${VAR}``, ``${env:VAR}``, ``$env:VAR`` (for reports).
-        default: the ``${VAR:-default}`` default, None when there is none (``repr`` hides it).
+        default: the ``${VAR:-default}``/``${VAR-default}`` default, None when there is none
+            (``repr`` hides it).
+        default_mode: when the default applies, as in a POSIX shell: ``unset_or_empty``
+            (``${VAR:-x}``) or ``unset`` (``${VAR-x}``).
     """
 
     variable: str
     syntax: str
     default: str | None = field(default=None, repr=False)
+    default_mode: str = "unset_or_empty"
 
 
 @dataclass(frozen=True)
@@ -161,7 +166,11 @@ def _token(match: re.Match[str]) -> Part:
     plain = _PLAIN.match(body)
     if plain:
         default = plain.group("default")
-        return EnvRef(plain.group("name"), "${VAR:-default}" if default is not None else "${VAR}", default)
+        if default is None:
+            return EnvRef(plain.group("name"), "${VAR}")
+        if plain.group("colon"):
+            return EnvRef(plain.group("name"), "${VAR:-default}", default, "unset_or_empty")
+        return EnvRef(plain.group("name"), "${VAR-default}", default, "unset")
     kind = prefix if colon and re.fullmatch(r"[A-Za-z]{1,20}", prefix) else "unknown"
     return Unsupported(kind)
 

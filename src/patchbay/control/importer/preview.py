@@ -114,6 +114,10 @@ class ImportSources(TypedDict, total=False):
     """VS Code input id → environment variable name (``--input ID=VAR``)."""
     renames: Mapping[str, str] | None
     """Name in the file (or its normalised name) → connector name (``--rename OLD=NEW``)."""
+    classify: Mapping[str, str] | None
+    """``FIELD`` or ``ENTRY:FIELD`` (``env.NODE_ENV``, ``app:headers.X-Region``) → ``plain`` or
+    ``credential``: how a literal value is stored, overriding the classification by name and
+    value (``--plain FIELD``, ``--secret FIELD``)."""
 
 
 def scan(service: ConnectorService, *, workspace: Path, home: Path, **sources: Unpack[ImportSources]) -> Scan:
@@ -135,7 +139,11 @@ def scan(service: ConnectorService, *, workspace: Path, home: Path, **sources: U
     _check_inputs(inputs)
     root = _workspace(workspace)
     home = Path(os.path.abspath(home))
-    ctx = Context(workspace=root, home=home, input_variables=inputs)
+    classify = dict(sources.get("classify") or {})
+    bad = next((k for k, v in classify.items() if v not in ("plain", "credential") or not k), None)
+    if bad is not None:
+        raise ConfigError("classify", f"{bad[:80]!r} must be classified as plain or credential")
+    ctx = Context(workspace=root, home=home, input_variables=inputs, classify=classify)
     files_read: list[SourceFile] = (
         named_sources(paths, home=home, cwd=sources.get("cwd") or Path.cwd()) if paths else standard_sources(root, home)
     )
@@ -176,6 +184,11 @@ def scan(service: ConnectorService, *, workspace: Path, home: Path, **sources: U
     unused = sorted(set(renames) - used)
     if unused:
         raise ConfigError("rename", f"no definition is named {unused[0]!r}")
+    unclassified = sorted(set(classify) - ctx.used)
+    if unclassified:
+        raise ConfigError(
+            "classify", f"{unclassified[0][:80]!r} names no literal env or header value (e.g. env.NODE_ENV)"
+        )
     first: dict[str, SourceView] = {}
     entries = []
     for draft, view in scanned:
@@ -249,6 +262,9 @@ def _entry(draft: Draft, view: SourceView, shadow: SourceView | None, existing: 
                 configured=True,
                 sensitive=b.sensitive,
                 has_default=b.has_default,
+                default_mode=b.default_mode,  # type: ignore[arg-type]
+                plain=b.shown if b.source == "plain" else None,
+                default=b.shown if b.source == "environment" else None,
             )
             for b in draft.bindings
         ],
@@ -318,9 +334,13 @@ def _normalised(draft: Draft) -> dict[str, Any]:
     for b in draft.bindings:
         label = "bearer" if b.delivery == "bearer" else f"{b.delivery} {b.name}"
         if b.source == "environment":
-            bindings[label] = f"@env:{b.variable}"
+            sep = ("-" if b.default_mode == "unset" else ":-") if b.has_default else ""
+            default = "" if not b.has_default else (b.shown if b.shown is not None else "<secret>")
+            bindings[label] = f"@env:{b.variable}{sep}{default}"
         elif b.source == "managed":
             bindings[label] = "<managed credential>"
+        elif b.source == "plain":
+            bindings[label] = f"@plain:{b.shown}"
         else:
             bindings[label] = f"<{b.source}: not importable>"
     if bindings:

@@ -16,10 +16,10 @@ from patchbay.control.bindings import BindingSpec
 from patchbay.control.importer.discovery import Scope
 from patchbay.control.importer.models import HelperView, InputView, Issue, PathView
 from patchbay.control.importer.placeholders import EnvRef, InputRef, Literal, ParsedValue, parse_value
-from patchbay.core.credentials import Delivery
+from patchbay.core.credentials import Delivery, looks_secret
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import ConnectorTarget
-from patchbay.core.redaction import is_secret_key, redact_text
+from patchbay.core.redaction import redact_text
 
 __all__ = [
     "Context",
@@ -41,11 +41,25 @@ class Context:
         workspace: the workspace root, symlinks resolved (``${workspaceFolder}``, cwd checks).
         home: the home directory (``${userHome}``, ``~``); injected, never read from ``$HOME``.
         input_variables: VS Code input id → environment variable (``--input ID=VAR``).
+        classify: how to store literal env/header values, overriding the classification by name
+            and value: ``FIELD`` or ``ENTRY:FIELD`` (``env.NODE_ENV``, ``app:headers.X-Region``)
+            → ``plain`` (a setting kept in the connector's config) or ``credential`` (a managed
+            credential). ``used`` collects the keys that matched.
     """
 
     workspace: Path
     home: Path
     input_variables: Mapping[str, str] = field(default_factory=dict)
+    classify: Mapping[str, str] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
+
+    def classification(self, entry: str, where: str) -> str | None:
+        """The user's choice for field ``where`` of definition ``entry`` (None: none given)."""
+        for key in (f"{entry}:{where}", where):
+            if key in self.classify:
+                self.used.add(key)
+                return self.classify[key]
+        return None
 
     @property
     def path_values(self) -> dict[str, str]:
@@ -65,6 +79,10 @@ class PendingBinding:
     sensitive: bool = False
     has_default: bool = False
     spec: BindingSpec | None = field(default=None, repr=False)
+    default_mode: str | None = None
+    """``unset_or_empty`` (``${VAR:-x}``) or ``unset`` (``${VAR-x}``) when there is a default."""
+    shown: str | None = None
+    """A plain setting's value, or a reference's plain default: shown in the preview (not secrets)."""
 
 
 @dataclass
@@ -208,6 +226,8 @@ def add_binding(
     sole = parsed.sole_reference()
     variable: str | None = None
     has_default = False
+    default: str | None = None
+    default_mode = "unset_or_empty"
     if isinstance(sole, InputRef):
         variable = _input_view(d, where, sole, scope, ctx)
         if variable is None:
@@ -215,15 +235,9 @@ def add_binding(
             return
     elif isinstance(sole, EnvRef):
         variable, has_default = sole.variable, sole.default is not None
-        if has_default:
-            d.loss(
-                where,
-                "default_dropped",
-                f"the default value of ${{{variable}}} is dropped; the connector stops with auth_required "
-                f"while ${variable} is unset",
-            )
-            if sole.default and (is_secret_key(name) or redact_text(sole.default) != sole.default):
-                d.secrets.append(where)
+        default, default_mode = sole.default, sole.default_mode
+        if has_default and sole.default and looks_secret(name, sole.default):
+            d.secrets.append(where)  # kept, as a secret default, in the credential store only
     else:
         if parsed.references or parsed.inputs or parsed.unsupported:
             d.bindings.append(PendingBinding(where, delivery, name, "unresolved"))
@@ -240,25 +254,39 @@ def add_binding(
         if not literal:
             d.loss(where, "empty_value_dropped", "an empty value cannot be bound and is left out")
             return
-        suspected = delivery == "bearer" or is_secret_key(name) or redact_text(literal) != literal
+        suspected = delivery == "bearer" or looks_secret(name, literal)
+        choice = ctx.classification(d.name, where)
+        plain = choice == "plain" if choice is not None else not suspected
         try:
-            spec = BindingSpec(delivery, name, value=literal)
+            spec = BindingSpec(delivery, name, plain=literal) if plain else BindingSpec(delivery, name, value=literal)
         except ConfigError as exc:
             d.bindings.append(PendingBinding(where, delivery, name, "unresolved", sensitive=suspected))
             d.problem(where, "bad_binding", exc.message)
         else:
-            d.bindings.append(PendingBinding(where, delivery, name, "managed", sensitive=suspected, spec=spec))
-        if suspected:
+            source, shown = ("plain", literal) if plain else ("managed", None)
+            d.bindings.append(PendingBinding(where, delivery, name, source, sensitive=suspected, spec=spec, shown=shown))
+        if suspected and not plain:
             d.secrets.append(where)
         return
     try:
-        spec = BindingSpec(delivery, name, variable=variable)
+        spec = BindingSpec(delivery, name, variable=variable, default=default, default_mode=default_mode)  # type: ignore[arg-type]
     except ConfigError as exc:
         d.bindings.append(PendingBinding(where, delivery, name, "unresolved", variable=variable))
         d.problem(where, "bad_binding", exc.message)
         return
+    shown = default if default is not None and not looks_secret(name, default) else None
     d.bindings.append(
-        PendingBinding(where, delivery, name, "environment", variable=variable, has_default=has_default, spec=spec)
+        PendingBinding(
+            where,
+            delivery,
+            name,
+            "environment",
+            variable=variable,
+            has_default=has_default,
+            spec=spec,
+            default_mode=default_mode if has_default else None,
+            shown=shown,
+        )
     )
 
 

@@ -14,7 +14,6 @@ from typing import Any
 import typer
 
 from patchbay.control.credentials import BindingSpec, parse_bearer, parse_env, parse_header
-from patchbay.core.credentials import CredentialBinding
 
 __all__ = ["BEARER_OPTION", "ENV_OPTION", "HEADER_OPTION", "UNSET_OPTION", "binding_rows", "binding_specs"]
 
@@ -23,14 +22,17 @@ ENV_OPTION = typer.Option(
     None,
     "--env",
     metavar="KEY=VALUE",
-    help="stdio: environment variable from a stored value, KEY=@env:VAR or KEY=@credential:ID (repeat).",
+    help=(
+        "stdio: environment variable from a stored value, KEY=@env:VAR (KEY=@env:VAR:-DEFAULT: DEFAULT when $VAR "
+        "is unset or empty), KEY=@credential:ID, or KEY=@plain:VALUE for a setting that is not a secret (repeat)."
+    ),
     rich_help_panel=_PANEL,
 )
 HEADER_OPTION = typer.Option(
     None,
     "--header",
     metavar="'NAME: VALUE'",
-    help="HTTP: request header from a stored value, @env:VAR or @credential:ID (repeat).",
+    help="HTTP: request header from a stored value, @env:VAR[:-DEFAULT], @credential:ID or @plain:VALUE (repeat).",
     rich_help_panel=_PANEL,
 )
 BEARER_OPTION = typer.Option(
@@ -66,9 +68,16 @@ def binding_rows(views: list[dict[str, Any]]) -> list[tuple[str, str]]:
     source, and what stops it resolving, if anything."""
     rows = []
     for view in views:
-        place = CredentialBinding(ref=view["ref"], delivery=view["delivery"], name=view["name"]).describe()
+        place = "bearer" if view["delivery"] == "bearer" else f"{view['delivery']} {view['name']}"
+        if view["source"] == "plain":
+            rows.append(("binding", f"{place} = {view['plain']!r} (plain setting, not a secret)"))
+            continue
         if view["source"] == "environment":
             source = f"environment variable {view['variable']}"
+            if view.get("default_mode"):
+                when = "unset or empty" if view["default_mode"] == "unset_or_empty" else "unset"
+                shown = "a stored secret" if view.get("default_secret") else repr(view["default"])
+                source += f", default {shown} when {when}"
         elif view["source"] == "managed":
             source = f"stored {view['kind']}"
         else:

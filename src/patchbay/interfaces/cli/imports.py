@@ -52,6 +52,29 @@ RENAME_OPTION = typer.Option(
 )
 
 
+PLAIN_OPTION = typer.Option(
+    None,
+    "--plain",
+    metavar="[ENTRY:]FIELD",
+    help="Keep a literal value (e.g. env.NODE_ENV) as a plain setting, not a credential (repeat).",
+)
+SECRET_OPTION = typer.Option(
+    None,
+    "--secret",
+    metavar="[ENTRY:]FIELD",
+    help="Store a literal value (e.g. env.REGION_KEY) as a managed credential, not a plain setting (repeat).",
+)
+
+
+def _classify(plain: list[str] | None, secret: list[str] | None) -> dict[str, str]:
+    out = {field: "plain" for field in plain or []}
+    for field in secret or []:
+        if field in out:
+            raise ConfigError("classify", f"{field[:80]!r} is given as both --plain and --secret")
+        out[field] = "credential"
+    return out
+
+
 def _pairs(field: str, items: list[str] | None, shape: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items or []:
@@ -82,6 +105,8 @@ def preview(
     input_: list[str] = INPUT_OPTION,
     rename: list[str] = RENAME_OPTION,
     diff: bool = typer.Option(False, "--diff", help="Print each entry's normalised diff."),
+    plain: list[str] = PLAIN_OPTION,
+    secret: list[str] = SECRET_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Show what importing would do, entry by entry; nothing is started, run or written."""
@@ -92,6 +117,7 @@ def preview(
         paths=paths or [],
         inputs=_pairs("input", input_, "ID=VAR"),
         renames=_pairs("rename", rename, "OLD=NEW"),
+        classify=_classify(plain, secret),
     )
     if as_json:
         emit_json(report.model_dump(mode="json"))
@@ -142,9 +168,12 @@ def _print_entry(entry: PreviewEntry, diff: bool) -> None:
         place = "bearer" if b.delivery == "bearer" else f"{b.delivery} {b.name}"
         if b.source == "environment":
             what = f"environment variable {b.variable}"
+            what += " (with its default)" if b.has_default else ""
+        elif b.source == "plain":
+            what = "plain setting (not a secret), kept in the connector's config; --secret FIELD to store it as a credential"
         elif b.source == "managed":
             what = "plaintext value (configured: true), stored as a managed credential"
-            what += " (suspected secret)" if b.sensitive else ""
+            what += " (suspected secret)" if b.sensitive else "; --plain FIELD to keep it as a plain setting"
         else:
             what = f"{b.source}, cannot be imported as written"
         lines.append(f"  {place} ← {what}")
@@ -177,6 +206,8 @@ def commit(
     disabled: bool = typer.Option(False, "--disabled", help="Import the connectors disabled."),
     project: Path = PROJECT_OPTION,
     user_home: Path | None = HOME_OPTION,
+    plain: list[str] = PLAIN_OPTION,
+    secret: list[str] = SECRET_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Import the selected definitions as connectors, all or none (the files are read again)."""
@@ -191,6 +222,7 @@ def commit(
         renames=_pairs("rename", rename, "OLD=NEW"),
         references_only=references_only,
         enabled=False if disabled else None,
+        classify=_classify(plain, secret),
     )
     if as_json:
         emit_json(result.model_dump(mode="json"))
@@ -198,6 +230,9 @@ def commit(
     for item in result.imported:
         out_console.print(Text(safe_text(f"{item.connector}: imported ({item.transport}) from {item.source}")))
         for view in item.bindings:
-            source = f"environment variable {view['variable']}" if view["source"] == "environment" else "stored value"
             place = "bearer" if view["delivery"] == "bearer" else f"{view['delivery']} {view['name']}"
+            if view["source"] == "plain":
+                out_console.print(Text(safe_text(f"  {place} = {view['plain']!r} (plain setting)")))
+                continue
+            source = f"environment variable {view['variable']}" if view["source"] == "environment" else "stored value"
             out_console.print(Text(f"  {place} ← {view['ref']} ({source})"))

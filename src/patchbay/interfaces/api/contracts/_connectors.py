@@ -180,8 +180,9 @@ class RuntimeOptionsView(_Response):
 class BindingRequest(_Request):
     """One credential binding (seed 003 §11.1, addendum 2026-09-07): where a value goes, and
     exactly one of where it comes from: ``value`` (stored as a managed credential owned by the
-    connector), ``variable`` (the NAME of a variable of Patchbay's environment) or ``ref`` (an
-    existing credential the connector owns or that was shared with it)."""
+    connector), ``variable`` (the NAME of a variable of Patchbay's environment, optionally with a
+    ``default``), ``ref`` (an existing credential the connector owns or that was shared with it)
+    or ``plain`` (a value that is not a secret)."""
 
     delivery: Delivery
     """``env`` (stdio environment variable), ``header`` or ``bearer`` (``Authorization: Bearer``)."""
@@ -190,23 +191,42 @@ class BindingRequest(_Request):
     value: SecretStr | None = Field(default=None, json_schema_extra={"writeOnly": True})
     """A secret to store; never returned by any route."""
     variable: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    default: SecretStr | None = Field(default=None, json_schema_extra={"writeOnly": True})
+    """With ``variable``: the value used when the variable is unset (or empty, see
+    ``default_mode``); kept in the credential store, shown back only when it is not a secret."""
+    default_mode: Literal["unset", "unset_or_empty"] = "unset_or_empty"
+    """``unset_or_empty`` (shell ``${VAR:-x}``) or ``unset`` (``${VAR-x}``)."""
     ref: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    plain: Annotated[str, Field(max_length=65536)] | None = None
+    """A setting that is not a secret (``NODE_ENV=production``): kept in the connector's config,
+    shown in views, never masked in output; refused for ``bearer`` and for values that look like
+    a key or token."""
 
 
 class BindingView(_Response):
-    """A binding as every route shows it: never a value."""
+    """A binding as every route shows it: never a credential's value (a plain setting's value is
+    no secret and is shown)."""
 
-    ref: str
+    ref: str | None
+    """The credential id; None for a plain setting."""
     delivery: Delivery
     name: str
     kind: str | None
     source: str | None
-    """``managed`` or ``environment``."""
+    """``managed``, ``environment`` or ``plain``."""
     variable: str | None
     """The environment variable's NAME for an environment credential."""
     owned: bool
     problem: str | None
     """Why it would not resolve now: ``missing``, ``not_shared``, ``variable_unset``, ``no_value``."""
+    plain: str | None = None
+    """A plain setting's value (``source: plain``)."""
+    default: str | None = None
+    """An environment reference's default, when it is not a secret."""
+    default_mode: Literal["unset", "unset_or_empty"] | None = None
+    """When the default applies (None: no default)."""
+    default_secret: bool = False
+    """The default looks like a secret: stored, never shown."""
 
 
 # -- connectors -------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ compatibility projections (seed 003 §8.4)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -45,6 +45,12 @@ class ImportPreviewRequest(_Request):
     """VS Code input id → the environment variable that provides it."""
     renames: _Mapping = Field(default_factory=dict)
     """Name in the file → connector name."""
+    classify: dict[
+        Annotated[str, Field(min_length=1, max_length=400)], Literal["plain", "credential"]
+    ] = Field(default_factory=dict, max_length=256)
+    """``FIELD`` or ``ENTRY:FIELD`` (``env.NODE_ENV``) → how its literal value is stored: ``plain``
+    (a setting kept in the connector's config) or ``credential`` (a managed credential),
+    overriding the classification by name and value that the preview shows."""
 
 
 class ImportCommitRequest(ImportPreviewRequest):

@@ -52,7 +52,17 @@ def binding_spec(body: c.BindingRequest) -> BindingSpec:
             raise ConfigError(body.delivery, "needs a name (the environment variable or header)")
         name = "Authorization"
     value = body.value.get_secret_value() if body.value is not None else None
-    return BindingSpec(body.delivery, name, value=value, variable=body.variable, ref=body.ref)
+    default = body.default.get_secret_value() if body.default is not None else None
+    return BindingSpec(
+        body.delivery,
+        name,
+        value=value,
+        variable=body.variable,
+        ref=body.ref,
+        plain=body.plain,
+        default=default,
+        default_mode=body.default_mode,
+    )
 
 
 def _unset_place(delivery: str, name: str) -> str:

@@ -45,6 +45,7 @@ def preview(body: c.ImportPreviewRequest, service: Service, context: Context, cw
         cwd=workspace,
         inputs=body.inputs,
         renames=body.renames,
+        classify=body.classify,
     )
 
 
@@ -56,7 +57,8 @@ def preview(body: c.ImportPreviewRequest, service: Service, context: Context, cw
 )
 def commit(body: c.ImportCommitRequest, service: Service, context: Context, cwd: Workspace = None) -> c.ImportCommitted:
     """Import only ``select`` in one transaction: ``${VAR}`` placeholders become environment
-    references, plaintext values managed credentials (or a 422 with ``references_only``); an
+    references (defaults kept), secret-looking literal values managed credentials (or a 422 with
+    ``references_only``), other literal values plain settings (``classify`` overrides that); an
     entry that conflicts, is shadowed or cannot be imported is a 422 naming it, a name in no file
     a 404, and nothing is kept. ``runtime_reload``: how the open sessions took the import."""
     workspace = workspace_or_default(context, cwd)
@@ -70,6 +72,7 @@ def commit(body: c.ImportCommitRequest, service: Service, context: Context, cwd:
             cwd=workspace,
             inputs=body.inputs,
             renames=body.renames,
+            classify=body.classify,
             references_only=body.references_only,
             enabled=body.enabled,
         )
