@@ -23,12 +23,14 @@ __all__ = [
     "ConnectorSource",
     "ConnectorTarget",
     "GrantDecision",
+    "GrantKind",
     "HttpTarget",
     "Lifecycle",
     "MAX_LIMIT",
     "MAX_OPTION_SECONDS",
     "MIN_ADDRESS_SPACE_BYTES",
     "ProbeResult",
+    "RESOURCE_SUBJECT",
     "Project",
     "ResourceSummary",
     "ResourceLimits",
@@ -49,6 +51,14 @@ TransportKind = Literal["stdio", "streamable_http", "sse", "socket"]
 ConnectorSource = Literal["builtin", "custom", "imported"]
 ApprovalMode = Literal["ask", "custom", "allow_all"]
 GrantDecision = Literal["allow", "ask", "deny"]
+GrantKind = Literal["tool", "resource", "prompt"]
+"""The key space of a grant: a server's tool (subject: its original name), the connector's
+resource reads (subject :data:`RESOURCE_SUBJECT`: one grant per connector), or its prompts
+(subject: a prompt's name, or ``*`` for every prompt; ``allow``/``deny`` only, since a person
+triggers a prompt). The kind is part of a grant's key, so no name a server picks for a tool can
+match a resource or prompt grant."""
+RESOURCE_SUBJECT = "*"
+"""The subject of a connector's one resource-read grant."""
 Lifecycle = Literal["lazy", "eager", "keep_alive"]
 RuntimeState = Literal["unknown", "checking", "ready", "connecting", "connected", "error", "disabled"]
 
@@ -186,13 +196,15 @@ class ToolCacheEntry(_Model):
 
 
 class ToolGrant(_Model):
-    """A global (``project_id is None``) or project tool grant (seed 003 §5.3)."""
+    """A global (``project_id is None``) or project grant (seed 003 §5.3) in one key space."""
 
     connector_id: str
     tool_name: str
+    """The subject: a tool's or prompt's name, or :data:`RESOURCE_SUBJECT` for resource reads."""
     decision: GrantDecision
     project_id: str | None = None
     updated_at: int = 0
+    kind: GrantKind = "tool"
 
 
 class Project(_Model):
@@ -373,6 +385,14 @@ class RuntimeServer(_Model):
     """Explicit global grants keyed by the server's original tool name."""
     project_grants: dict[str, GrantDecision] = Field(default_factory=dict)
     """Explicit grants of this workspace's project, keyed by original tool name."""
+    global_resource_grant: GrantDecision | None = None
+    """The global grant of the connector's resource reads (its own key space), if any."""
+    project_resource_grant: GrantDecision | None = None
+    """This project's grant of the connector's resource reads, if any."""
+    global_prompt_grants: dict[str, GrantDecision] = Field(default_factory=dict)
+    """Global prompt grants keyed by prompt name (``*``: every prompt); ``allow``/``deny``."""
+    project_prompt_grants: dict[str, GrantDecision] = Field(default_factory=dict)
+    """This project's prompt grants keyed by prompt name (``*``: every prompt)."""
     tools: tuple[ToolSummary, ...] = ()
     """The cached catalog, if any (annotations feed the risk and destructive rules)."""
     runtime_config: dict[str, Any] = Field(default_factory=dict)

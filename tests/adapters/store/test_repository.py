@@ -217,8 +217,8 @@ def test_invalid_json_is_refused_by_the_database(any_repo: Repository, column: s
 def test_grant_and_cache_constraints_are_enforced(sqlite_repo: Repository) -> None:
     connector = sqlite_repo.create_connector("time", "Time", STDIO)
     statements = [
-        "INSERT INTO mcp_global_tool_grants VALUES (:cid, 't', 'maybe', 0)",
-        "INSERT INTO mcp_global_tool_grants VALUES ('con_missing', 't', 'allow', 0)",
+        "INSERT INTO mcp_global_tool_grants VALUES (:cid, 't', 'maybe', 0, 'tool')",
+        "INSERT INTO mcp_global_tool_grants VALUES ('con_missing', 't', 'allow', 0, 'tool')",
         "INSERT INTO mcp_tool_cache (connector_id, config_revision, fingerprint, tools_json, fetched_at, expires_at)"
         " VALUES (:cid, 1, 'f', '{broken', 0, 0)",
         "INSERT INTO mcp_tool_cache (connector_id, config_revision, fingerprint, tools_json, server_info_json,"
