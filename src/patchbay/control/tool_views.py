@@ -172,6 +172,22 @@ class ToolViewsMixin:
             project_grant=project_grants.get(tool.name),
         )
 
+    def _resource_grant(self, connector: Connector, project: Project | None) -> GrantDecision | None:
+        """The connector's resource-read grant, global (``project`` None) or the project's."""
+        if project is None:
+            grants = self.repository.list_global_grants(connector.connector_id, kind="resource")
+        else:
+            grants = self.repository.list_project_grants(project.project_id, connector.connector_id, kind="resource")
+        return grants[0].decision if grants else None
+
+    def _prompt_grants(self, connector: Connector, project: Project | None) -> dict[str, GrantDecision]:
+        """The connector's prompt grants by prompt name, global (``project`` None) or the project's."""
+        if project is None:
+            grants = self.repository.list_global_grants(connector.connector_id, kind="prompt")
+        else:
+            grants = self.repository.list_project_grants(project.project_id, connector.connector_id, kind="prompt")
+        return {g.tool_name: g.decision for g in grants}
+
     def runtime_config(self, workspace: Path | Project) -> RuntimeConfig:
         """What a runtime for ``workspace`` may load: enabled connectors only, with their grants.
 
@@ -202,6 +218,10 @@ class ToolViewsMixin:
                     tools=entry.tools if entry else (),
                     runtime_config={k: v for k, v in connector.runtime_config.items() if k != BINDINGS_KEY},
                     bindings=connector.bindings,
+                    global_resource_grant=self._resource_grant(connector, None),
+                    project_resource_grant=self._resource_grant(connector, prj),
+                    global_prompt_grants=self._prompt_grants(connector, None),
+                    project_prompt_grants=self._prompt_grants(connector, prj),
                 )
             )
         return RuntimeConfig(project_id=prj.project_id, workspace=prj.path, servers=tuple(servers))

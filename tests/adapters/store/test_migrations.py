@@ -23,7 +23,6 @@ from patchbay.core.models import StdioTarget
 from patchbay.core.settings import Settings
 
 
-
 def _head() -> str | None:
     config = Config()
     config.set_main_option("script_location", SCRIPT_LOCATION)

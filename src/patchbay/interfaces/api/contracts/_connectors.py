@@ -487,3 +487,32 @@ class ToolGrantCleared(_Response):
     project_id: str | None
     runtime_reload: RuntimeReload
     """How the open sessions took the change (seed 003 §10.5)."""
+
+
+class GrantSet(_Response):
+    """``PUT .../resources/grant`` or ``PUT .../prompts/{prompt}/grant``: a grant in the resource
+    or prompt key space, which no tool name can reach."""
+
+    connector: str
+    kind: Literal["resource", "prompt"]
+    subject: str
+    """``*`` for resource reads (one grant per connector); the prompt's name, or ``*`` for every prompt."""
+    decision: GrantDecision
+    scope: Scope
+    project_id: str | None
+    runtime_reload: RuntimeReload
+    """How the open sessions took the change (seed 003 §10.5)."""
+
+
+class GrantCleared(_Response):
+    """``DELETE .../resources/grant`` or ``DELETE .../prompts/{prompt}/grant``."""
+
+    connector: str
+    kind: Literal["resource", "prompt"]
+    subject: str
+    cleared: bool
+    """False when there was no grant in that scope (the call is idempotent)."""
+    scope: Scope
+    project_id: str | None
+    runtime_reload: RuntimeReload
+    """How the open sessions took the change (seed 003 §10.5)."""
