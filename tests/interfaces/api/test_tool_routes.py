@@ -170,3 +170,48 @@ async def test_looking_probing_and_clearing_never_make_a_workspace_a_project(api
     assert granted.json()["project_id"].startswith("prj_")
     assert [p.path for p in api.service.repository.list_projects()] == [str(fresh)]
     assert (fresh / ".patchbay" / "mcp-runtime.json").exists()
+
+
+async def test_resource_and_prompt_grants_have_their_own_routes_and_key_spaces(api: Api) -> None:
+    await _probed_time(api)
+    connector_id = api.service.get("time").connector_id
+    put = await api.client.put("/api/mcp/connectors/time/resources/grant", json={"decision": "allow"})
+    assert put.status_code == 200, put.text
+    assert put.json() == {
+        "connector": "time",
+        "kind": "resource",
+        "subject": "*",
+        "decision": "allow",
+        "scope": "global",
+        "project_id": None,
+        "runtime_reload": NO_RELOAD,
+    }
+    project = await api.client.put(
+        "/api/mcp/connectors/time/resources/grant", params={"cwd": str(api.workspace)}, json={"decision": "deny"}
+    )
+    assert project.json()["scope"] == "project" and project.json()["project_id"].startswith("prj_")
+    prompt = await api.client.put("/api/mcp/connectors/time/prompts/a%2Fb/grant", json={"decision": "deny"})
+    assert (prompt.status_code, prompt.json()["kind"], prompt.json()["subject"]) == (200, "prompt", "a/b")
+    asked = await api.client.put("/api/mcp/connectors/time/prompts/a/grant", json={"decision": "ask"})
+    assert asked.status_code == 422 and error_of(asked)["details"]["field"] == "decision"
+
+    repo = api.service.repository
+    assert [(g.kind, g.tool_name, g.decision) for g in repo.list_global_grants(connector_id, kind="resource")] == [
+        ("resource", "*", "allow")
+    ]
+    assert [(g.tool_name, g.decision) for g in repo.list_global_grants(connector_id, kind="prompt")] == [("a/b", "deny")]
+    assert repo.list_global_grants(connector_id) == []  # no tool grant was written
+    assert (await api.client.get("/api/mcp/connectors/time/tools")).json()["unmatched_grants"] == []
+
+    # The old spelling of the resource grant is no tool grant any more: refused, with the way to go.
+    old = await api.client.put("/api/mcp/connectors/time/tools/resources%2Fread", json={"decision": "allow"})
+    assert old.status_code == 422 and "resources/grant" in error_of(old)["message"]
+
+    cleared = await api.client.delete("/api/mcp/connectors/time/resources/grant")
+    assert cleared.json()["cleared"] is True and cleared.json()["scope"] == "global"
+    again = await api.client.delete("/api/mcp/connectors/time/prompts/a%2Fb/grant")
+    assert again.json()["cleared"] is True
+    assert repo.list_global_grants(connector_id, kind="resource") == []
+    assert [g.decision for g in repo.list_project_grants(project.json()["project_id"], connector_id, kind="resource")] == [
+        "deny"
+    ]
