@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchbay.control.views import ToolsView, ToolView
+from patchbay.control.views import ResourceReadsView, ToolsView, ToolView
 from patchbay.core.credentials import BINDINGS_KEY
 from patchbay.core.errors import ConfigError
 from patchbay.core.fingerprint import config_fingerprint
@@ -27,8 +27,8 @@ from patchbay.core.models import (
     ToolGrant,
     ToolSummary,
 )
-from patchbay.core.names import canonical_tool_name
-from patchbay.core.policy import decide_for
+from patchbay.core.names import canonical_tool_name, tool_name_problem
+from patchbay.core.policy import decide_for, decide_resource_read
 
 if TYPE_CHECKING:
     from patchbay.adapters.store import Repository
@@ -144,7 +144,21 @@ class ToolViewsMixin:
             for t, d in sorted(project_grants.items())
             if t not in known
         ]
-        return ToolsView(connector=connector, project=prj, tools=views, cache=state, unmatched_grants=unmatched)
+        global_reads = self._resource_grant(connector, None)
+        project_reads = self._resource_grant(connector, prj) if prj else None
+        reads = decide_resource_read(connector.settings, global_grant=global_reads, project_grant=project_reads)
+        prompt_grants = self.repository.list_global_grants(connector.connector_id, kind="prompt")
+        if prj:
+            prompt_grants += self.repository.list_project_grants(prj.project_id, connector.connector_id, kind="prompt")
+        return ToolsView(
+            connector=connector,
+            project=prj,
+            tools=views,
+            cache=state,
+            unmatched_grants=unmatched,
+            resource_reads=ResourceReadsView(reads.decision, reads.source, global_reads, project_reads),
+            prompt_grants=prompt_grants,
+        )
 
     @staticmethod
     def _view(
@@ -170,6 +184,7 @@ class ToolViewsMixin:
             risk=d.risk,
             global_grant=global_grants.get(tool.name),
             project_grant=project_grants.get(tool.name),
+            name_flag=tool_name_problem(tool.name),
         )
 
     def _resource_grant(self, connector: Connector, project: Project | None) -> GrantDecision | None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from patchbay.core.models import Connector, GrantDecision, Project, ToolGrant
 
-__all__ = ["ToolView", "ToolsView"]
+__all__ = ["ResourceReadsView", "ToolView", "ToolsView"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,19 @@ class ToolView:
     risk: str
     global_grant: GrantDecision | None = None
     project_grant: GrantDecision | None = None
+    name_flag: str | None = None
+    """Why the server's name for the tool is flagged (outside MCP's ``[A-Za-z0-9_.-]``, 1-128, or
+    starting ``mcp.``), completing "its name ..."; None for a clean name."""
+
+
+@dataclass(frozen=True)
+class ResourceReadsView:
+    """How the connector's resource includes are decided in a scope (their own key space)."""
+
+    decision: GrantDecision
+    source: str
+    global_grant: GrantDecision | None = None
+    project_grant: GrantDecision | None = None
 
 
 @dataclass(frozen=True)
@@ -34,5 +47,9 @@ class ToolsView:
     tools: list[ToolView]
     cache: str
     """``fresh``, ``stale`` (fingerprint or revision changed: probe again) or ``missing``."""
+    resource_reads: ResourceReadsView
+    """The decision on resource includes in the same scope."""
     unmatched_grants: list[ToolGrant] = field(default_factory=list)
     """Grants naming a tool the cache does not know; kept, reported, and matching nothing."""
+    prompt_grants: list[ToolGrant] = field(default_factory=list)
+    """The connector's prompt grants in the scope (global, plus the project's)."""

@@ -4,6 +4,7 @@ scope, and their error codes."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,26 @@ async def test_resource_and_prompt_grants_have_their_own_routes_and_key_spaces(a
     assert [g.decision for g in repo.list_project_grants(project.json()["project_id"], connector_id, kind="resource")] == [
         "deny"
     ]
+
+
+async def test_tools_flag_names_outside_the_mcp_rule_and_show_resource_reads(api: Api) -> None:
+    fixture = Path(__file__).parents[2] / "fixtures" / "dynamic_server.py"
+    args = [str(fixture), "--initial", "danger", "--initial", "d\u0430nger", "--initial", "danger\u200b"]
+    await api.create("evil", {"transport": "stdio", "command": sys.executable, "args": args}, enabled=True)
+    probed = await api.client.post("/api/mcp/connectors/evil/probe")
+    assert probed.json()["state"] == "ready", probed.text
+    assert [d["tool"] for d in probed.json()["diagnostics"]] == ["d\u0430nger", "danger\u200b"]
+
+    await api.client.put("/api/mcp/connectors/evil/tools/danger", json={"decision": "deny"})
+    await api.client.put("/api/mcp/connectors/evil/prompts/*/grant", json={"decision": "deny"})
+    body = (await api.client.get("/api/mcp/connectors/evil/tools")).json()
+    tools = {t["name"]: t for t in body["tools"]}
+    assert (tools["danger"]["decision"], tools["danger"]["name_flag"]) == ("deny", None)
+    assert tools["d\u0430nger"]["decision"] == "ask"  # the deny stays exact; the lookalike is flagged
+    assert "U+0430 CYRILLIC SMALL LETTER A" in tools["d\u0430nger"]["name_flag"]
+    assert "U+200B ZERO WIDTH SPACE" in tools["danger\u200b"]["name_flag"]
+    assert tools["add_tool"]["name_flag"] is None
+    assert body["resource_reads"] == {
+        "decision": "ask", "source": "approval_mode", "global_grant": None, "project_grant": None
+    }
+    assert [(g["tool_name"], g["decision"]) for g in body["prompt_grants"]] == [("*", "deny")]

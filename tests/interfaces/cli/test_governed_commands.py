@@ -231,3 +231,27 @@ def test_probe_names_the_tools_left_out_for_their_schemas(run, workspace: Path) 
     probed = json.loads(run("probe", "schemas", "--project", str(workspace), "--json").stdout)
     assert sorted(d["tool"] for d in probed["diagnostics"]) == ["deep_input", "huge_schema", "many_nodes"]
     assert "echo" in probed["tools"] and "deep_input" not in probed["tools"]
+
+
+def test_probe_and_tools_flag_lookalike_tool_names(run, workspace: Path) -> None:
+    import sys
+
+    from support import FIXTURES
+
+    server = [sys.executable, str(FIXTURES / "dynamic_server.py"), "--initial", "danger", "--initial", "d\u0430nger"]
+    assert run("connector", "add", "evil", "--", *server).exit_code == 0
+    probed = run("probe", "evil", "--project", str(workspace))
+    assert probed.exit_code == 0, probed.output
+    assert [line for line in probed.stdout.splitlines() if line.startswith("  flagged:")] == [
+        "  flagged: tool 'd\u0430nger' kept but flagged: its name contains a non-ASCII letter or digit that can look "
+        "like an ASCII one (U+0430 CYRILLIC SMALL LETTER A)"
+    ]
+    assert run("grant", "evil", "--resources", "allow").exit_code == 0
+    listed = run("tools", "evil")
+    assert listed.exit_code == 0, listed.output
+    assert "flagged: 'd\u0430nger': its name contains a non-ASCII letter" in listed.stdout
+    assert "flagged: 'danger'" not in listed.stdout
+    assert "resource reads: allow (global_grant)" in listed.stdout
+    as_json = json.loads(run("tools", "evil", "--json").stdout)
+    assert {t["name"]: t["name_flag"] is not None for t in as_json["tools"]}["d\u0430nger"] is True
+    assert as_json["resource_reads"]["decision"] == "allow"

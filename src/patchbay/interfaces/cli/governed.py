@@ -57,7 +57,8 @@ def probe(
             )
             out_console.print(f"  tools: {result.tool_count}  resources: {result.resource_count}")
             for diagnostic in result.diagnostics:
-                out_console.print(Text(f"  left out: {one_line(str(diagnostic.get('message', '')))}"))
+                what = "flagged" if diagnostic.get("problem") == "name" else "left out"
+                out_console.print(Text(f"  {what}: {one_line(str(diagnostic.get('message', '')))}"))
         else:
             out_console.print(Text(f"  error[{result.code}]: {one_line(result.message or '')}"))
         if result.stderr_tail:
@@ -88,21 +89,38 @@ def tools(name: str, project: Path | None = PROJECT_OPTION, as_json: bool = JSON
                 "cache": view.cache,
                 "tools": [t.__dict__ for t in view.tools],
                 "unmatched_grants": [g.model_dump() for g in view.unmatched_grants],
+                "resource_reads": vars(view.resource_reads),
+                "prompt_grants": [g.model_dump() for g in view.prompt_grants],
             }
         )
         return
     if view.cache != "fresh":
         hint = "no cached tools" if view.cache == "missing" else "cached tools are stale (config changed)"
         err_console.print(f"{view.connector.name}: {hint}; run: patchbay probe {view.connector.name}")
-    table = Table("tool", "decision", "source", "risk", "global", "project")
+    table = Table("tool", "decision", "source", "risk", "global", "project", "flag")
     for t in view.tools:
         decision = t.decision if t.visible else "hidden"
-        table.add_row(t.canonical_name, decision, t.source, t.risk, t.global_grant or "-", t.project_grant or "-")
+        table.add_row(
+            Text(t.canonical_name),
+            decision,
+            t.source,
+            t.risk,
+            t.global_grant or "-",
+            t.project_grant or "-",
+            "name" if t.name_flag else "-",
+        )
     if view.tools:
         out_console.print(table)
+    for t in view.tools:
+        if t.name_flag:  # repr: an invisible character shows as an escape
+            out_console.print(Text(f"flagged: {t.name!r}: its name {t.name_flag}"))
+    reads = view.resource_reads
+    out_console.print(f"resource reads: {reads.decision} ({reads.source})")
+    for g in view.prompt_grants:
+        out_console.print(Text(f"prompt {g.tool_name!r}: {g.decision} ({'project' if g.project_id else 'global'})"))
     for g in view.unmatched_grants:
         scope = "project" if g.project_id else "global"
-        out_console.print(f"grant matches no known tool: {g.tool_name} = {g.decision} ({scope})")
+        out_console.print(Text(f"grant matches no known tool: {g.tool_name} = {g.decision} ({scope})"))
 
 
 @handle_errors

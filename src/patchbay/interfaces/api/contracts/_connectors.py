@@ -439,6 +439,19 @@ class ToolDecisionView(_Response):
     risk: Risk
     global_grant: GrantDecision | None
     project_grant: GrantDecision | None
+    name_flag: str | None
+    """Why the server's name for this tool is flagged (outside MCP's ``[A-Za-z0-9_.-]``, 1-128
+    characters, or starting ``mcp.``: spaces, zero-width characters, lookalike letters),
+    completing "its name ..."; null for a clean name."""
+
+
+class ResourceReadsDecisionView(_Response):
+    """How explicit resource includes from the connector are decided (their own key space)."""
+
+    decision: GrantDecision
+    source: DecisionSource
+    global_grant: GrantDecision | None
+    project_grant: GrantDecision | None
 
 
 class ToolGrantView(_Response):
@@ -460,6 +473,10 @@ class ToolList(_Response):
     tools: list[ToolDecisionView]
     unmatched_grants: list[ToolGrantView]
     """Grants that name no cached tool: kept, matching nothing."""
+    resource_reads: ResourceReadsDecisionView
+    """The decision on resource includes in the same scope."""
+    prompt_grants: list[ToolGrantView]
+    """Prompt grants (``tool_name``: the prompt, or ``*``) in the same scope."""
 
 
 class ToolGrantUpdate(_Request):
