@@ -255,3 +255,16 @@ def test_probe_and_tools_flag_lookalike_tool_names(run, workspace: Path) -> None
     as_json = json.loads(run("tools", "evil", "--json").stdout)
     assert {t["name"]: t["name_flag"] is not None for t in as_json["tools"]}["d\u0430nger"] is True
     assert as_json["resource_reads"]["decision"] == "allow"
+
+
+def test_the_approval_question_warns_about_a_flagged_tool_name() -> None:
+    from patchbay.interfaces.cli.governed import _tool_question
+    from patchbay.runtime.permissions import ApprovalRequest
+
+    def ask(tool: str) -> str:
+        request = ApprovalRequest(f"mcp.evil.{tool}", "evil", tool, {}, "network", "approval_mode", "ses_1")
+        return _tool_question(request)[0].plain
+
+    assert "warning" not in ask("danger")
+    assert "warning: the tool's name 'd\u0430nger' contains a non-ASCII letter" in ask("d\u0430nger")
+    assert "'danger\\u200b'" in ask("danger\u200b")

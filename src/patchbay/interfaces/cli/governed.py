@@ -13,6 +13,7 @@ from rich.text import Text
 
 from patchbay.core.errors import ConfigError, PatchbayError, ToolCallError, ValidationError
 from patchbay.core.models import RESOURCE_SUBJECT, GrantKind
+from patchbay.core.names import tool_name_problem
 from patchbay.core.validation import validate_tool_arguments
 from patchbay.interfaces.cli._context import (
     JSON_OPTION,
@@ -202,6 +203,9 @@ def _tool_question(request: Any) -> tuple[Text, Text]:
         f" wants to run (risk: {request.risk}) with arguments ",
         one_line(json.dumps(request.arguments, ensure_ascii=False), 2000),
     )
+    problem = tool_name_problem(request.tool)
+    if problem is not None:  # a lookalike of a tool you trust must not pass unnoticed
+        described.append(Text(f"\nwarning: the tool's name {request.tool!r} {problem}", "bold"))
     return described, Text("Allow? [o]nce, for this [s]ession, [d]eny")
 
 

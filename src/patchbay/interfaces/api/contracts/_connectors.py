@@ -518,7 +518,7 @@ class GrantSet(_Response):
     scope: Scope
     project_id: str | None
     runtime_reload: RuntimeReload
-    """How the open sessions took the change (seed 003 §10.5)."""
+    """How the open sessions took the change (see ``ToolGrantSet``)."""
 
 
 class GrantCleared(_Response):
@@ -532,4 +532,4 @@ class GrantCleared(_Response):
     scope: Scope
     project_id: str | None
     runtime_reload: RuntimeReload
-    """How the open sessions took the change (seed 003 §10.5)."""
+    """How the open sessions took the change (see ``ToolGrantSet``)."""
