@@ -367,6 +367,45 @@ def test_bad_grants_are_refused_and_store_nothing(sqlite_repo: Repository, tmp_p
     assert _count(sqlite_repo, mcp_global_tool_grants) == 0 and _count(sqlite_repo, mcp_project_tool_grants) == 0
 
 
+def test_tool_resource_and_prompt_grants_are_separate_key_spaces(any_repo: Repository, tmp_path: Path) -> None:
+    connector = any_repo.create_connector("evil", "Evil", STDIO)
+    cid = connector.connector_id
+    project = any_repo.ensure_project(tmp_path)
+
+    tool = any_repo.set_global_grant(cid, "*", "allow")
+    reads = any_repo.set_global_grant(cid, "*", "deny", kind="resource")
+    prompt = any_repo.set_global_grant(cid, "*", "deny", kind="prompt")
+    local = any_repo.set_project_grant(project.project_id, cid, "*", "ask", kind="resource")
+
+    assert [(g.kind, g.decision) for g in (tool, reads, prompt, local)] == [
+        ("tool", "allow"), ("resource", "deny"), ("prompt", "deny"), ("resource", "ask")
+    ]
+    assert any_repo.list_global_grants(cid) == [tool]
+    assert any_repo.list_global_grants(cid, kind="resource") == [reads]
+    assert any_repo.list_global_grants(cid, kind="prompt") == [prompt]
+    assert any_repo.list_project_grants(project.project_id, cid, kind="resource") == [local]
+    assert any_repo.list_project_grants(project.project_id, cid) == []
+
+    assert any_repo.clear_global_grant(cid, "*", kind="prompt") is True
+    assert any_repo.list_global_grants(cid) == [tool]  # clearing one key space leaves the others
+    assert any_repo.list_global_grants(cid, kind="resource") == [reads]
+    assert any_repo.clear_project_grant(project.project_id, cid, "*") is False
+    assert any_repo.clear_project_grant(project.project_id, cid, "*", kind="resource") is True
+
+
+def test_grants_a_key_space_cannot_hold_are_refused(sqlite_repo: Repository) -> None:
+    cid = sqlite_repo.create_connector("evil", "Evil", STDIO).connector_id
+    for subject, decision, kind, field in (
+        ("fixture://doc/1", "allow", "resource", "tool_name"),
+        ("greet", "ask", "prompt", "decision"),
+        ("x", "allow", "secret", "kind"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            sqlite_repo.set_global_grant(cid, subject, decision, kind=kind)  # type: ignore[arg-type]
+        assert info.value.field == field
+    assert _count(sqlite_repo, mcp_global_tool_grants) == 0
+
+
 def test_tool_cache_round_trips_and_is_replaced_whole(sqlite_repo: Repository) -> None:
     connector = sqlite_repo.create_connector("time", "Time", STDIO)
     first = ToolCacheEntry(
