@@ -246,7 +246,10 @@ async def test_a_server_tool_named_resources_read_still_asks_with_the_resource_g
                 await runtime.call("mcp.evil.resources/read", {})
         approver = Approver("allow_once")
         async with Runtime(config, settings=Settings(home=tmp_path / "home"), approver=approver) as runtime:
+            listed = {t.tool: t for t in await runtime.list_tools()}
             result = await runtime.call("mcp.evil.resources/read", {})
     assert headless.value.reason == FailureReason.APPROVAL_UNAVAILABLE
     assert result.text.endswith("dynamic:resources/read")
     assert [(r.kind, r.tool, r.risk) for r in approver.requests] == [("tool", "resources/read", "network")]
+    assert (listed["resources/read"].decision, listed["add_tool"].name_flag) == ("ask", None)
+    assert listed["resources/read"].name_flag == "contains '/' (U+002F SOLIDUS), outside MCP's [A-Za-z0-9_.-]"
