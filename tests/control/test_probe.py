@@ -195,6 +195,27 @@ async def test_every_page_of_a_paged_tool_list_is_followed(settings: Settings, t
     assert [tool.name for tool in result.tools] == [f"t{i}" for i in range(44)]
 
 
+LOOKALIKES = ["danger", "danger ", "d\u0430nger", "danger\u200b", "mcp.evil.danger", "resources/read", "x.y"]
+
+
+async def test_tool_names_outside_the_mcp_rule_are_kept_and_each_gets_a_diagnostic(
+    settings: Settings, tmp_path: Path
+) -> None:
+    args = [arg for name in LOOKALIKES for arg in ("--initial", name)]
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(fixture_server("dynamic_server.py", *args)), workspace=tmp_path)
+    assert_ready(result)
+    assert set(LOOKALIKES) <= {tool.name for tool in result.tools}  # flagged, not left out
+    flagged = {d["tool"]: d for d in result.diagnostics if d["problem"] == "name"}
+    assert list(flagged) == ["danger ", "d\u0430nger", "danger\u200b", "mcp.evil.danger", "resources/read"]
+    assert flagged["danger "]["message"] == "tool 'danger ' kept but flagged: its name contains whitespace (U+0020 SPACE)"
+    assert "U+0430 CYRILLIC SMALL LETTER A" in flagged["d\u0430nger"]["message"]
+    assert "'danger\\u200b'" in flagged["danger\u200b"]["message"]  # the invisible character shows escaped
+    assert "ZERO WIDTH SPACE" in flagged["danger\u200b"]["message"]
+    assert "mcp." in flagged["mcp.evil.danger"]["message"]
+    assert [d["problem"] for d in result.diagnostics] == ["name"] * 5
+
+
 async def test_more_pages_than_the_cap_is_tool_list_failed(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", probe_max_pages=2)
     with anyio.fail_after(30):

@@ -179,6 +179,37 @@ def test_the_snapshot_carries_the_rules_in_the_seed_shape(service: ConnectorServ
     assert mail["approve_tools"] is True and mail["allowed_tools"] == ["m-read"]
 
 
+def test_the_snapshot_carries_resource_and_prompt_grants_in_their_own_key_spaces(
+    service: ConnectorService, workspace: Path
+) -> None:
+    add(service, "evil", workspace)
+    cache(service, "evil", [ToolSummary(name="resources/read"), ToolSummary(name="*")])
+    service.grant("evil", "*", "allow", kind="resource")
+    service.grant("evil", "*", "deny", project=workspace, kind="prompt")
+    service.grant("evil", "greet", "allow", project=workspace, kind="prompt")
+    service.grant("evil", "secret", "deny", kind="prompt")
+    project = service.project(workspace)
+    service.projector.project(project)
+
+    evil = snapshot_of(workspace)["servers"]["evil"]
+    assert (evil["global_resource_grant"], evil["project_resource_grant"]) == ("allow", None)
+    assert evil["global_prompt_grants"] == {"secret": "deny"}
+    assert evil["project_prompt_grants"] == {"*": "deny", "greet": "allow"}
+    # No tool name carries the resource or prompt grants, least of all a tool named "*".
+    assert evil["allowed_tools"] == [] and evil["exclude_tools"] == [] and evil["approve_tools"] is True
+
+    (server,) = load_snapshot(workspace, project_id=project.project_id).servers
+    engine = PermissionEngine(session_id="s")
+    assert engine.evaluate_resource_read(server).decision == "allow"
+    assert engine.evaluate(server, "resources/read").decision == "ask"
+    assert engine.evaluate(server, "*").decision == "ask"
+    assert [engine.evaluate_prompt(server, p).decision for p in ("greet", "other", "secret")] == [
+        "allow",
+        "deny",
+        "deny",
+    ]
+
+
 async def test_the_snapshot_holds_references_not_secrets_and_is_private(
     service: ConnectorService, workspace: Path
 ) -> None:

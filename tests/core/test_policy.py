@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from patchbay.core.policy import decide, risk_of
+from patchbay.core.models import ConnectorSettings
+from patchbay.core.policy import decide, decide_prompt, decide_resource_read, risk_of
 
 DESTRUCTIVE = {"destructiveHint": True}
 READ_ONLY = {"readOnlyHint": True}
@@ -61,3 +62,29 @@ def test_risk_comes_from_annotations_and_defaults_to_network() -> None:
     assert risk_of(DESTRUCTIVE) == "destructive"
     assert risk_of(None) == "network"
     assert decide("t", annotations=READ_ONLY).risk == "read"
+
+
+def test_resource_reads_are_decided_by_their_own_grants_not_by_tool_patterns() -> None:
+    excluding = ConnectorSettings(include_tools=("git_*",), exclude_tools=("*",))
+    assert decide_resource_read(excluding, global_grant=None, project_grant=None).decision == "ask"
+    allowed = decide_resource_read(excluding, global_grant="allow", project_grant=None)
+    assert (allowed.decision, allowed.source, allowed.risk) == ("allow", "global_grant", "read")
+    lifted = decide_resource_read(ConnectorSettings(), global_grant="deny", project_grant="allow")
+    assert (lifted.decision, lifted.source) == ("deny", "global_deny")
+    assert decide_resource_read(ConnectorSettings(), global_grant="allow", project_grant="ask").decision == "ask"
+    everything = ConnectorSettings(approval_mode="allow_all")
+    assert decide_resource_read(everything, global_grant=None, project_grant=None).decision == "allow"
+    assert not decide_resource_read(ConnectorSettings(enabled=False), global_grant="allow", project_grant=None).visible
+
+
+def test_prompts_are_user_triggered_and_only_a_deny_grant_refuses_them() -> None:
+    plain = ConnectorSettings(exclude_tools=("*",))
+    assert decide_prompt(plain, "p1", global_grants={}, project_grants={}).decision == "allow"
+    denied = decide_prompt(plain, "p1", global_grants={"*": "deny"}, project_grants={"p1": "allow"})
+    assert (denied.decision, denied.source) == ("deny", "global_deny")
+    assert decide_prompt(plain, "p2", global_grants={"p1": "deny"}, project_grants={}).decision == "allow"
+    reopened = decide_prompt(plain, "p1", global_grants={}, project_grants={"*": "deny", "p1": "allow"})
+    assert (reopened.decision, reopened.source) == ("allow", "project_grant")
+    assert decide_prompt(plain, "p2", global_grants={}, project_grants={"*": "deny", "p1": "allow"}).decision == "deny"
+    assert decide_prompt(plain, "p1", global_grants={"p1": "ask"}, project_grants={}).decision == "deny"
+    assert not decide_prompt(ConnectorSettings(enabled=False), "p1", global_grants={}, project_grants={}).visible

@@ -1,13 +1,17 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from patchbay import Runtime, RuntimeConfig, Settings, ToolCallError
 from patchbay.core.errors import FailureReason
 from patchbay.core.models import ConnectorSettings, RuntimeServer, StdioTarget, ToolSummary
 from patchbay.core.redaction import REDACTED
 from patchbay.runtime.permissions import ApprovalAnswer, ApprovalRequest, PermissionEngine
+from support import fixture_server
 
 pytestmark = pytest.mark.anyio
 
@@ -188,3 +192,64 @@ async def test_a_deny_a_bad_answer_or_a_failing_approver_denies(
 ) -> None:
     resolution = await _resolve(PermissionEngine(session_id="s", approver=Approver(answer)), _server(), "comment")
     assert (resolution.decision, resolution.sourced_from, resolution.reason) == ("deny", source, reason)
+
+
+# -- key spaces: resource reads and prompts are no tool names -----------------------------------
+
+
+def test_a_tool_named_like_the_resource_method_gets_nothing_from_the_resource_grant() -> None:
+    engine = PermissionEngine(session_id="s")
+    server = _server(global_resource_grant="allow", project_resource_grant="allow")
+    tool = engine.evaluate(server, "resources/read")
+    assert (tool.decision, tool.source, tool.risk) == ("ask", "approval_mode", "network")
+    reads = engine.evaluate_resource_read(server)
+    assert (reads.decision, reads.source, reads.risk) == ("allow", "project_grant", "read")
+
+
+def test_a_tool_grant_named_like_the_resource_method_does_not_govern_resource_reads() -> None:
+    engine = PermissionEngine(session_id="s")
+    server = _server(global_grants={"resources/read": "allow"}, project_grants={"resources/read": "allow"})
+    assert engine.evaluate_resource_read(server).decision == "ask"
+    denied = _server(global_grants={"resources/read": "deny"}, settings=ConnectorSettings(exclude_tools=("*",)))
+    assert engine.evaluate_resource_read(denied).decision == "ask"
+
+
+async def test_allow_for_the_session_of_resource_reads_does_not_allow_a_tool_of_that_name() -> None:
+    approver = Approver("allow_session", "deny")
+    engine = PermissionEngine(session_id="s", approver=approver)
+    server = _server()
+    reads = engine.evaluate_resource_read(server)
+    resolved = await engine.resolve(
+        "jira", "resources/read", reads, name="mcp.jira.resources/read", arguments={"uri": "x://1"}, kind="resource"
+    )
+    assert resolved.sourced_from == "user_allow_session"
+    assert engine.resolve_now("jira", "resources/read", reads, kind="resource") is not None  # remembered
+
+    tool = await _resolve(engine, server, "resources/read")
+    assert (tool.decision, tool.sourced_from) == ("deny", "user_deny")
+    assert [r.kind for r in approver.requests] == ["resource", "tool"]
+
+
+async def test_a_server_tool_named_resources_read_still_asks_with_the_resource_grant_allowing(
+    tmp_path: Path,
+) -> None:
+    server = RuntimeServer(
+        connector_id="id-evil",
+        name="evil",
+        target=fixture_server("dynamic_server.py", "--initial", "resources/read"),
+        global_resource_grant="allow",
+    )
+    config = RuntimeConfig(project_id="p1", workspace=str(tmp_path), servers=(server,))
+    with anyio.fail_after(30):
+        async with Runtime(config, settings=Settings(home=tmp_path / "home")) as runtime:
+            with pytest.raises(ToolCallError) as headless:
+                await runtime.call("mcp.evil.resources/read", {})
+        approver = Approver("allow_once")
+        async with Runtime(config, settings=Settings(home=tmp_path / "home"), approver=approver) as runtime:
+            listed = {t.tool: t for t in await runtime.list_tools()}
+            result = await runtime.call("mcp.evil.resources/read", {})
+    assert headless.value.reason == FailureReason.APPROVAL_UNAVAILABLE
+    assert result.text.endswith("dynamic:resources/read")
+    assert [(r.kind, r.tool, r.risk) for r in approver.requests] == [("tool", "resources/read", "network")]
+    assert (listed["resources/read"].decision, listed["add_tool"].name_flag) == ("ask", None)
+    assert listed["resources/read"].name_flag == "contains '/' (U+002F SOLIDUS), outside MCP's [A-Za-z0-9_.-]"

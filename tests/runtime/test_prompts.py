@@ -210,3 +210,35 @@ async def test_server_everything_prompts(tmp_path: Path, settings: Settings) -> 
     assert invoked == [
         {"server": "everything", "prompt": "args-prompt", "arguments": {"city": "San Francisco", "state": "CA"}}
     ]
+
+
+@pytest.mark.parametrize(
+    "grants",
+    [
+        {"global_prompt_grants": {"greet": "deny"}},
+        {"project_prompt_grants": {"*": "deny", "plain": "allow", "review": "allow", "broken": "allow"}},
+        {"global_prompt_grants": {"greet": "deny"}, "project_prompt_grants": {"greet": "allow"}},
+    ],
+    ids=["global-deny", "project-deny-all-but-three", "global-deny-over-project-allow"],
+)
+async def test_a_prompt_deny_grant_hides_the_prompt_and_refuses_it_before_anything_is_sent(
+    tmp_path: Path, settings: Settings, grants: dict[str, Any]
+) -> None:
+    record = tmp_path / "requests.jsonl"
+    server = prompts_server(record).model_copy(update=grants)
+    # Tool patterns are no prompt rules: excluding every tool hides no prompt.
+    server = server.model_copy(update={"settings": server.settings.model_copy(update={"exclude_tools": ("*",)})})
+    with anyio.fail_after(20):
+        async with Runtime(config(tmp_path, server), settings=settings) as runtime:
+            listed = [p.name for p in await runtime.list_prompts("res")]
+            lists_before = len(requests(record, "prompts/list"))
+            with pytest.raises(ToolCallError) as caught:
+                await runtime.expand_prompt("res", "greet", {"name": "Ada"})
+            plain = await runtime.expand_prompt("res", "plain")
+    assert listed == ["review", "plain", "broken"]
+    assert caught.value.reason == "permission_denied" and caught.value.details["prompt"] == "greet"
+    assert len(requests(record, "prompts/list")) == lists_before + 4  # only plain's expansion listed
+    assert [r["params"]["name"] for r in requests(record, "prompts/get")] == ["plain"]
+    assert plain.prompt == "plain"
+    invoked = [e["payload"]["prompt"] for e in read_events(runtime.event_log_path) if e["type"] == "mcp.prompt.invoked"]
+    assert invoked == ["plain"]

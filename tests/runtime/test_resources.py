@@ -219,12 +219,12 @@ async def test_templates_are_listed_on_every_page_expanded_and_read_by_uri(tmp_p
 @pytest.mark.parametrize(
     "fields",
     [
-        {"global_grants": {"resources/read": "deny"}},
-        {"project_grants": {"resources/read": "deny"}},
-        # How a deny arrives through the projected snapshot: an exact exclude pattern.
-        {"settings": {"exclude_tools": ("resources/read",)}},
+        {"global_resource_grant": "deny"},
+        {"project_resource_grant": "deny"},
+        # A project allow never lifts a global deny.
+        {"global_resource_grant": "deny", "project_resource_grant": "allow"},
     ],
-    ids=["global-deny", "project-deny", "snapshot-exclude"],
+    ids=["global-deny", "project-deny", "global-deny-over-project-allow"],
 )
 async def test_a_denying_policy_blocks_the_include_before_the_server_sees_it(
     tmp_path: Path, settings: Settings, fields: dict[str, Any]

@@ -83,13 +83,40 @@ def test_wire_names_round_trip_including_a_name_longer_than_64_characters() -> N
     assert len(router.wire_name("mcp.knowledge-base." + long_tool)) == 64
 
 
-def test_tools_whose_wire_names_collide_get_distinct_wire_names() -> None:
+@pytest.mark.parametrize("order", [["x.y", "x_y"], ["x_y", "x.y"]], ids=["dotted-first", "exact-first"])
+def test_the_plain_wire_name_reaches_the_exactly_matching_tool_whatever_the_order(order: list[str]) -> None:
     router = ToolRouter()
-    router.set_connector_tools("jira", ["get.issue", "get_issue"])
-    first, second = router.wire_name("mcp.jira.get.issue"), router.wire_name("mcp.jira.get_issue")
-    assert first == "mcp__jira__get_issue"
-    assert second != first and WIRE.fullmatch(second)
-    assert router.from_wire(second) == "mcp.jira.get_issue"
+    router.set_connector_tools("evil", order)
+    assert router.resolve("mcp__evil__x_y").tool == "x_y"
+    assert router.wire_name("mcp.evil.x_y") == "mcp__evil__x_y"
+    dotted = router.wire_name("mcp.evil.x.y")
+    assert dotted != "mcp__evil__x_y" and dotted.startswith("mcp__evil__x_y_") and WIRE.fullmatch(dotted)
+    assert router.resolve(dotted).tool == "x.y"
+
+
+def test_a_sanitised_name_never_takes_the_plain_wire_name_even_alone_or_before_the_exact_one_arrives() -> None:
+    router = ToolRouter()
+    router.set_connector_tools("evil", ["x.y"])
+    handed_out = router.wire_name("mcp.evil.x.y")
+    assert handed_out != "mcp__evil__x_y"
+    with pytest.raises(ToolCallError):
+        router.resolve("mcp__evil__x_y")
+    router.set_connector_tools("evil", ["x.y", "x_y"])  # the exact tool appears later
+    assert router.wire_name("mcp.evil.x.y") == handed_out  # what was handed out keeps meaning x.y
+    assert router.resolve("mcp__evil__x_y").tool == "x_y"
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["crafted-first", "crafted-last"])
+def test_an_exact_name_crafted_to_equal_a_suffixed_one_wins_and_the_other_is_rehashed(first: bool) -> None:
+    crafted = ToolRouter()
+    crafted.set_connector_tools("evil", ["x.y"])
+    suffixed = crafted.wire_name("mcp.evil.x.y").removeprefix("mcp__evil__")
+    router = ToolRouter()
+    router.set_connector_tools("evil", [suffixed, "x.y"] if first else ["x.y", suffixed])
+    assert router.resolve(f"mcp__evil__{suffixed}").tool == suffixed
+    rehashed = router.wire_name("mcp.evil.x.y")
+    assert rehashed not in (f"mcp__evil__{suffixed}", "mcp__evil__x_y") and WIRE.fullmatch(rehashed)
+    assert router.resolve(rehashed).tool == "x.y"
 
 
 def test_replacing_a_catalog_drops_stale_tools_and_keeps_wire_names_of_the_rest() -> None:

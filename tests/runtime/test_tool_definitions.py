@@ -401,3 +401,24 @@ async def test_a_local_tool_named_mcp_keeps_its_name_and_the_proxy_says_so(tmp_p
     assert [d.to_dict()["tool"] for d in proxy.diagnostics] == ["mcp"]
     assert listed.structured_content == {"query": "", "total": 0, "tools": []}  # local tools are the host's own
     assert list(direct) == [{"name": "mcp", "description": "", "input_schema": {"type": "object", "properties": {}}}]
+
+
+@pytest.mark.parametrize("order", [("x.y", "x_y"), ("x_y", "x.y")], ids=["dotted-first", "exact-first"])
+async def test_the_plain_wire_name_reaches_the_exactly_named_tool_whatever_the_server_order(
+    tmp_path: Path, order: tuple[str, str]
+) -> None:
+    evil = RuntimeServer(
+        connector_id="con_evil",
+        name="evil",
+        target=fixture_server("dynamic_server.py", "--initial", order[0], "--initial", order[1]),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+    )
+    with anyio.fail_after(30):
+        async with runtime_for(tmp_path, evil) as runtime:
+            names = [name_of(d) for d in await runtime.tool_definitions()]
+            exact = await runtime.call_wire("mcp__evil__x_y", {})
+            dotted_wire = next(n for n in names if n.startswith("mcp__evil__x_y_"))
+            dotted = await runtime.call_wire(dotted_wire, {})
+    assert "mcp__evil__x_y" in names and WIRE.fullmatch(dotted_wire)
+    assert exact.text.endswith("dynamic:x_y")
+    assert dotted.text.endswith("dynamic:x.y")

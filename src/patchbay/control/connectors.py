@@ -31,10 +31,12 @@ from patchbay.control.views import ToolsView, ToolView
 from patchbay.core.credentials import BINDINGS_KEY, check_bindings
 from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.core.models import (
+    RESOURCE_SUBJECT,
     Connector,
     ConnectorSettings,
     ConnectorTarget,
     GrantDecision,
+    GrantKind,
     HttpTarget,
     ProbeOutcome,
     ProbeResult,
@@ -52,6 +54,8 @@ from patchbay.core.validation import validate_http_target, validate_socket_path,
 __all__ = ["ConnectorService", "ToolView", "ToolsView", "merge_runtime_options"]
 
 _DECISIONS = ("allow", "ask", "deny")
+_PROMPT_DECISIONS = ("allow", "deny")
+_OLD_RESOURCE_KEY = "resources/read"
 _T = TypeVar("_T")
 _log = logging.getLogger(__name__)
 
@@ -470,36 +474,77 @@ class ConnectorService(ToolViewsMixin):
 
     # -- grants -----------------------------------------------------------------------------
 
-    def grant(self, name: str, tool: str, decision: str, *, project: Path | None = None) -> ToolGrant:
+    def grant(
+        self, name: str, tool: str, decision: str, *, project: Path | None = None, kind: GrantKind = "tool"
+    ) -> ToolGrant:
         """Set a global grant, or a project grant when ``project`` is given (idempotent upsert).
 
+        Args:
+            tool: the subject in ``kind``'s key space: a tool's original name; a prompt's name or
+                ``*`` (every prompt); :data:`~patchbay.core.models.RESOURCE_SUBJECT` for resource
+                reads (one grant per connector).
+            kind: ``tool``, ``resource`` or ``prompt``.
+
         Raises:
-            ConfigError: ``invalid_config`` (field ``decision``) unless allow|ask|deny.
+            ConfigError: ``invalid_config``: field ``decision`` unless allow|ask|deny (allow|deny
+                for a prompt); field ``tool`` for a bad subject, or for the tool name
+                ``resources/read``, which once spelled the resource-read grant and is refused so an
+                old command cannot grant a server's lookalike tool instead.
         """
-        if decision not in _DECISIONS:
-            raise ConfigError("decision", f"must be one of allow, ask, deny; got {decision!r}")
-        if not tool or len(tool) > 512 or not tool.isprintable():
-            raise ConfigError("tool", "must be 1-512 printable characters")
+        choices = _PROMPT_DECISIONS if kind == "prompt" else _DECISIONS
+        if decision not in choices:
+            raise ConfigError("decision", f"must be one of {', '.join(choices)}; got {decision!r}")
+        self._check_subject(tool, kind)
         connector = self.get(name)
         verdict = cast(GrantDecision, decision)
         if project is None:
-            self.repository.set_global_grant(connector.connector_id, tool, decision)
-            return self._reprojected(ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=verdict))
+            self.repository.set_global_grant(connector.connector_id, tool, decision, kind=kind)
+            return self._reprojected(
+                ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=verdict, kind=kind)
+            )
         prj = self.project(project)
-        self.repository.set_project_grant(prj.project_id, connector.connector_id, tool, decision)
+        self.repository.set_project_grant(prj.project_id, connector.connector_id, tool, decision, kind=kind)
         return self._reprojected(
-            ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=verdict, project_id=prj.project_id),
+            ToolGrant(
+                connector_id=connector.connector_id,
+                tool_name=tool,
+                decision=verdict,
+                project_id=prj.project_id,
+                kind=kind,
+            ),
             project_id=prj.project_id,
         )
 
-    def clear_grant(self, name: str, tool: str, *, project: Path | None = None) -> bool:
-        """Remove a grant so the tool inherits again (seed 003 §20.2); False if there was none."""
+    def clear_grant(self, name: str, tool: str, *, project: Path | None = None, kind: GrantKind = "tool") -> bool:
+        """Remove a grant so the subject inherits again (seed 003 §20.2); False if there was none.
+
+        Raises:
+            ConfigError: ``invalid_config`` (field ``tool``) as :meth:`grant`.
+        """
+        self._check_subject(tool, kind)
         connector = self.get(name)
         if project is None:
-            return self._reprojected(self.repository.clear_global_grant(connector.connector_id, tool))
+            return self._reprojected(self.repository.clear_global_grant(connector.connector_id, tool, kind=kind))
         prj = self.project(project)
-        cleared = self.repository.clear_project_grant(prj.project_id, connector.connector_id, tool)
+        cleared = self.repository.clear_project_grant(prj.project_id, connector.connector_id, tool, kind=kind)
         return self._reprojected(cleared, project_id=prj.project_id)
+
+    @staticmethod
+    def _check_subject(tool: str, kind: GrantKind) -> None:
+        if kind == "resource":
+            if tool != RESOURCE_SUBJECT:
+                raise ConfigError("tool", f"a resource-read grant covers the whole connector (subject {RESOURCE_SUBJECT!r})")
+            return
+        if not isinstance(tool, str) or not tool or len(tool) > 512 or not tool.isprintable():
+            raise ConfigError("tool", "must be 1-512 printable characters")
+        if kind == "tool" and tool == _OLD_RESOURCE_KEY:
+            raise ConfigError(
+                "tool",
+                f"{_OLD_RESOURCE_KEY!r} is no longer the resource-read grant and is refused as a tool name: grant "
+                "resource reads with `patchbay grant NAME --resources allow|ask|deny` (REST: PUT "
+                "/api/mcp/connectors/{connector}/resources/grant); hide a server tool of that name with "
+                "--exclude",
+            )
 
     # -- probe ------------------------------------------------------------------------------
 

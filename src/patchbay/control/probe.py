@@ -266,7 +266,7 @@ class Prober:
                 protocol_version=catalog.protocol_version,
                 stderr_tail=tail,
                 duration_ms=duration_ms,
-                diagnostics=tuple(redact_value(d.to_dict()) for d in catalog.diagnostics),
+                diagnostics=tuple(redact_value(d.to_dict()) for d in (*catalog.diagnostics, *catalog.name_flags)),
             )
 
         try:

@@ -18,6 +18,9 @@ addendum dated 2026-09-04), derived from the control plane's own decision functi
 * grant names are exact: a grant called ``get_*`` or ``*`` covers no other tool (wildcards never
   expand grants), and a tool missing from the cached catalog gets nothing beyond its own exact
   grants and the approval mode (no extra authorization);
+* resource-read and prompt grants are their own key spaces and are copied as stored (the runtime
+  decides them with :func:`~patchbay.core.policy.decide_resource_read` and
+  :func:`~patchbay.core.policy.decide_prompt`); no tool name can reach them;
 * no secret value: targets carry none (seed 003 §7.3) and credentials are bindings (references).
 
 Writing is atomic and ordered: under an exclusive ``flock`` of ``.patchbay/mcp-runtime.lock`` the
@@ -53,7 +56,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from patchbay.adapters.atomic import lock_exclusive, replace_file, write_new
 from patchbay.core.credentials import BINDINGS_KEY
 from patchbay.core.errors import ConfigError, PatchbayError
-from patchbay.core.models import Project, RuntimeConfig, RuntimeOptions, RuntimeServer
+from patchbay.core.models import GrantDecision, Project, RuntimeConfig, RuntimeOptions, RuntimeServer
 from patchbay.core.policy import decide, is_visible
 from patchbay.runtime.snapshot import (
     MAX_SNAPSHOT_BYTES,
@@ -149,7 +152,16 @@ def project_server(server: RuntimeServer) -> tuple[str, SnapshotServer]:
         allowed_tools=tuple(allowed),
         project_overrides=tuple(overrides),
         tools=tuple(t for t in server.tools if is_visible(t.name, settings.include_tools, exclude)),
+        global_resource_grant=server.global_resource_grant,
+        project_resource_grant=server.project_resource_grant,
+        global_prompt_grants=_prompt_grants(server.global_prompt_grants),
+        project_prompt_grants=_prompt_grants(server.project_prompt_grants),
     )
+
+
+def _prompt_grants(grants: dict[str, GrantDecision]) -> dict[str, Literal["allow", "deny"]]:
+    # The store refuses a prompt "ask"; should one appear, it is projected as the deny it means.
+    return {name: "allow" if d == "allow" else "deny" for name, d in grants.items()}
 
 
 def build_snapshot(config: RuntimeConfig, *, generated_at: int) -> RuntimeSnapshot:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchbay.control.views import ToolsView, ToolView
+from patchbay.control.views import ResourceReadsView, ToolsView, ToolView
 from patchbay.core.credentials import BINDINGS_KEY
 from patchbay.core.errors import ConfigError
 from patchbay.core.fingerprint import config_fingerprint
@@ -28,8 +28,8 @@ from patchbay.core.models import (
     ToolGrant,
     ToolSummary,
 )
-from patchbay.core.names import canonical_tool_name
-from patchbay.core.policy import decide_for
+from patchbay.core.names import canonical_tool_name, tool_name_problem
+from patchbay.core.policy import decide_for, decide_resource_read
 
 if TYPE_CHECKING:
     from patchbay.adapters.store import Repository
@@ -149,7 +149,21 @@ class ToolViewsMixin:
             for t, d in sorted(project_grants.items())
             if t not in known
         ]
-        return ToolsView(connector=connector, project=prj, tools=views, cache=state, unmatched_grants=unmatched)
+        global_reads = self._resource_grant(connector, None)
+        project_reads = self._resource_grant(connector, prj) if prj else None
+        reads = decide_resource_read(connector.settings, global_grant=global_reads, project_grant=project_reads)
+        prompt_grants = self.repository.list_global_grants(connector.connector_id, kind="prompt")
+        if prj:
+            prompt_grants += self.repository.list_project_grants(prj.project_id, connector.connector_id, kind="prompt")
+        return ToolsView(
+            connector=connector,
+            project=prj,
+            tools=views,
+            cache=state,
+            unmatched_grants=unmatched,
+            resource_reads=ResourceReadsView(reads.decision, reads.source, global_reads, project_reads),
+            prompt_grants=prompt_grants,
+        )
 
     @staticmethod
     def _view(
@@ -176,7 +190,24 @@ class ToolViewsMixin:
             global_grant=global_grants.get(tool.name),
             project_grant=project_grants.get(tool.name),
             input_schema=tool.input_schema,
+            name_flag=tool_name_problem(tool.name),
         )
+
+    def _resource_grant(self, connector: Connector, project: Project | None) -> GrantDecision | None:
+        """The connector's resource-read grant, global (``project`` None) or the project's."""
+        if project is None:
+            grants = self.repository.list_global_grants(connector.connector_id, kind="resource")
+        else:
+            grants = self.repository.list_project_grants(project.project_id, connector.connector_id, kind="resource")
+        return grants[0].decision if grants else None
+
+    def _prompt_grants(self, connector: Connector, project: Project | None) -> dict[str, GrantDecision]:
+        """The connector's prompt grants by prompt name, global (``project`` None) or the project's."""
+        if project is None:
+            grants = self.repository.list_global_grants(connector.connector_id, kind="prompt")
+        else:
+            grants = self.repository.list_project_grants(project.project_id, connector.connector_id, kind="prompt")
+        return {g.tool_name: g.decision for g in grants}
 
     def runtime_config(self, workspace: Path | Project) -> RuntimeConfig:
         """What a runtime for ``workspace`` may load: enabled connectors only, with their grants.
@@ -208,6 +239,10 @@ class ToolViewsMixin:
                     tools=entry.tools if entry else (),
                     runtime_config={k: v for k, v in connector.runtime_config.items() if k != BINDINGS_KEY},
                     bindings=connector.bindings,
+                    global_resource_grant=self._resource_grant(connector, None),
+                    project_resource_grant=self._resource_grant(connector, prj),
+                    global_prompt_grants=self._prompt_grants(connector, None),
+                    project_prompt_grants=self._prompt_grants(connector, prj),
                 )
             )
         return RuntimeConfig(project_id=prj.project_id, workspace=prj.path, servers=tuple(servers))

@@ -8,7 +8,7 @@ from typing import Any
 
 from patchbay.core.models import Connector, GrantDecision, ProbeOutcome, Project, RuntimeState, ToolGrant
 
-__all__ = ["ToolView", "ToolsView", "probe_failed", "runtime_state", "tool_signature"]
+__all__ = ["ResourceReadsView", "ToolView", "ToolsView", "probe_failed", "runtime_state", "tool_signature"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,19 @@ class ToolView:
     project_grant: GrantDecision | None = None
     input_schema: dict[str, Any] | None = None
     """The tool's JSON Schema for its arguments, as the server listed it (from the cache)."""
+    name_flag: str | None = None
+    """Why the server's name for the tool is flagged (outside MCP's ``[A-Za-z0-9_.-]``, 1-128, or
+    starting ``mcp.``), completing "its name ..."; None for a clean name."""
+
+
+@dataclass(frozen=True)
+class ResourceReadsView:
+    """How the connector's resource includes are decided in a scope (their own key space)."""
+
+    decision: GrantDecision
+    source: str
+    global_grant: GrantDecision | None = None
+    project_grant: GrantDecision | None = None
 
 
 @dataclass(frozen=True)
@@ -37,8 +50,12 @@ class ToolsView:
     tools: list[ToolView]
     cache: str
     """``fresh``, ``stale`` (fingerprint or revision changed: probe again) or ``missing``."""
+    resource_reads: ResourceReadsView
+    """The decision on resource includes in the same scope."""
     unmatched_grants: list[ToolGrant] = field(default_factory=list)
     """Grants naming a tool the cache does not know; kept, reported, and matching nothing."""
+    prompt_grants: list[ToolGrant] = field(default_factory=list)
+    """The connector's prompt grants in the scope (global, plus the project's)."""
 
 
 def probe_failed(connector: Connector, outcome: ProbeOutcome | None) -> bool:

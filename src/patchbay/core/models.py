@@ -23,6 +23,7 @@ __all__ = [
     "ConnectorSource",
     "ConnectorTarget",
     "GrantDecision",
+    "GrantKind",
     "HttpTarget",
     "Lifecycle",
     "MAX_LIMIT",
@@ -30,6 +31,7 @@ __all__ = [
     "MIN_ADDRESS_SPACE_BYTES",
     "ProbeOutcome",
     "ProbeResult",
+    "RESOURCE_SUBJECT",
     "Project",
     "ResourceSummary",
     "ResourceLimits",
@@ -50,6 +52,14 @@ TransportKind = Literal["stdio", "streamable_http", "sse", "socket"]
 ConnectorSource = Literal["builtin", "custom", "imported"]
 ApprovalMode = Literal["ask", "custom", "allow_all"]
 GrantDecision = Literal["allow", "ask", "deny"]
+GrantKind = Literal["tool", "resource", "prompt"]
+"""The key space of a grant: a server's tool (subject: its original name), the connector's
+resource reads (subject :data:`RESOURCE_SUBJECT`: one grant per connector), or its prompts
+(subject: a prompt's name, or ``*`` for every prompt; ``allow``/``deny`` only, since a person
+triggers a prompt). The kind is part of a grant's key, so no name a server picks for a tool can
+match a resource or prompt grant."""
+RESOURCE_SUBJECT = "*"
+"""The subject of a connector's one resource-read grant."""
 Lifecycle = Literal["lazy", "eager", "keep_alive"]
 RuntimeState = Literal["unknown", "checking", "ready", "connecting", "connected", "error", "disabled"]
 
@@ -187,13 +197,15 @@ class ToolCacheEntry(_Model):
 
 
 class ToolGrant(_Model):
-    """A global (``project_id is None``) or project tool grant (seed 003 §5.3)."""
+    """A global (``project_id is None``) or project grant (seed 003 §5.3) in one key space."""
 
     connector_id: str
     tool_name: str
+    """The subject: a tool's or prompt's name, or :data:`RESOURCE_SUBJECT` for resource reads."""
     decision: GrantDecision
     project_id: str | None = None
     updated_at: int = 0
+    kind: GrantKind = "tool"
 
 
 class Project(_Model):
@@ -223,7 +235,9 @@ class ProbeResult(_Model):
     """The last bytes of the server's stderr (at most ``stderr_tail_bytes``), redacted."""
     duration_ms: int = 0
     diagnostics: tuple[dict[str, Any], ...] = ()
-    """One entry per listed tool left out of the catalog (schema over its bounds, malformed):
+    """One entry per listed tool left out of the catalog (schema over its bounds, malformed), then
+    one per kept tool whose name is flagged (``problem`` ``"name"``: outside MCP's
+    ``[A-Za-z0-9_.-]``, 1-128, or starting ``mcp.``):
     ``{"tool", "problem", "message", "measured", "limit", "exact"}``."""
 
 
@@ -392,6 +406,14 @@ class RuntimeServer(_Model):
     """Explicit global grants keyed by the server's original tool name."""
     project_grants: dict[str, GrantDecision] = Field(default_factory=dict)
     """Explicit grants of this workspace's project, keyed by original tool name."""
+    global_resource_grant: GrantDecision | None = None
+    """The global grant of the connector's resource reads (its own key space), if any."""
+    project_resource_grant: GrantDecision | None = None
+    """This project's grant of the connector's resource reads, if any."""
+    global_prompt_grants: dict[str, GrantDecision] = Field(default_factory=dict)
+    """Global prompt grants keyed by prompt name (``*``: every prompt); ``allow``/``deny``."""
+    project_prompt_grants: dict[str, GrantDecision] = Field(default_factory=dict)
+    """This project's prompt grants keyed by prompt name (``*``: every prompt)."""
     tools: tuple[ToolSummary, ...] = ()
     """The cached catalog, if any (annotations feed the risk and destructive rules)."""
     runtime_config: dict[str, Any] = Field(default_factory=dict)

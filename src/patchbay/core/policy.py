@@ -11,6 +11,18 @@ Order, for tool T of connector C in project P:
 
 Step 5 (``ask`` with no approver → deny ``approval_unavailable``) happens at call time in the
 runtime, because only the runtime knows whether an approver is attached.
+
+Resource reads and prompts are decided in their own key spaces (``GrantKind``), never under a
+tool name, so no name a server gives a tool can borrow their grants; ``include_tools`` and
+``exclude_tools`` are tool patterns and do not apply to them:
+
+* resource reads (:func:`decide_resource_read`): disabled → invisible; a global ``deny`` →
+  deny; else the project's resource grant, else the global one; else ``approval_mode``
+  (``allow_all`` → allow, ``ask``/``custom`` → ask). Risk is always ``read``.
+* prompts (:func:`decide_prompt`): a person triggers a prompt, so its trigger is the approval and
+  a prompt is never asked. Disabled → invisible; a global ``deny`` of the prompt or of ``*`` →
+  deny; else the project's grant of the prompt, else its ``*``, else the global grant of the
+  prompt, else the global ``*``; else allow.
 """
 
 from __future__ import annotations
@@ -22,12 +34,26 @@ from typing import Any, Literal
 
 from patchbay.core.models import ApprovalMode, ConnectorSettings, GrantDecision
 
-__all__ = ["Decision", "DecisionSource", "Risk", "decide", "decide_for", "is_visible", "risk_of"]
+__all__ = [
+    "ALL_PROMPTS",
+    "Decision",
+    "DecisionSource",
+    "Risk",
+    "decide",
+    "decide_for",
+    "decide_prompt",
+    "decide_resource_read",
+    "is_visible",
+    "risk_of",
+]
+
+ALL_PROMPTS = "*"
+"""The prompt-grant subject that covers every prompt of a connector."""
 
 Risk = Literal["read", "destructive", "network"]
 DecisionSource = Literal[
     "disabled", "excluded", "not_included", "global_deny", "project_grant", "global_grant",
-    "allow_all", "destructive_default", "approval_mode",
+    "allow_all", "destructive_default", "approval_mode", "user_triggered",
 ]
 
 
@@ -125,3 +151,54 @@ def decide_for(
         global_grant=global_grants.get(tool),
         project_grant=project_grants.get(tool),
     )
+
+
+def decide_resource_read(
+    settings: ConnectorSettings, *, global_grant: GrantDecision | None, project_grant: GrantDecision | None
+) -> Decision:
+    """The decision on reading a connector's resources (rules in the module docstring).
+
+    Args:
+        settings: the connector's settings (``enabled`` and ``approval_mode`` count here).
+        global_grant / project_grant: the connector's resource-read grants, if any.
+    """
+    if not settings.enabled:
+        return Decision(False, "deny", "disabled", "read")
+    if global_grant == "deny":
+        return Decision(True, "deny", "global_deny", "read")
+    if project_grant is not None:
+        return Decision(True, project_grant, "project_grant", "read")
+    if global_grant is not None:
+        return Decision(True, global_grant, "global_grant", "read")
+    if settings.approval_mode == "allow_all":
+        return Decision(True, "allow", "allow_all", "read")
+    return Decision(True, "ask", "approval_mode", "read")
+
+
+def decide_prompt(
+    settings: ConnectorSettings,
+    prompt: str,
+    *,
+    global_grants: Mapping[str, GrantDecision],
+    project_grants: Mapping[str, GrantDecision],
+) -> Decision:
+    """The decision on listing and expanding ``prompt`` (rules in the module docstring): ``allow``
+    or ``deny``, never ``ask``; an ``ask`` found in a grant table counts as ``deny`` (fail closed).
+
+    Args:
+        global_grants / project_grants: prompt grants keyed by prompt name or :data:`ALL_PROMPTS`.
+    """
+    if not settings.enabled:
+        return Decision(False, "deny", "disabled", "read")
+    if "deny" in (global_grants.get(prompt), global_grants.get(ALL_PROMPTS)):
+        return Decision(True, "deny", "global_deny", "read")
+    scopes: tuple[tuple[Mapping[str, GrantDecision], DecisionSource], ...] = (
+        (project_grants, "project_grant"),
+        (global_grants, "global_grant"),
+    )
+    for grants, source in scopes:
+        for key in (prompt, ALL_PROMPTS):
+            found = grants.get(key)
+            if found is not None:
+                return Decision(True, "allow" if found == "allow" else "deny", source, "read")
+    return Decision(True, "allow", "user_triggered", "read")

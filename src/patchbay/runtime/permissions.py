@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from patchbay.core.errors import FailureReason
-from patchbay.core.models import RuntimeServer, ToolSummary
-from patchbay.core.policy import Decision, DecisionSource, Risk, decide_for
+from patchbay.core.models import GrantKind, RuntimeServer, ToolSummary
+from patchbay.core.policy import Decision, DecisionSource, Risk, decide_for, decide_prompt, decide_resource_read
 from patchbay.core.redaction import redact_value
 
 __all__ = [
@@ -37,10 +37,11 @@ __all__ = [
 ]
 
 RESOURCE_READ = "resources/read"
-"""The grant key a connector's resource reads are decided under (issue 6): a pseudo-tool with
-risk ``read`` that goes through the same rules as a tool (``include_tools``/``exclude_tools``,
-global and project grants, ``approval_mode``), so ``patchbay grant NAME resources/read deny``
-blocks every include from that connector and ``allow`` lets them through without asking."""
+"""What an approver is shown as the ``tool`` of a resource include (the MCP method). It is no
+grant key: resource reads are decided in their own key space (``kind="resource"``, risk
+``read``; :func:`~patchbay.core.policy.decide_resource_read`), so ``patchbay grant NAME
+--resources deny`` blocks every include from that connector, and a server tool that calls itself
+``resources/read`` is a tool like any other."""
 
 USER_EXPLICIT_INCLUDE = "user_explicit_include"
 """``sourcedFrom`` of the ``permission.requested`` event of a resource include (seed 000 §7)."""
@@ -69,6 +70,8 @@ class ApprovalRequest:
         source: the policy rule that produced ``ask`` (``approval_mode``, ``destructive_default``,
             ``project_grant``, ``global_grant``).
         session_id: the runtime session asking.
+        kind: ``tool`` for a tool call, ``resource`` for a resource include (``tool`` is then
+            :data:`RESOURCE_READ` and ``arguments`` holds the ``uri``).
     """
 
     name: str
@@ -78,6 +81,7 @@ class ApprovalRequest:
     risk: Risk
     source: DecisionSource
     session_id: str
+    kind: GrantKind = "tool"
 
 
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer]]
@@ -126,7 +130,9 @@ class PermissionEngine:
     def __init__(self, *, session_id: str, approver: Approver | None = None):
         self.session_id = session_id
         self.approver = approver
-        self._session_allowed: set[tuple[str, str]] = set()
+        # Keyed by kind too: an "allow for this session" of resource reads must not allow a tool
+        # that a server named like the method.
+        self._session_allowed: set[tuple[GrantKind, str, str]] = set()
 
     def evaluate(self, server: RuntimeServer, tool: str, live: ToolSummary | None = None) -> Decision:
         """The policy decision (steps 1–4) for ``tool`` (original name) of ``server``.
@@ -148,35 +154,45 @@ class PermissionEngine:
         )
 
     def evaluate_resource_read(self, server: RuntimeServer) -> Decision:
-        """The policy decision (steps 1–4) for reading ``server``'s resources: the pseudo-tool
-        :data:`RESOURCE_READ`, always risk ``read`` (seed 000 §7: "risk=read 通常 allow"), so
-        ``allow_all`` allows it and ``ask``/``custom`` ask; a deny grant or an exclude pattern
-        matching it denies it."""
-        return decide_for(
-            server.settings,
-            RESOURCE_READ,
-            annotations={"readOnlyHint": True},
-            global_grants=server.global_grants,
-            project_grants=server.project_grants,
+        """The policy decision for reading ``server``'s resources, in the resource key space:
+        always risk ``read`` (seed 000 §7: "risk=read 通常 allow"), so ``allow_all`` allows it and
+        ``ask``/``custom`` ask; the connector's resource grants (global deny first, then project,
+        then global) decide before the mode. Tool grants and tool patterns play no part."""
+        return decide_resource_read(
+            server.settings, global_grant=server.global_resource_grant, project_grant=server.project_resource_grant
         )
 
-    def session_allowed(self, connector: str, tool: str) -> bool:
-        """Whether the user answered ``allow_session`` for this tool earlier in this session."""
-        return (connector, tool) in self._session_allowed
+    def evaluate_prompt(self, server: RuntimeServer, prompt: str) -> Decision:
+        """The decision on listing and expanding ``prompt`` of ``server`` in the prompt key space
+        (:func:`~patchbay.core.policy.decide_prompt`): ``allow`` unless a prompt grant denies it;
+        never ``ask``, because a person triggers a prompt."""
+        return decide_prompt(
+            server.settings,
+            prompt,
+            global_grants=server.global_prompt_grants,
+            project_grants=server.project_prompt_grants,
+        )
 
-    def requested_source(self, connector: str, tool: str, decision: Decision) -> str:
+    def session_allowed(self, connector: str, tool: str, *, kind: GrantKind = "tool") -> bool:
+        """Whether the user answered ``allow_session`` for this tool (or, with ``kind="resource"``,
+        this connector's resource reads) earlier in this session."""
+        return (kind, connector, tool) in self._session_allowed
+
+    def requested_source(self, connector: str, tool: str, decision: Decision, *, kind: GrantKind = "tool") -> str:
         """``sourcedFrom`` for ``permission.requested``: the policy source, or ``session_allow``."""
-        if decision.decision == "ask" and self.session_allowed(connector, tool):
+        if decision.decision == "ask" and self.session_allowed(connector, tool, kind=kind):
             return "session_allow"
         return decision.source
 
-    def resolve_now(self, connector: str, tool: str, decision: Decision) -> Resolution | None:
+    def resolve_now(
+        self, connector: str, tool: str, decision: Decision, *, kind: GrantKind = "tool"
+    ) -> Resolution | None:
         """The resolution when no approver has to be asked; None when :meth:`ask` must run."""
         if not decision.visible or decision.decision == "deny":
             return Resolution("deny", "policy", decision.source, FailureReason.PERMISSION_DENIED)
         if decision.decision == "allow":
             return Resolution("allow", "policy", decision.source)
-        if self.session_allowed(connector, tool):
+        if self.session_allowed(connector, tool, kind=kind):
             return Resolution("allow", "user", "session_allow")
         if self.approver is None:
             return Resolution("deny", "runtime", "approval_unavailable", FailureReason.APPROVAL_UNAVAILABLE)
@@ -190,6 +206,7 @@ class PermissionEngine:
         *,
         name: str,
         arguments: dict[str, Any] | None = None,
+        kind: GrantKind = "tool",
     ) -> Resolution:
         """Turn a policy decision into allow/deny, asking the approver for ``ask`` (step 5).
 
@@ -201,10 +218,10 @@ class PermissionEngine:
 
         Never raises for an approver failure: it becomes a denial. Cancellation propagates.
         """
-        resolution = self.resolve_now(connector, tool, decision)
+        resolution = self.resolve_now(connector, tool, decision, kind=kind)
         if resolution is not None:
             return resolution
-        return await self.ask(connector, tool, decision, name=name, arguments=arguments)
+        return await self.ask(connector, tool, decision, name=name, arguments=arguments, kind=kind)
 
     async def ask(
         self,
@@ -214,8 +231,10 @@ class PermissionEngine:
         *,
         name: str,
         arguments: dict[str, Any] | None = None,
+        kind: GrantKind = "tool",
     ) -> Resolution:
-        """Ask the attached approver (headless: deny ``approval_unavailable``)."""
+        """Ask the attached approver (headless: deny ``approval_unavailable``); ``kind`` says which
+        key space an ``allow_session`` answer is remembered in."""
         if self.approver is None:
             return Resolution("deny", "runtime", "approval_unavailable", FailureReason.APPROVAL_UNAVAILABLE)
         request = ApprovalRequest(
@@ -226,6 +245,7 @@ class PermissionEngine:
             risk=decision.risk,
             source=decision.source,
             session_id=self.session_id,
+            kind=kind,
         )
         try:
             answer = await self.approver(request)
@@ -236,6 +256,6 @@ class PermissionEngine:
         if answer == "deny":
             return Resolution("deny", "user", "user_deny", FailureReason.PERMISSION_DENIED)
         if answer == "allow_session":
-            self._session_allowed.add((connector, tool))
+            self._session_allowed.add((kind, connector, tool))
             return Resolution("allow", "user", "user_allow_session")
         return Resolution("allow", "user", "user_allow_once")

@@ -18,6 +18,12 @@ messages, never system ones (seed 000 §8: they may not jump the queue into the 
 whatever role the server gave them (kept as ``server_role``); each carries ``source: {mcp:
 {server, prompt}}``, so an audit can tell a prompt expansion from what the user typed. They are
 untrusted text like any MCP output (seed 000 §10).
+
+Prompts are governed in their own key space (:func:`~patchbay.core.policy.decide_prompt`): a
+person triggers a prompt, so that trigger is its approval and nothing asks; a prompt grant
+``deny`` (of the prompt's name, or ``*`` for all of a connector's prompts) hides the prompt from
+:func:`list_prompts` and makes :func:`expand_prompt` refuse it with ``permission_denied`` before
+anything is sent. Tool grants and ``include_tools``/``exclude_tools`` never apply to prompts.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import mcp_types as types
 from mcp import Client
 
 from patchbay.core.errors import FailureReason, NotFoundError, ToolCallError, ValidationError
+from patchbay.core.policy import Decision, decide_prompt
 from patchbay.runtime.events import encode_json
 from patchbay.runtime.peer import ConnectorPeer, list_all
 
@@ -291,9 +298,16 @@ def _prompts_offered(capabilities: types.ServerCapabilities) -> bool:
     return capabilities.prompts is not None
 
 
+def _prompt_decision(peer: ConnectorPeer, prompt: str) -> Decision:
+    server = peer.server
+    return decide_prompt(
+        server.settings, prompt, global_grants=server.global_prompt_grants, project_grants=server.project_prompt_grants
+    )
+
+
 async def list_prompts(peer: ConnectorPeer) -> list[PromptInfo]:
-    """Every prompt the connector lists (``prompts/list``, all pages); a server without the
-    prompts capability lists none.
+    """Every prompt the connector lists (``prompts/list``, all pages) that no prompt grant denies;
+    a server without the prompts capability lists none.
 
     Raises:
         CatalogError: ``tool_list_failed`` past the page or metadata bound (seed 003 §9.2).
@@ -312,6 +326,7 @@ async def list_prompts(peer: ConnectorPeer) -> list[PromptInfo]:
             tuple(PromptArgumentInfo(a.name, bool(a.required), a.title, a.description) for a in p.arguments or ()),
         )
         for p in listed
+        if _prompt_decision(peer, p.name).decision == "allow"
     ]
 
 
@@ -356,6 +371,8 @@ async def expand_prompt(peer: ConnectorPeer, prompt: str, arguments: Mapping[str
         ValidationError: ``validation_error`` for a bad name or arguments (nothing sent but the
             listing, nothing logged).
         NotFoundError: ``not_found`` when the connector lists no such prompt.
+        ToolCallError: ``permission_denied`` when a prompt grant denies it (nothing is sent, not
+            even the listing).
         CatalogError: ``tool_list_failed`` (the listing).
         ToolCallError: ``mcp_server_unavailable``, ``timeout``, ``tool_error`` (a JSON-RPC error,
             ``details["mcpCode"]``), ...; ``details["promptCallId"]`` once invoked.
@@ -363,6 +380,13 @@ async def expand_prompt(peer: ConnectorPeer, prompt: str, arguments: Mapping[str
     if not isinstance(prompt, str) or not prompt or len(prompt) > MAX_PROMPT_NAME_CHARS or not prompt.isprintable():
         raise ValidationError(
             f"a prompt name must be 1-{MAX_PROMPT_NAME_CHARS} printable characters", details={"field": "prompt"}
+        )
+    decision = _prompt_decision(peer, prompt)
+    if decision.decision != "allow":
+        raise ToolCallError(
+            FailureReason.PERMISSION_DENIED,
+            f"prompt {prompt[:100]!r} of {peer.name!r} is denied by a prompt grant ({decision.source})",
+            details={"connector": peer.name, "prompt": prompt[:100], "sourcedFrom": decision.source},
         )
     declared = next((p for p in await list_prompts(peer) if p.name == prompt), None)
     if declared is None:

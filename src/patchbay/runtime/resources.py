@@ -4,7 +4,7 @@ A resource is something an agent *may* read; it never enters a model's context b
 (``resources/list``, ``resources/templates/list``; every page, within the catalog's bounds) reads
 metadata only. Content is read only by :func:`include_resource`, the explicit include a user or a
 policy makes, and every include passes the :class:`~patchbay.runtime.permissions.PermissionEngine`
-under the pseudo-tool :data:`~patchbay.runtime.permissions.RESOURCE_READ` with risk ``read``. The
+in the resource key space (the connector's resource-read grant, never a tool's) with risk ``read``. The
 chain of one include (``includeId`` is ``ri_<seq of mcp.resource.requested>``)::
 
     mcp.resource.requested  {server, uri}
@@ -295,9 +295,10 @@ def _rough_size(result: types.ReadResourceResult) -> int:
 async def include_resource(peer: ConnectorPeer, permissions: PermissionEngine, uri: str) -> IncludedResource:
     """Read one resource because a user (or a policy) explicitly included it (seed 000 §7).
 
-    The include passes the PermissionEngine as :data:`RESOURCE_READ` with risk ``read`` (an
-    ``ask`` decision asks the approver: :class:`ApprovalRequest` with ``tool ==
-    "resources/read"`` and ``arguments == {"uri": uri}``; headless → ``approval_unavailable``),
+    The include passes the PermissionEngine in the resource key space with risk ``read`` (an
+    ``ask`` decision asks the approver: :class:`ApprovalRequest` with ``kind == "resource"``,
+    ``tool == "resources/read"`` and ``arguments == {"uri": uri}``; headless →
+    ``approval_unavailable``),
     then ``resources/read`` is sent; the events are in the module docstring.
 
     Args:
@@ -327,13 +328,13 @@ async def include_resource(peer: ConnectorPeer, permissions: PermissionEngine, u
             **head,
             "riskAtDecision": "read",
             "sourcedFrom": USER_EXPLICIT_INCLUDE,
-            "policySource": permissions.requested_source(name, RESOURCE_READ, decision),
+            "policySource": permissions.requested_source(name, RESOURCE_READ, decision, kind="resource"),
         },
     )
-    resolution = permissions.resolve_now(name, RESOURCE_READ, decision)
+    resolution = permissions.resolve_now(name, RESOURCE_READ, decision, kind="resource")
     if resolution is None:
         resolution = await permissions.ask(
-            name, RESOURCE_READ, decision, name=f"mcp.{name}.{RESOURCE_READ}", arguments={"uri": uri}
+            name, RESOURCE_READ, decision, name=f"mcp.{name}.{RESOURCE_READ}", arguments={"uri": uri}, kind="resource"
         )
     resolved: dict[str, Any] = {
         **head,

@@ -14,18 +14,22 @@ There is no fuzzy matching.
 
 Every registered tool also has a wire name (``mcp__<connector>__<tool>``, at most 64 characters of
 ``[A-Za-z0-9_-]``) for model APIs that forbid dots; the reverse table maps it back, never parsing.
+A wire name reaches only the tool it spells exactly: a tool whose name is wire-safe owns
+``mcp__<connector>__<name>``, a sanitised or shortened name always carries a hash suffix
+(:func:`~patchbay.core.names.wire_tool_name`), and a connector's wire names are worked out from
+its whole catalog, exact names first, so which tool gets which name never depends on the order
+the server listed them in.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from patchbay.core.errors import FailureReason, PatchbayError, ToolCallError
-from patchbay.core.names import MCP_PREFIX, WIRE_NAME_MAX, canonical_tool_name, wire_tool_name
+from patchbay.core.names import MCP_PREFIX, canonical_tool_name, is_exact_wire_name, wire_tool_name
 
 __all__ = ["Route", "ToolRouter"]
 
@@ -104,7 +108,8 @@ class ToolRouter:
     def set_connector_tools(self, connector: str, tools: Iterable[str]) -> list[Route]:
         """Register (replacing any previous set) the tools ``connector`` exposes, by original name.
 
-        Wire names already handed out for a tool that stays registered do not change.
+        A tool that stays registered keeps its wire name, unless a newly listed tool spells that
+        wire name exactly: the exact match wins and the other tool is given a new suffixed name.
         """
         previous = self._by_connector.pop(connector, [])
         wanted = list(dict.fromkeys(tools))
@@ -120,9 +125,9 @@ class ToolRouter:
                 route = Route(kind="mcp", name=canonical, tool=tool, connector=connector)
                 self._mcp[canonical] = route
                 self._by_original.setdefault(tool, set()).add(canonical)
-                self._assign_wire(canonical, connector, tool)
             routes.append(route)
         self._by_connector[connector] = [route.name for route in routes]
+        self._assign_wires(connector, wanted)
         return routes
 
     def remove_connector(self, connector: str) -> None:
@@ -141,15 +146,28 @@ class ToolRouter:
         if wire is not None:
             self._unwire.pop(wire, None)
 
-    def _assign_wire(self, canonical: str, connector: str, tool: str) -> None:
-        wire = wire_tool_name(connector, tool)
-        if wire in self._unwire:
-            # Two tools sanitise to the same wire name (``a.b`` and ``a_b``): the newcomer gets the
-            # deterministic hash-suffixed form, so names already handed out never change.
-            digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
-            wire = f"{wire[: WIRE_NAME_MAX - 9]}_{digest}"
-            if wire in self._unwire:  # pragma: no cover - a SHA-256 prefix collision
-                raise PatchbayError(f"wire name collision for {canonical!r}", code="validation_error")
+    def _assign_wires(self, connector: str, tools: list[str]) -> None:
+        """Give every tool of ``connector`` its wire name: exact names first, then the others in
+        name order, each rehashed while its name is taken (by an exact name a server chose to
+        equal it, or by another connector's shortened name)."""
+        mine = {canonical_tool_name(connector, tool) for tool in tools}
+        for canonical in mine:
+            self._unwire.pop(self._wire.pop(canonical, ""), None)
+        exact = [tool for tool in tools if is_exact_wire_name(connector, tool)]
+        others = sorted(set(tools) - set(exact))
+        for tool in exact:  # distinct tools have distinct exact wire names
+            self._bind_wire(canonical_tool_name(connector, tool), wire_tool_name(connector, tool))
+        for tool in others:
+            attempt = 0
+            wire = wire_tool_name(connector, tool)
+            while wire in self._unwire:
+                attempt += 1
+                if attempt > 16:  # pragma: no cover - needs repeated SHA-256 prefix collisions
+                    raise PatchbayError(f"wire name collision for {tool!r}", code="validation_error")
+                wire = wire_tool_name(connector, tool, attempt=attempt)
+            self._bind_wire(canonical_tool_name(connector, tool), wire)
+
+    def _bind_wire(self, canonical: str, wire: str) -> None:
         self._wire[canonical] = wire
         self._unwire[wire] = canonical
 

@@ -26,7 +26,7 @@ from patchbay.adapters.credentials import CredentialResolver, CredentialStore
 from patchbay.adapters.oauth.provider import Authorizer
 from patchbay.core.errors import ConfigError, PatchbayError, ToolCallError, ValidationError
 from patchbay.core.models import GrantDecision, RuntimeConfig, RuntimeServer
-from patchbay.core.names import validate_connector_name
+from patchbay.core.names import tool_name_problem, validate_connector_name
 from patchbay.core.policy import Decision, is_visible
 from patchbay.core.schema_bounds import SchemaBounds
 from patchbay.core.settings import Settings
@@ -83,6 +83,9 @@ class RuntimeTool:
         title: the server's display title, if any.
         output_schema: the server's ``outputSchema``, if any.
         annotations: the server's tool annotations (wire form, e.g. ``{"readOnlyHint": true}``).
+        name_flag: why the server's name for the tool is flagged (outside MCP's
+            ``[A-Za-z0-9_.-]``, 1-128, or starting ``mcp.``: a possible lookalike), completing
+            "its name ..."; None for a clean name and for local tools.
     """
 
     name: str
@@ -96,6 +99,7 @@ class RuntimeTool:
     title: str | None = None
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
+    name_flag: str | None = None
 
 
 class _State(enum.Enum):
@@ -327,6 +331,7 @@ class Runtime(ToolExecutor):
                         title=live.title,
                         output_schema=live.output_schema,
                         annotations=live.annotations,
+                        name_flag=tool_name_problem(route.tool),
                     )
                 )
         return tools

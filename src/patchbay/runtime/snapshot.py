@@ -138,6 +138,13 @@ class SnapshotServer(_Strict):
     rather than a global one; attribution for events only, it grants nothing."""
     tools: tuple[ToolSummary, ...]
     """The cached catalog's visible tools (annotations feed risk and the destructive rule)."""
+    global_resource_grant: GrantDecision | None = None
+    """The connector's resource-read grants, global and the project's, as stored: resource reads
+    are their own key space, so they are never spelled as a tool name in the lists above."""
+    project_resource_grant: GrantDecision | None = None
+    global_prompt_grants: dict[_ToolName, Literal["allow", "deny"]] = Field(default_factory=dict)
+    """Prompt grants by prompt name (``*``: every prompt), global and the project's, as stored."""
+    project_prompt_grants: dict[_ToolName, Literal["allow", "deny"]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> SnapshotServer:
@@ -220,6 +227,10 @@ def runtime_server(name: str, server: SnapshotServer) -> RuntimeServer:
         tools=server.tools,
         runtime_config=options,
         bindings=server.bindings,
+        global_resource_grant=server.global_resource_grant,
+        project_resource_grant=server.project_resource_grant,
+        global_prompt_grants=dict(server.global_prompt_grants),
+        project_prompt_grants=dict(server.project_prompt_grants),
     )
 
 

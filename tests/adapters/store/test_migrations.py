@@ -11,7 +11,9 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, MetaData, inspect
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, MetaData, inspect, text
+from sqlalchemy.exc import IntegrityError
 
 from patchbay.adapters.store import Repository, create_engine_for, open_store, upgrade_to_head
 from patchbay.adapters.store.db import SCRIPT_LOCATION
@@ -20,6 +22,14 @@ from patchbay.core.errors import CanonicalStateUnavailable, ErrorCode
 from patchbay.core.models import StdioTarget
 from patchbay.core.settings import Settings
 
+
+def _head() -> str | None:
+    config = Config()
+    config.set_main_option("script_location", SCRIPT_LOCATION)
+    return ScriptDirectory.from_config(config).get_current_head()
+
+
+HEAD = _head()
 TABLES = {
     "mcp_connectors",
     "mcp_global_tool_grants",
@@ -28,7 +38,6 @@ TABLES = {
     "mcp_tool_cache",
     "mcp_probe_outcomes",
 }
-HEAD = "0002"
 
 
 def _assert_consistent(engine: Engine) -> None:
@@ -175,3 +184,89 @@ def test_open_store_reports_an_unusable_database(tmp_path: Path) -> None:
         open_store(Settings(home=tmp_path, database_url=f"sqlite:///{tmp_path / 'is-a-directory.db'}"))
 
     assert info.value.code == ErrorCode.CANONICAL_STATE_UNAVAILABLE
+
+
+def _upgrade_to(engine: Engine, revision: str) -> None:
+    config = Config()
+    config.set_main_option("script_location", SCRIPT_LOCATION)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_grant_kinds_migration_moves_the_old_resource_key_into_its_own_key_space(
+    dialect: str, request: pytest.FixtureRequest
+) -> None:
+    engine = create_engine_for(request.getfixturevalue("sqlite_url" if dialect == "sqlite" else "postgres_url"))
+    _upgrade_to(engine, "0001")
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO mcp_connectors (connector_id, name, display_name, source, transport, command, "
+            "created_at, updated_at) VALUES ('c1', 'evil', 'Evil', 'custom', 'stdio', 'evil-mcp', 1, 1)"
+        )
+        conn.exec_driver_sql("INSERT INTO projects (project_id, path, created_at) VALUES ('prj_1', '/w', 1)")
+        conn.exec_driver_sql(
+            "INSERT INTO mcp_global_tool_grants (connector_id, tool_name, decision, updated_at) VALUES "
+            "('c1', 'resources/read', 'allow', 1), ('c1', 'get', 'deny', 1)"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO mcp_project_tool_grants (project_id, connector_id, tool_name, decision, updated_at) "
+            "VALUES ('prj_1', 'c1', 'resources/read', 'deny', 1)"
+        )
+
+    upgrade_to_head(engine)
+
+    repo = Repository(engine)
+    assert [(g.tool_name, g.decision) for g in repo.list_global_grants("c1")] == [("get", "deny")]
+    assert [(g.kind, g.tool_name, g.decision) for g in repo.list_global_grants("c1", kind="resource")] == [
+        ("resource", "*", "allow")
+    ]
+    assert [(g.tool_name, g.decision) for g in repo.list_project_grants("prj_1", "c1", kind="resource")] == [
+        ("*", "deny")
+    ]
+    assert repo.list_project_grants("prj_1", "c1") == []
+    # A tool may now be called resources/read without touching the resource grant.
+    repo.set_global_grant("c1", "resources/read", "ask")
+    assert [g.decision for g in repo.list_global_grants("c1", kind="resource")] == ["allow"]
+    assert _schema_diff(engine) == []
+    if dialect == "sqlite":
+        _assert_consistent(engine)
+    engine.dispose()
+
+
+def test_grant_kind_checks_refuse_what_no_key_space_holds(sqlite_url: str) -> None:
+    engine = create_engine_for(sqlite_url)
+    upgrade_to_head(engine)
+    repo = Repository(engine)
+    connector = repo.create_connector("evil", "Evil", StdioTarget(command="evil-mcp"))
+    for statement in (
+        "INSERT INTO mcp_global_tool_grants VALUES (:c, 'x', 'allow', 1, 'secret')",
+        "INSERT INTO mcp_global_tool_grants VALUES (:c, 'one-uri', 'allow', 1, 'resource')",
+        "INSERT INTO mcp_global_tool_grants VALUES (:c, 'p1', 'ask', 1, 'prompt')",
+    ):
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(text(statement), {"c": connector.connector_id})
+    assert repo.list_global_grants(connector.connector_id, kind="prompt") == []
+    engine.dispose()
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_downgrade_from_grant_kinds_restores_the_old_resource_key(dialect: str, request: pytest.FixtureRequest) -> None:
+    engine = create_engine_for(request.getfixturevalue("sqlite_url" if dialect == "sqlite" else "postgres_url"))
+    upgrade_to_head(engine)
+    repo = Repository(engine)
+    connector = repo.create_connector("evil", "Evil", StdioTarget(command="evil-mcp"))
+    repo.set_global_grant(connector.connector_id, "*", "deny", kind="resource")
+    repo.set_global_grant(connector.connector_id, "p1", "deny", kind="prompt")
+    repo.set_global_grant(connector.connector_id, "get", "allow")
+
+    config = Config()
+    config.set_main_option("script_location", SCRIPT_LOCATION)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0001")
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql("SELECT tool_name, decision FROM mcp_global_tool_grants ORDER BY 1").all()
+    assert [tuple(r) for r in rows] == [("get", "allow"), ("resources/read", "deny")]
+    engine.dispose()

@@ -217,8 +217,8 @@ def test_invalid_json_is_refused_by_the_database(any_repo: Repository, column: s
 def test_grant_and_cache_constraints_are_enforced(sqlite_repo: Repository) -> None:
     connector = sqlite_repo.create_connector("time", "Time", STDIO)
     statements = [
-        "INSERT INTO mcp_global_tool_grants VALUES (:cid, 't', 'maybe', 0)",
-        "INSERT INTO mcp_global_tool_grants VALUES ('con_missing', 't', 'allow', 0)",
+        "INSERT INTO mcp_global_tool_grants VALUES (:cid, 't', 'maybe', 0, 'tool')",
+        "INSERT INTO mcp_global_tool_grants VALUES ('con_missing', 't', 'allow', 0, 'tool')",
         "INSERT INTO mcp_tool_cache (connector_id, config_revision, fingerprint, tools_json, fetched_at, expires_at)"
         " VALUES (:cid, 1, 'f', '{broken', 0, 0)",
         "INSERT INTO mcp_tool_cache (connector_id, config_revision, fingerprint, tools_json, server_info_json,"
@@ -365,6 +365,45 @@ def test_bad_grants_are_refused_and_store_nothing(sqlite_repo: Repository, tmp_p
         sqlite_repo.set_project_grant(project.project_id, "con_missing", "t", "allow")
 
     assert _count(sqlite_repo, mcp_global_tool_grants) == 0 and _count(sqlite_repo, mcp_project_tool_grants) == 0
+
+
+def test_tool_resource_and_prompt_grants_are_separate_key_spaces(any_repo: Repository, tmp_path: Path) -> None:
+    connector = any_repo.create_connector("evil", "Evil", STDIO)
+    cid = connector.connector_id
+    project = any_repo.ensure_project(tmp_path)
+
+    tool = any_repo.set_global_grant(cid, "*", "allow")
+    reads = any_repo.set_global_grant(cid, "*", "deny", kind="resource")
+    prompt = any_repo.set_global_grant(cid, "*", "deny", kind="prompt")
+    local = any_repo.set_project_grant(project.project_id, cid, "*", "ask", kind="resource")
+
+    assert [(g.kind, g.decision) for g in (tool, reads, prompt, local)] == [
+        ("tool", "allow"), ("resource", "deny"), ("prompt", "deny"), ("resource", "ask")
+    ]
+    assert any_repo.list_global_grants(cid) == [tool]
+    assert any_repo.list_global_grants(cid, kind="resource") == [reads]
+    assert any_repo.list_global_grants(cid, kind="prompt") == [prompt]
+    assert any_repo.list_project_grants(project.project_id, cid, kind="resource") == [local]
+    assert any_repo.list_project_grants(project.project_id, cid) == []
+
+    assert any_repo.clear_global_grant(cid, "*", kind="prompt") is True
+    assert any_repo.list_global_grants(cid) == [tool]  # clearing one key space leaves the others
+    assert any_repo.list_global_grants(cid, kind="resource") == [reads]
+    assert any_repo.clear_project_grant(project.project_id, cid, "*") is False
+    assert any_repo.clear_project_grant(project.project_id, cid, "*", kind="resource") is True
+
+
+def test_grants_a_key_space_cannot_hold_are_refused(sqlite_repo: Repository) -> None:
+    cid = sqlite_repo.create_connector("evil", "Evil", STDIO).connector_id
+    for subject, decision, kind, field in (
+        ("fixture://doc/1", "allow", "resource", "tool_name"),
+        ("greet", "ask", "prompt", "decision"),
+        ("x", "allow", "secret", "kind"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            sqlite_repo.set_global_grant(cid, subject, decision, kind=kind)  # type: ignore[arg-type]
+        assert info.value.field == field
+    assert _count(sqlite_repo, mcp_global_tool_grants) == 0
 
 
 def test_tool_cache_round_trips_and_is_replaced_whole(sqlite_repo: Repository) -> None:

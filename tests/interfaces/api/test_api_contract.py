@@ -69,6 +69,8 @@ async def test_the_openapi_document_describes_contracts_errors_and_deprecations(
         "/api/mcp/connectors/{connector}/probe",
         "/api/mcp/connectors/{connector}/tools",
         "/api/mcp/connectors/{connector}/tools/{tool}",
+        "/api/mcp/connectors/{connector}/resources/grant",
+        "/api/mcp/connectors/{connector}/prompts/{prompt}/grant",
         "/api/mcp/connectors/{connector}/disconnect",
         "/api/mcp/catalog",
         "/api/settings/mcp",

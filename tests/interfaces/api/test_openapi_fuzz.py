@@ -165,7 +165,7 @@ def test_served_api_survives_fuzzing_and_the_database_stays_consistent(tmp_path:
         )
         report = run.stdout[-12000:] + run.stderr[-3000:]
         assert run.returncode == 0, report
-        assert "Tested: 22" in run.stdout, report  # every route of seed 003 §8.1, §8.2, §8.4 but probe; sessions
+        assert "Tested: 26" in run.stdout, report  # every route of seed 003 §8.1, §8.2, §8.4 but probe; sessions
     assert served.process.returncode is not None
     with sqlite3.connect(home / "patchbay.db") as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
@@ -196,6 +196,8 @@ MUTATIONS: tuple[tuple[str, str, bool | None], ...] = (
     ("PUT", "/api/mcp/connectors/{connector}/tools/{tool}", False),
     ("PUT", "/api/mcp/connectors/{connector}/tools/{tool}", True),
     ("DELETE", "/api/mcp/connectors/{connector}/tools/{tool}", False),
+    ("PUT", "/api/mcp/connectors/{connector}/resources/grant", None),
+    ("PUT", "/api/mcp/connectors/{connector}/prompts/{prompt}/grant", None),
     ("PUT", "/api/settings/mcp/{server_id}", False),
     ("POST", "/api/mcp/import/preview", False),
     ("POST", "/api/sessions", False),
@@ -220,6 +222,8 @@ def _template(path: str) -> str:
         parts[4] = "{connector}"
     if len(parts) > 6 and parts[5] == "tools":
         parts[6:] = ["{tool}"]
+    if len(parts) > 7 and parts[5] == "prompts" and parts[-1] == "grant":
+        parts[6:] = ["{prompt}", "grant"]
     return "/".join(parts)
 
 

@@ -4,6 +4,7 @@ scope, and their error codes."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,71 @@ async def test_tools_carry_their_whole_input_schema_from_the_cache(api: Api) -> 
     assert schemas == cached
     assert schemas["get_current_time"]["required"] == ["timezone"]
     assert schemas["get_current_time"]["properties"]["timezone"]["type"] == "string"
+
+
+async def test_resource_and_prompt_grants_have_their_own_routes_and_key_spaces(api: Api) -> None:
+    await _probed_time(api)
+    connector_id = api.service.get("time").connector_id
+    put = await api.client.put("/api/mcp/connectors/time/resources/grant", json={"decision": "allow"})
+    assert put.status_code == 200, put.text
+    assert put.json() == {
+        "connector": "time",
+        "kind": "resource",
+        "subject": "*",
+        "decision": "allow",
+        "scope": "global",
+        "project_id": None,
+        "runtime_reload": NO_RELOAD,
+    }
+    project = await api.client.put(
+        "/api/mcp/connectors/time/resources/grant", params={"cwd": str(api.workspace)}, json={"decision": "deny"}
+    )
+    assert project.json()["scope"] == "project" and project.json()["project_id"].startswith("prj_")
+    prompt = await api.client.put("/api/mcp/connectors/time/prompts/a%2Fb/grant", json={"decision": "deny"})
+    assert (prompt.status_code, prompt.json()["kind"], prompt.json()["subject"]) == (200, "prompt", "a/b")
+    asked = await api.client.put("/api/mcp/connectors/time/prompts/a/grant", json={"decision": "ask"})
+    assert asked.status_code == 422 and error_of(asked)["details"]["field"] == "decision"
+
+    repo = api.service.repository
+    assert [(g.kind, g.tool_name, g.decision) for g in repo.list_global_grants(connector_id, kind="resource")] == [
+        ("resource", "*", "allow")
+    ]
+    assert [(g.tool_name, g.decision) for g in repo.list_global_grants(connector_id, kind="prompt")] == [("a/b", "deny")]
+    assert repo.list_global_grants(connector_id) == []  # no tool grant was written
+    assert (await api.client.get("/api/mcp/connectors/time/tools")).json()["unmatched_grants"] == []
+
+    # The old spelling of the resource grant is no tool grant any more: refused, with the way to go.
+    old = await api.client.put("/api/mcp/connectors/time/tools/resources%2Fread", json={"decision": "allow"})
+    assert old.status_code == 422 and "resources/grant" in error_of(old)["message"]
+
+    cleared = await api.client.delete("/api/mcp/connectors/time/resources/grant")
+    assert cleared.json()["cleared"] is True and cleared.json()["scope"] == "global"
+    again = await api.client.delete("/api/mcp/connectors/time/prompts/a%2Fb/grant")
+    assert again.json()["cleared"] is True
+    assert repo.list_global_grants(connector_id, kind="resource") == []
+    assert [g.decision for g in repo.list_project_grants(project.json()["project_id"], connector_id, kind="resource")] == [
+        "deny"
+    ]
+
+
+async def test_tools_flag_names_outside_the_mcp_rule_and_show_resource_reads(api: Api) -> None:
+    fixture = Path(__file__).parents[2] / "fixtures" / "dynamic_server.py"
+    args = [str(fixture), "--initial", "danger", "--initial", "d\u0430nger", "--initial", "danger\u200b"]
+    await api.create("evil", {"transport": "stdio", "command": sys.executable, "args": args}, enabled=True)
+    probed = await api.client.post("/api/mcp/connectors/evil/probe")
+    assert probed.json()["state"] == "ready", probed.text
+    assert [d["tool"] for d in probed.json()["diagnostics"]] == ["d\u0430nger", "danger\u200b"]
+
+    await api.client.put("/api/mcp/connectors/evil/tools/danger", json={"decision": "deny"})
+    await api.client.put("/api/mcp/connectors/evil/prompts/*/grant", json={"decision": "deny"})
+    body = (await api.client.get("/api/mcp/connectors/evil/tools")).json()
+    tools = {t["name"]: t for t in body["tools"]}
+    assert (tools["danger"]["decision"], tools["danger"]["name_flag"]) == ("deny", None)
+    assert tools["d\u0430nger"]["decision"] == "ask"  # the deny stays exact; the lookalike is flagged
+    assert "U+0430 CYRILLIC SMALL LETTER A" in tools["d\u0430nger"]["name_flag"]
+    assert "U+200B ZERO WIDTH SPACE" in tools["danger\u200b"]["name_flag"]
+    assert tools["add_tool"]["name_flag"] is None
+    assert body["resource_reads"] == {
+        "decision": "ask", "source": "approval_mode", "global_grant": None, "project_grant": None
+    }
+    assert [(g["tool_name"], g["decision"]) for g in body["prompt_grants"]] == [("*", "deny")]

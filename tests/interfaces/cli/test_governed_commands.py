@@ -246,3 +246,40 @@ def test_tools_show_each_tools_arguments_from_the_cache(run, workspace: Path) ->
     tools = {t["name"]: t for t in json.loads(run("tools", "git", "--json").stdout)["tools"]}
     log = tools["git_log"]["input_schema"]
     assert "repo_path" in log["required"] and log["properties"]["max_count"]["type"] == "integer"
+
+
+def test_probe_and_tools_flag_lookalike_tool_names(run, workspace: Path) -> None:
+    import sys
+
+    from support import FIXTURES
+
+    server = [sys.executable, str(FIXTURES / "dynamic_server.py"), "--initial", "danger", "--initial", "d\u0430nger"]
+    assert run("connector", "add", "evil", "--", *server).exit_code == 0
+    probed = run("probe", "evil", "--project", str(workspace))
+    assert probed.exit_code == 0, probed.output
+    assert [line for line in probed.stdout.splitlines() if line.startswith("  flagged:")] == [
+        "  flagged: tool 'd\u0430nger' kept but flagged: its name contains a non-ASCII letter or digit that can look "
+        "like an ASCII one (U+0430 CYRILLIC SMALL LETTER A)"
+    ]
+    assert run("grant", "evil", "--resources", "allow").exit_code == 0
+    listed = run("tools", "evil")
+    assert listed.exit_code == 0, listed.output
+    assert "flagged: 'd\u0430nger': its name contains a non-ASCII letter" in listed.stdout
+    assert "flagged: 'danger'" not in listed.stdout
+    assert "resource reads: allow (global_grant)" in listed.stdout
+    as_json = json.loads(run("tools", "evil", "--json").stdout)
+    assert {t["name"]: t["name_flag"] is not None for t in as_json["tools"]}["d\u0430nger"] is True
+    assert as_json["resource_reads"]["decision"] == "allow"
+
+
+def test_the_approval_question_warns_about_a_flagged_tool_name() -> None:
+    from patchbay.interfaces.cli.governed import _tool_question
+    from patchbay.runtime.permissions import ApprovalRequest
+
+    def ask(tool: str) -> str:
+        request = ApprovalRequest(f"mcp.evil.{tool}", "evil", tool, {}, "network", "approval_mode", "ses_1")
+        return _tool_question(request)[0].plain
+
+    assert "warning" not in ask("danger")
+    assert "warning: the tool's name 'd\u0430nger' contains a non-ASCII letter" in ask("d\u0430nger")
+    assert "'danger\\u200b'" in ask("danger\u200b")

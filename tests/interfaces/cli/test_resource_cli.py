@@ -121,17 +121,51 @@ def test_resource_read_expands_a_template_with_percent_encoding(run, workspace: 
     assert "URI template" in unexpanded.stderr
 
 
-def test_grants_on_resources_read_decide_includes(run, workspace: Path, record: Path) -> None:
-    assert run("grant", "res", "resources/read", "deny").exit_code == 0
+def test_resource_grants_decide_includes(run, workspace: Path, record: Path) -> None:
+    granted = run("grant", "res", "--resources", "deny", "--json")
+    assert granted.exit_code == 0, granted.output
+    assert json.loads(granted.stdout) == {
+        "connector": "res", "kind": "resource", "tool": "*", "decision": "deny", "scope": "global", "project_id": None
+    }
     denied = run("resource", "read", "res", "fixture://doc/1", "--yes", "--project", str(workspace), "--json")
     assert denied.exit_code == 1
     assert json.loads(denied.stdout)["error"]["code"] == "permission_denied"
     assert requests(record, "resources/read") == []
 
-    assert run("grant", "res", "resources/read", "allow").exit_code == 0
+    assert run("grant", "res", "--resources", "allow").stdout.strip() == "res resources: allow (global)"
     allowed = run("resource", "read", "res", "fixture://doc/1", "--project", str(workspace), "--json")  # headless
     assert allowed.exit_code == 0, allowed.output
     assert json.loads(allowed.stdout)["contents"][0]["text"] == "Document 1"
+
+    cleared = run("grant", "res", "--resources", "--clear")
+    assert cleared.stdout.strip() == "res resources: cleared (global)"
+    asked = run("resource", "read", "res", "fixture://doc/2", "--project", str(workspace), "--json")  # headless
+    assert json.loads(asked.stdout)["error"]["code"] == "approval_unavailable"
+
+
+def test_the_old_resource_grant_spelling_is_refused_with_a_hint(run, workspace: Path, record: Path) -> None:
+    refused = run("grant", "res", "resources/read", "allow")
+    assert refused.exit_code == 1
+    assert "error[invalid_config]" in refused.stderr and "--resources" in refused.stderr
+    assert run("grant", "res", "resources/read", "--clear").exit_code == 1
+    asked = run("resource", "read", "res", "fixture://doc/1", "--project", str(workspace), "--json")  # headless
+    assert json.loads(asked.stdout)["error"]["code"] == "approval_unavailable"
+    assert requests(record, "resources/read") == []
+
+
+def test_a_prompt_deny_grant_hides_the_prompt_from_list_and_get(run, workspace: Path, record: Path) -> None:
+    assert run("grant", "res", "--prompt", "greet", "ask").exit_code == 1  # a person triggers a prompt
+    assert run("grant", "res", "--prompt", "greet", "deny").stdout.strip() == "res prompt greet: deny (global)"
+    listed = json.loads(run("prompt", "list", "res", "--project", str(workspace), "--json").stdout)
+    assert [p["name"] for p in listed["prompts"]] == ["review", "plain", "broken"]
+    refused = run("prompt", "get", "res", "greet", "name=Ada", "--project", str(workspace), "--json")
+    assert refused.exit_code == 1 and json.loads(refused.stdout)["error"]["code"] == "permission_denied"
+    assert requests(record, "prompts/get") == []
+
+    assert run("grant", "res", "--prompt", "greet", "--clear").exit_code == 0
+    again = run("prompt", "get", "res", "greet", "name=Ada", "--project", str(workspace), "--json")
+    assert again.exit_code == 0, again.output
+    assert [r["params"]["name"] for r in requests(record, "prompts/get")] == ["greet"]
 
 
 def test_prompt_list_and_get_with_local_argument_checks(run, workspace: Path, record: Path) -> None:

@@ -16,15 +16,19 @@ from patchbay.adapters.store import _rows
 from patchbay.adapters.store._base import StoreBase, upsert
 from patchbay.adapters.store.tables import (
     GRANT_DECISIONS,
+    GRANT_KINDS,
     mcp_global_tool_grants,
     mcp_project_tool_grants,
     mcp_tool_cache,
     projects,
 )
 from patchbay.core.errors import ConfigError, NotFoundError, PatchbayError
-from patchbay.core.models import Project, ToolCacheEntry, ToolGrant
+from patchbay.core.models import RESOURCE_SUBJECT, GrantKind, Project, ToolCacheEntry, ToolGrant
 
 __all__ = ["ProjectGrantCacheMixin", "project_id_for"]
+
+PROMPT_DECISIONS = ("allow", "deny")
+"""A person triggers a prompt, which is its approval, so a prompt grant never asks."""
 
 
 def project_id_for(canonical_path: str) -> str:
@@ -111,45 +115,56 @@ class ProjectGrantCacheMixin(StoreBase):
             if conn.execute(delete(projects).where(projects.c.project_id == project_id)).rowcount != 1:
                 raise NotFoundError(f"no project {project_id!r}", details={"project_id": project_id})
 
-    # -- tool grants (seed 003 §5.3) ----------------------------------------------------------
+    # -- grants (seed 003 §5.3), one key space per GrantKind -------------------------------
 
-    def set_global_grant(self, connector_id: str, tool_name: str, decision: str) -> ToolGrant:
-        """Upsert the global grant for one tool (the server's original tool name).
+    def set_global_grant(self, connector_id: str, tool_name: str, decision: str, *, kind: GrantKind = "tool") -> ToolGrant:
+        """Upsert the global grant for one subject of ``kind`` (a tool's original name, a prompt's
+        name or ``*``, or :data:`~patchbay.core.models.RESOURCE_SUBJECT` for resource reads).
 
-        Tools the cache does not know are stored as given. Does not change any revision.
+        Subjects the cache does not know are stored as given. Does not change any revision.
 
         Raises:
-            ConfigError: ``invalid_config`` (field ``decision``: allow|ask|deny, or ``tool_name``).
+            ConfigError: ``invalid_config`` (field ``decision``: allow|ask|deny, allow|deny for a
+                prompt; ``tool_name``; or ``kind``).
             NotFoundError: ``not_found`` for an unknown connector.
         """
-        values = self._grant_values(connector_id, tool_name, decision)
+        values = self._grant_values(connector_id, tool_name, decision, kind)
         with self._write() as conn:
             self._connector_row(conn, connector_id)
             stmt = upsert(conn, mcp_global_tool_grants).values(values)
             conn.execute(
-                stmt.on_conflict_do_update(index_elements=["connector_id", "tool_name"], set_=_grant_set(stmt))
+                stmt.on_conflict_do_update(
+                    index_elements=["connector_id", "subject_kind", "tool_name"], set_=_grant_set(stmt)
+                )
             )
-        return ToolGrant(**values)
+        return _grant(values)
 
-    def clear_global_grant(self, connector_id: str, tool_name: str) -> bool:
+    def clear_global_grant(self, connector_id: str, tool_name: str, *, kind: GrantKind = "tool") -> bool:
         """Remove a global grant; True when one existed (idempotent, never raises for a missing one)."""
         table = mcp_global_tool_grants
         with self._write() as conn:
             result = conn.execute(
-                delete(table).where(table.c.connector_id == connector_id, table.c.tool_name == tool_name)
+                delete(table).where(
+                    table.c.connector_id == connector_id,
+                    table.c.subject_kind == kind,
+                    table.c.tool_name == tool_name,
+                )
             )
         return result.rowcount > 0
 
-    def set_project_grant(self, project_id: str, connector_id: str, tool_name: str, decision: str) -> ToolGrant:
-        """Upsert a project override (seed 003 §5.3, §15); idempotent, touches no revision.
+    def set_project_grant(
+        self, project_id: str, connector_id: str, tool_name: str, decision: str, *, kind: GrantKind = "tool"
+    ) -> ToolGrant:
+        """Upsert a project override (seed 003 §5.3, §15) in ``kind``'s key space; idempotent,
+        touches no revision.
 
         A project ``allow`` never lifts a global ``deny``; that is the policy's rule, not the store's.
 
         Raises:
-            ConfigError: ``invalid_config`` (``decision`` or ``tool_name``).
+            ConfigError: ``invalid_config`` (``decision``, ``tool_name`` or ``kind``).
             NotFoundError: ``not_found`` for an unknown project or connector.
         """
-        values = self._grant_values(connector_id, tool_name, decision)
+        values = self._grant_values(connector_id, tool_name, decision, kind)
         values["project_id"] = project_id
         with self._write() as conn:
             self._require_project(conn, project_id)
@@ -157,35 +172,48 @@ class ProjectGrantCacheMixin(StoreBase):
             stmt = upsert(conn, mcp_project_tool_grants).values(values)
             conn.execute(
                 stmt.on_conflict_do_update(
-                    index_elements=["project_id", "connector_id", "tool_name"], set_=_grant_set(stmt)
+                    index_elements=["project_id", "connector_id", "subject_kind", "tool_name"], set_=_grant_set(stmt)
                 )
             )
-        return ToolGrant(**values)
+        return _grant(values)
 
-    def clear_project_grant(self, project_id: str, connector_id: str, tool_name: str) -> bool:
+    def clear_project_grant(
+        self, project_id: str, connector_id: str, tool_name: str, *, kind: GrantKind = "tool"
+    ) -> bool:
         """Remove a project override; True when one existed."""
         t = mcp_project_tool_grants
         with self._write() as conn:
             result = conn.execute(
                 delete(t).where(
-                    t.c.project_id == project_id, t.c.connector_id == connector_id, t.c.tool_name == tool_name
+                    t.c.project_id == project_id,
+                    t.c.connector_id == connector_id,
+                    t.c.subject_kind == kind,
+                    t.c.tool_name == tool_name,
                 )
             )
         return result.rowcount > 0
 
-    def list_global_grants(self, connector_id: str | None = None) -> list[ToolGrant]:
-        """Global grants (``project_id`` None), optionally of one connector, by connector then tool."""
+    def list_global_grants(self, connector_id: str | None = None, *, kind: GrantKind = "tool") -> list[ToolGrant]:
+        """Global grants (``project_id`` None) of one key space (tools unless ``kind`` says
+        otherwise), optionally of one connector, by connector then subject."""
         t = mcp_global_tool_grants
-        query = select(t).order_by(t.c.connector_id, t.c.tool_name)
+        query = select(t).where(t.c.subject_kind == kind).order_by(t.c.connector_id, t.c.tool_name)
         if connector_id is not None:
             query = query.where(t.c.connector_id == connector_id)
         with self._read() as conn:
             return [_rows.grant_from_row(row) for row in conn.execute(query).mappings()]
 
-    def list_project_grants(self, project_id: str, connector_id: str | None = None) -> list[ToolGrant]:
-        """One project's overrides, optionally of one connector, by connector then tool."""
+    def list_project_grants(
+        self, project_id: str, connector_id: str | None = None, *, kind: GrantKind = "tool"
+    ) -> list[ToolGrant]:
+        """One project's overrides of one key space, optionally of one connector, by connector then
+        subject."""
         t = mcp_project_tool_grants
-        query = select(t).where(t.c.project_id == project_id).order_by(t.c.connector_id, t.c.tool_name)
+        query = (
+            select(t)
+            .where(t.c.project_id == project_id, t.c.subject_kind == kind)
+            .order_by(t.c.connector_id, t.c.tool_name)
+        )
         if connector_id is not None:
             query = query.where(t.c.connector_id == connector_id)
         with self._read() as conn:
@@ -220,13 +248,23 @@ class ProjectGrantCacheMixin(StoreBase):
             )
         return None if row is None else _rows.tool_cache_from_row(row)
 
-    def _grant_values(self, connector_id: str, tool_name: str, decision: str) -> dict[str, Any]:
+    def _grant_values(self, connector_id: str, tool_name: str, decision: str, kind: str) -> dict[str, Any]:
+        kind = _rows.check_choice("kind", kind, GRANT_KINDS)
+        name = _rows.check_text("tool_name", tool_name)
+        if kind == "resource" and name != RESOURCE_SUBJECT:
+            raise ConfigError("tool_name", f"a resource-read grant covers the whole connector: its subject is {RESOURCE_SUBJECT!r}")
+        choices = PROMPT_DECISIONS if kind == "prompt" else GRANT_DECISIONS
         return {
             "connector_id": connector_id,
-            "tool_name": _rows.check_text("tool_name", tool_name),
-            "decision": _rows.check_choice("decision", decision, GRANT_DECISIONS),
+            "subject_kind": kind,
+            "tool_name": name,
+            "decision": _rows.check_choice("decision", decision, choices),
             "updated_at": self._clock(),
         }
+
+
+def _grant(values: dict[str, Any]) -> ToolGrant:
+    return ToolGrant(**{k: v for k, v in values.items() if k != "subject_kind"}, kind=values["subject_kind"])
 
 
 def _grant_set(stmt: Any) -> dict[str, Any]:

@@ -175,6 +175,7 @@ def grant_from_row(row: Mapping[str, Any]) -> ToolGrant:
         decision=row["decision"],
         project_id=row.get("project_id"),
         updated_at=row["updated_at"],
+        kind=row["subject_kind"],
     )
 
 

@@ -8,8 +8,9 @@ reload — is the connector service's job):
 - connector updates use the optimistic lock on ``revision``, settings updates the independent
   one on ``settings_revision`` (seed 003 §7.1, §15): one ``UPDATE ... WHERE revision = :expected``
   whose row count decides, so two writers can never both win;
-- tool grants are idempotent upserts keyed by ``(connector_id, tool_name)`` or
-  ``(project_id, connector_id, tool_name)`` and never touch a revision (seed 003 §15);
+- grants are idempotent upserts keyed by ``(connector_id, subject_kind, tool_name)`` or
+  ``(project_id, connector_id, subject_kind, tool_name)`` and never touch a revision (seed 003
+  §15); ``subject_kind`` keeps tools, resource reads and prompts in separate key spaces;
 - removing a connector or project relies on ``ON DELETE CASCADE`` (seed 003 §15), so an engine
   on SQLite must come from :func:`~patchbay.adapters.store.db.create_engine_for`
   (``PRAGMA foreign_keys=ON``).

@@ -20,6 +20,8 @@ One metadata serves SQLite (the default) and PostgreSQL:
 
 from __future__ import annotations
 
+from typing import get_args
+
 from sqlalchemy import (
     BigInteger,
     CheckConstraint,
@@ -36,11 +38,14 @@ from sqlalchemy import (
     text,
 )
 
+from patchbay.core.models import RESOURCE_SUBJECT, GrantKind
+
 __all__ = [
     "APPROVAL_MODES",
     "CONNECTOR_SOURCES",
     "GRANT_DECISIONS",
     "PROBE_STATES",
+    "GRANT_KINDS",
     "TRANSPORTS",
     "mcp_connectors",
     "mcp_global_tool_grants",
@@ -56,6 +61,7 @@ TRANSPORTS = ("stdio", "streamable_http", "sse", "socket")
 APPROVAL_MODES = ("ask", "custom", "allow_all")
 GRANT_DECISIONS = ("allow", "ask", "deny")
 PROBE_STATES = ("ready", "error")
+GRANT_KINDS: tuple[str, ...] = get_args(GrantKind)
 
 TRANSPORT_EXCLUSIVITY = (
     "(transport = 'stdio' AND command IS NOT NULL AND endpoint_url IS NULL AND socket_path IS NULL) OR "
@@ -74,6 +80,18 @@ NameText = Text().with_variant(Text(collation="NOCASE"), "sqlite")
 
 def _in(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+def _grant_kind_checks(table: str) -> list[CheckConstraint]:
+    """The CHECKs of a grant table's ``subject_kind``: a known kind, one subject per connector for
+    resource reads, and no ``ask`` for a prompt (a person triggers a prompt: that is the approval)."""
+    return [
+        CheckConstraint(_in("subject_kind", GRANT_KINDS), name=f"ck_{table}_subject_kind"),
+        CheckConstraint(
+            f"subject_kind <> 'resource' OR tool_name = '{RESOURCE_SUBJECT}'", name=f"ck_{table}_resource_subject"
+        ),
+        CheckConstraint("subject_kind <> 'prompt' OR decision <> 'ask'", name=f"ck_{table}_prompt_decision"),
+    ]
 
 
 def json_checks(table: str, column: str, *, nullable: bool = False) -> list[CheckConstraint]:
@@ -144,8 +162,10 @@ mcp_global_tool_grants = Table(
     Column("tool_name", Text, nullable=False),
     Column("decision", Text, nullable=False),
     Column("updated_at", Millis, nullable=False),
-    PrimaryKeyConstraint("connector_id", "tool_name", name="pk_mcp_global_tool_grants"),
+    Column("subject_kind", Text, nullable=False, server_default="tool"),
+    PrimaryKeyConstraint("connector_id", "subject_kind", "tool_name", name="pk_mcp_global_tool_grants"),
     CheckConstraint(_in("decision", GRANT_DECISIONS), name="ck_mcp_global_tool_grants_decision"),
+    *_grant_kind_checks("mcp_global_tool_grants"),
     sqlite_strict=True,
 )
 
@@ -177,8 +197,12 @@ mcp_project_tool_grants = Table(
     Column("tool_name", Text, nullable=False),
     Column("decision", Text, nullable=False),
     Column("updated_at", Millis, nullable=False),
-    PrimaryKeyConstraint("project_id", "connector_id", "tool_name", name="pk_mcp_project_tool_grants"),
+    Column("subject_kind", Text, nullable=False, server_default="tool"),
+    PrimaryKeyConstraint(
+        "project_id", "connector_id", "subject_kind", "tool_name", name="pk_mcp_project_tool_grants"
+    ),
     CheckConstraint(_in("decision", GRANT_DECISIONS), name="ck_mcp_project_tool_grants_decision"),
+    *_grant_kind_checks("mcp_project_tool_grants"),
     sqlite_strict=True,
 )
 

@@ -8,6 +8,12 @@ Each listed tool's schemas are screened one by one (issue 3 point 5): a tool who
 ``inputSchema`` + ``outputSchema`` break a bound of :mod:`patchbay.core.schema_bounds` (depth,
 JSON values, compact-JSON bytes), or whose schemas are malformed, is left out with one
 :class:`ToolDiagnostic` on :attr:`Catalog.diagnostics`; every other tool is kept.
+
+A kept tool whose name breaks MCP's tool-name rule (1-128 characters of ``[A-Za-z0-9_.-]``:
+spaces, zero-width characters, lookalike letters such as Cyrillic ``а``) or starts with ``mcp.``
+is flagged, not left out: one :class:`ToolDiagnostic` with ``problem`` ``"name"`` on
+:attr:`Catalog.name_flags` (:func:`flag_tool_name`). Grants and excludes still match it exactly;
+the flag is there for the person who reads a tool list or an approval question.
 """
 
 from __future__ import annotations
@@ -23,12 +29,14 @@ from mcp.shared.exceptions import MCPError
 from patchbay.adapters.transports.errors import classify
 from patchbay.core.errors import ErrorCode, ProbeError
 from patchbay.core.models import ResourceSummary, ToolSummary
+from patchbay.core.names import tool_name_problem
 from patchbay.core.schema_bounds import DEFAULT_SCHEMA_BOUNDS, SchemaBounds, exceeded_bounds
 
 __all__ = [
     "Catalog",
     "CatalogError",
     "ToolDiagnostic",
+    "flag_tool_name",
     "list_catalog",
     "resource_summary",
     "screen_tool",
@@ -47,13 +55,15 @@ class CatalogError(ProbeError):
 
 @dataclass(frozen=True)
 class ToolDiagnostic:
-    """A listed tool that was left out of the catalog, and why.
+    """A listed tool that was left out of the catalog, or (``problem == "name"``) kept but
+    flagged, and why.
 
     Args:
         tool: the tool's name as the server listed it (untrusted text).
         problem: ``"depth"``, ``"nodes"`` or ``"bytes"`` (a schema bound, see
             :mod:`patchbay.core.schema_bounds`) or ``"malformed"`` (a schema is not a JSON object,
-            the ``inputSchema`` root is not ``type: "object"``, ``$schema`` is not a string).
+            the ``inputSchema`` root is not ``type: "object"``, ``$schema`` is not a string): the
+            tool is left out; ``"name"``: kept, its name flagged (:func:`flag_tool_name`).
         message: one human sentence naming the tool, e.g. ``tool 'deep' left out: its schemas'
             depth 41 exceeds the limit of 32``.
         measured: the measured value for a bound (a lower bound when ``exact`` is False), else None.
@@ -84,7 +94,8 @@ class ToolDiagnostic:
 class Catalog:
     """What the list requests gathered from one connected server.
 
-    ``diagnostics`` has one :class:`ToolDiagnostic` per listed tool left out of ``tools``.
+    ``diagnostics`` has one :class:`ToolDiagnostic` per listed tool left out of ``tools``;
+    ``name_flags`` one per kept tool whose name is flagged (``problem == "name"``).
     """
 
     tools: list[ToolSummary] = field(default_factory=list)
@@ -94,6 +105,18 @@ class Catalog:
     pages: int = 0
     metadata_bytes: int = 0
     diagnostics: list[ToolDiagnostic] = field(default_factory=list)
+    name_flags: list[ToolDiagnostic] = field(default_factory=list)
+
+
+def flag_tool_name(name: str) -> ToolDiagnostic | None:
+    """A ``problem == "name"`` diagnostic when ``name`` breaks MCP's tool-name rule or starts
+    with ``mcp.`` (:func:`patchbay.core.names.tool_name_problem` says which way), else None. The
+    message quotes the name with ``repr`` so invisible characters show as escapes."""
+    reason = tool_name_problem(name)
+    if reason is None:
+        return None
+    shown = name if len(name) <= _NAME_IN_MESSAGE else name[:_NAME_IN_MESSAGE] + "…"
+    return ToolDiagnostic(tool=name, problem="name", message=f"tool {shown!r} kept but flagged: its name {reason}")
 
 
 def tool_summary(tool: types.Tool) -> ToolSummary:
@@ -197,7 +220,8 @@ async def list_catalog(
 
     A tool whose schemas break a schema bound or are malformed (:func:`screen_tool`) is left out
     of ``tools`` and gets one :class:`ToolDiagnostic` on ``diagnostics``; the server keeps its
-    other tools (issue 3 point 5). Left-out tools still count towards ``max_metadata_bytes``.
+    other tools (issue 3 point 5). Left-out tools still count towards ``max_metadata_bytes``. A
+    kept tool with a flagged name (:func:`flag_tool_name`) gets one on ``name_flags``.
 
     Args:
         max_pages: list pages allowed in total (tools and resources together; seed: 50).
@@ -224,6 +248,9 @@ async def list_catalog(
             diagnostic = screen_tool(tool, bounds)
             if diagnostic is None:
                 catalog.tools.append(tool_summary(tool))
+                flag = flag_tool_name(tool.name)
+                if flag is not None:
+                    catalog.name_flags.append(flag)
             else:
                 catalog.diagnostics.append(diagnostic)
     if resources and capabilities is not None and capabilities.resources is not None:

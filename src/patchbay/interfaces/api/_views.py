@@ -201,4 +201,11 @@ def tool_list(view: ToolsView) -> c.ToolList:
             )
             for g in view.unmatched_grants
         ],
+        resource_reads=c.ResourceReadsDecisionView(**vars(view.resource_reads)),
+        prompt_grants=[
+            c.ToolGrantView(
+                connector_id=g.connector_id, tool_name=g.tool_name, decision=g.decision, project_id=g.project_id
+            )
+            for g in view.prompt_grants
+        ],
     )

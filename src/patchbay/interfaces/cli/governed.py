@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import typer
@@ -13,6 +13,8 @@ from rich.text import Text
 
 from patchbay.control.views import tool_signature
 from patchbay.core.errors import ConfigError, PatchbayError, ToolCallError, ValidationError
+from patchbay.core.models import RESOURCE_SUBJECT, GrantKind
+from patchbay.core.names import tool_name_problem
 from patchbay.core.validation import validate_tool_arguments
 from patchbay.interfaces.cli._context import (
     JSON_OPTION,
@@ -57,7 +59,8 @@ def probe(
             )
             out_console.print(f"  tools: {result.tool_count}  resources: {result.resource_count}")
             for diagnostic in result.diagnostics:
-                out_console.print(Text(f"  left out: {one_line(str(diagnostic.get('message', '')))}"))
+                what = "flagged" if diagnostic.get("problem") == "name" else "left out"
+                out_console.print(Text(f"  {what}: {one_line(str(diagnostic.get('message', '')))}"))
         else:
             out_console.print(Text(f"  error[{result.code}]: {one_line(result.message or '')}"))
         if result.stderr_tail:
@@ -90,60 +93,108 @@ def tools(name: str, project: Path | None = PROJECT_OPTION, as_json: bool = JSON
                 "cache": view.cache,
                 "tools": [t.__dict__ for t in view.tools],
                 "unmatched_grants": [g.model_dump() for g in view.unmatched_grants],
+                "resource_reads": vars(view.resource_reads),
+                "prompt_grants": [g.model_dump() for g in view.prompt_grants],
             }
         )
         return
     if view.cache != "fresh":
         hint = "no cached tools" if view.cache == "missing" else "cached tools are stale (config changed)"
         err_console.print(f"{view.connector.name}: {hint}; run: patchbay probe {view.connector.name}")
-    table = Table("tool", "decision", "source", "risk", "global", "project")
+    table = Table("tool", "decision", "source", "risk", "global", "project", "flag")
     for t in view.tools:
         decision = t.decision if t.visible else "hidden"
-        signature = tool_signature(t.canonical_name, t.input_schema)
-        table.add_row(signature, decision, t.source, t.risk, t.global_grant or "-", t.project_grant or "-")
+        table.add_row(
+            Text(tool_signature(t.canonical_name, t.input_schema)),
+            decision,
+            t.source,
+            t.risk,
+            t.global_grant or "-",
+            t.project_grant or "-",
+            "name" if t.name_flag else "-",
+        )
     if view.tools:
         out_console.print(table)
+    for t in view.tools:
+        if t.name_flag:  # repr: an invisible character shows as an escape
+            out_console.print(Text(f"flagged: {t.name!r}: its name {t.name_flag}"))
+    reads = view.resource_reads
+    out_console.print(f"resource reads: {reads.decision} ({reads.source})")
+    for g in view.prompt_grants:
+        out_console.print(Text(f"prompt {g.tool_name!r}: {g.decision} ({'project' if g.project_id else 'global'})"))
     for g in view.unmatched_grants:
         scope = "project" if g.project_id else "global"
-        out_console.print(f"grant matches no known tool: {g.tool_name} = {g.decision} ({scope})")
+        out_console.print(Text(f"grant matches no known tool: {g.tool_name} = {g.decision} ({scope})"))
 
 
 @handle_errors
 def grant(
     name: str,
-    tool: str,
-    decision: str | None = typer.Argument(None, help="allow, ask or deny"),
+    tool: str | None = typer.Argument(None, help="The server's tool name (not with --resources or --prompt)."),
+    decision: str | None = typer.Argument(None, help="allow, ask or deny (a prompt: allow or deny)"),
     clear: bool = typer.Option(False, "--clear", help="Remove the grant so the tool inherits again."),
+    resources: bool = typer.Option(
+        False, "--resources", help="Grant the connector's resource reads (explicit includes), not a tool."
+    ),
+    prompt: str | None = typer.Option(
+        None, "--prompt", help="Grant one prompt ('*': every prompt) of the connector: allow or deny."
+    ),
     project: Path | None = PROJECT_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Set or clear a tool grant, globally or for one project."""
+    """Set or clear a tool, resource-read or prompt grant, globally or for one project.
+
+    Tools, resource reads and prompts are separate key spaces: `grant NAME TOOL allow` never
+    touches resource reads (`grant NAME --resources allow`) or prompts (`grant NAME --prompt P deny`).
+    """
     service = state.service()
     scope = f"project {project}" if project else "global"
+    kind: GrantKind = "tool"
+    if resources or prompt is not None:
+        if resources and prompt is not None:
+            raise ConfigError("prompt", "give either --resources or --prompt, not both")
+        if decision is not None:
+            raise ConfigError("tool", "no tool name with --resources or --prompt: give only the decision")
+        kind, decision = ("resource", tool) if resources else ("prompt", tool)
+        subject = RESOURCE_SUBJECT if resources else cast(str, prompt)
+    elif tool is None:
+        raise ConfigError("tool", "missing: give a tool name (or --resources, or --prompt PROMPT)")
+    else:
+        subject = tool
+    label = "resources" if kind == "resource" else f"prompt {subject}"
     if clear:
         if decision is not None:
             raise ConfigError("decision", "give either a decision or --clear, not both")
-        existed = service.clear_grant(name, tool, project=project)
-        result: dict[str, Any] = {"connector": name, "tool": tool, "cleared": existed, "scope": scope}
+        existed = service.clear_grant(name, subject, project=project, kind=kind)
+        result: dict[str, Any] = {"connector": name, "kind": kind, "tool": subject, "cleared": existed, "scope": scope}
     else:
         if decision is None:
-            raise ConfigError("decision", "missing: give allow, ask or deny (or --clear)")
-        g = service.grant(name, tool, decision, project=project)
-        result = {"connector": name, "tool": tool, "decision": g.decision, "scope": scope, "project_id": g.project_id}
-    try:  # the grant is saved; a failing read-back must not make the command report failure
-        known: set[str] | None = {t.name for t in service.tools(name, project=project).tools}
-    except PatchbayError:
-        known = None
-    result["matches_known_tool"] = None if known is None else tool in known
+            choices = "allow or deny" if kind == "prompt" else "allow, ask or deny"
+            raise ConfigError("decision", f"missing: give {choices} (or --clear)")
+        g = service.grant(name, subject, decision, project=project, kind=kind)
+        result = {
+            "connector": name,
+            "kind": kind,
+            "tool": subject,
+            "decision": g.decision,
+            "scope": scope,
+            "project_id": g.project_id,
+        }
+    if kind == "tool":
+        try:  # the grant is saved; a failing read-back must not make the command report failure
+            known: set[str] | None = {t.name for t in service.tools(name, project=project).tools}
+        except PatchbayError:
+            known = None
+        result["matches_known_tool"] = None if known is None else subject in known
     if as_json:
         emit_json(result)
         return
     what = ("cleared" if result["cleared"] else "no grant to clear") if clear else result["decision"]
-    out_console.print(Text(f"{name}.{tool}: {what} ({scope})"))
-    if not clear and result["matches_known_tool"] is False:
+    out_console.print(Text(f"{name}.{subject}: {what} ({scope})" if kind == "tool" else f"{name} {label}: {what} ({scope})"))
+    if not clear and result.get("matches_known_tool") is False:
         err_console.print(
             Text(
-                f"note: {tool!r} is not in {name}'s cached tools (probe it?); the grant is kept but matches nothing yet"
+                f"note: {subject!r} is not in {name}'s cached tools (probe it?); the grant is kept but matches nothing yet"
             )
         )
 
@@ -155,6 +206,9 @@ def _tool_question(request: Any) -> tuple[Text, Text]:
         f" wants to run (risk: {request.risk}) with arguments ",
         one_line(json.dumps(request.arguments, ensure_ascii=False), 2000),
     )
+    problem = tool_name_problem(request.tool)
+    if problem is not None:  # a lookalike of a tool you trust must not pass unnoticed
+        described.append(Text(f"\nwarning: the tool's name {request.tool!r} {problem}", "bold"))
     return described, Text("Allow? [o]nce, for this [s]ession, [d]eny")
 
 

@@ -3,8 +3,8 @@
 Listing shows metadata only. ``read`` is an explicit include: it goes through the governed path
 (PermissionEngine with risk ``read``, ``sourcedFrom: user_explicit_include``) with the same approval
 behaviour as ``patchbay call``: ``--yes`` approves once, a terminal asks, and without a terminal an
-``ask`` decision is refused with ``approval_unavailable``. ``patchbay grant NAME resources/read
-allow|ask|deny`` decides a connector's reads. Runtimes are built from the workspace's projected
+``ask`` decision is refused with ``approval_unavailable``. ``patchbay grant NAME --resources
+allow|ask|deny`` decides a connector's reads (its own key space: no tool grant touches it). Runtimes are built from the workspace's projected
 snapshot, as for ``patchbay call`` (seed 003 §10.2).
 """
 

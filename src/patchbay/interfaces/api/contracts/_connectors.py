@@ -490,6 +490,19 @@ class ToolDecisionView(_Response):
     project_grant: GrantDecision | None
     input_schema: dict[str, Any] | None
     """The JSON Schema of the tool's arguments, in full, as the server listed it (from the cache)."""
+    name_flag: str | None
+    """Why the server's name for this tool is flagged (outside MCP's ``[A-Za-z0-9_.-]``, 1-128
+    characters, or starting ``mcp.``: spaces, zero-width characters, lookalike letters),
+    completing "its name ..."; null for a clean name."""
+
+
+class ResourceReadsDecisionView(_Response):
+    """How explicit resource includes from the connector are decided (their own key space)."""
+
+    decision: GrantDecision
+    source: DecisionSource
+    global_grant: GrantDecision | None
+    project_grant: GrantDecision | None
 
 
 class ToolGrantView(_Response):
@@ -511,6 +524,10 @@ class ToolList(_Response):
     tools: list[ToolDecisionView]
     unmatched_grants: list[ToolGrantView]
     """Grants that name no cached tool: kept, matching nothing."""
+    resource_reads: ResourceReadsDecisionView
+    """The decision on resource includes in the same scope."""
+    prompt_grants: list[ToolGrantView]
+    """Prompt grants (``tool_name``: the prompt, or ``*``) in the same scope."""
 
 
 class ToolGrantUpdate(_Request):
@@ -538,3 +555,32 @@ class ToolGrantCleared(_Response):
     project_id: str | None
     runtime_reload: RuntimeReload
     """How the open sessions took the change (seed 003 §10.5)."""
+
+
+class GrantSet(_Response):
+    """``PUT .../resources/grant`` or ``PUT .../prompts/{prompt}/grant``: a grant in the resource
+    or prompt key space, which no tool name can reach."""
+
+    connector: str
+    kind: Literal["resource", "prompt"]
+    subject: str
+    """``*`` for resource reads (one grant per connector); the prompt's name, or ``*`` for every prompt."""
+    decision: GrantDecision
+    scope: Scope
+    project_id: str | None
+    runtime_reload: RuntimeReload
+    """How the open sessions took the change (see ``ToolGrantSet``)."""
+
+
+class GrantCleared(_Response):
+    """``DELETE .../resources/grant`` or ``DELETE .../prompts/{prompt}/grant``."""
+
+    connector: str
+    kind: Literal["resource", "prompt"]
+    subject: str
+    cleared: bool
+    """False when there was no grant in that scope (the call is idempotent)."""
+    scope: Scope
+    project_id: str | None
+    runtime_reload: RuntimeReload
+    """How the open sessions took the change (see ``ToolGrantSet``)."""

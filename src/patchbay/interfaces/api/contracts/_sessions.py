@@ -81,6 +81,9 @@ class SessionTool(_Response):
     input_schema: dict[str, Any]
     """The JSON Schema of the arguments (``{}`` when unknown)."""
     annotations: dict[str, Any] | None
+    name_flag: str | None = None
+    """Why the server's name for the tool is flagged (outside MCP's ``[A-Za-z0-9_.-]``, 1-128,
+    or starting ``mcp.``: a possible lookalike); null for a clean name."""
 
 
 class SessionTools(_Response):

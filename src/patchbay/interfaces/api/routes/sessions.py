@@ -128,6 +128,7 @@ async def session_tools(session_id: SessionRef, context: Context) -> c.SessionTo
                 risk=t.risk,
                 input_schema=t.input_schema,
                 annotations=t.annotations,
+                name_flag=t.name_flag,
             )
             for t in tools
         ],

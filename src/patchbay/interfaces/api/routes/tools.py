@@ -1,6 +1,8 @@
 """Probe and tool routes (seed 003 §8.1): a real bounded probe, the cached tools with their
-effective decisions, and tool grants per scope (global without ``cwd``, the workspace's project
-with it; seed 003 §5.3, §15: grants are idempotent upserts that bump no revision).
+effective decisions, and grants per scope (global without ``cwd``, the workspace's project with
+it; seed 003 §5.3, §15: grants are idempotent upserts that bump no revision): tool grants under
+``tools/{tool}``, the connector's resource-read grant under ``resources/grant`` and prompt grants
+under ``prompts/{prompt}/grant``, each in its own key space so no tool name reaches the others.
 
 Only setting a project grant makes a ``cwd`` a project. Every known project's workspace gets its
 runtime snapshot written on each committed change (``<cwd>/.patchbay/``, seed 003 §10.3), so
@@ -10,13 +12,14 @@ global decisions and has no grant to clear."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import anyio.to_thread
 from fastapi import APIRouter
 from fastapi import Path as PathParam
 
 from patchbay.core.errors import PatchbayError
+from patchbay.core.models import RESOURCE_SUBJECT
 from patchbay.interfaces.api import contracts as c
 from patchbay.interfaces.api._views import probe_report, tool_list
 from patchbay.interfaces.api.errors import error_responses
@@ -36,6 +39,10 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api/mcp/connectors", tags=["tools"])
 
 ToolName = Annotated[str, PathParam(min_length=1, max_length=512, description="The server's own tool name.")]
+_SubjectKind = Literal["resource", "prompt"]
+PromptName = Annotated[
+    str, PathParam(min_length=1, max_length=512, description="The prompt's name, or `*` for every prompt.")
+]
 
 
 @router.post(
@@ -137,3 +144,100 @@ def clear_grant(connector: ConnectorRef, tool: ToolName, service: Service, cwd: 
         project_id=project.project_id if project else None,
         runtime_reload=reload_view(reloads.result()),
     )
+
+
+def _set_subject_grant(
+    service: Service, connector: str, kind: _SubjectKind, subject: str, decision: str, cwd: str | None
+) -> c.GrantSet:
+    current = resolve_connector(service, connector)
+    project = Path(cwd) if cwd is not None else None
+    with collect_reloads() as reloads:
+        grant = service.grant(current.name, subject, decision, project=project, kind=kind)
+    return c.GrantSet(
+        connector=current.name,
+        kind=kind,
+        subject=subject,
+        decision=grant.decision,
+        scope="project" if project else "global",
+        project_id=grant.project_id,
+        runtime_reload=reload_view(reloads.result()),
+    )
+
+
+def _clear_subject_grant(
+    service: Service, connector: str, kind: _SubjectKind, subject: str, cwd: str | None
+) -> c.GrantCleared:
+    current = resolve_connector(service, connector)
+    project = service.find_project(Path(cwd)) if cwd is not None else None
+    with collect_reloads() as reloads:
+        if cwd is not None and project is None:
+            cleared = False
+        else:
+            where = Path(project.path) if project else None
+            cleared = service.clear_grant(current.name, subject, project=where, kind=kind)
+    return c.GrantCleared(
+        connector=current.name,
+        kind=kind,
+        subject=subject,
+        cleared=cleared,
+        scope="project" if cwd is not None else "global",
+        project_id=project.project_id if project else None,
+        runtime_reload=reload_view(reloads.result()),
+    )
+
+
+@router.put(
+    "/{connector}/resources/grant",
+    response_model=c.GrantSet,
+    responses=error_responses(404),
+    summary="Set the resource-read grant",
+)
+def put_resource_grant(
+    connector: ConnectorRef, body: c.ToolGrantUpdate, service: Service, cwd: Workspace = None
+) -> c.GrantSet:
+    """How explicit resource includes from this connector are decided (risk ``read``): ``allow``
+    reads without asking, ``ask`` asks, ``deny`` refuses every include; globally, or with ``cwd``
+    for that workspace's project (a global ``deny`` is never lifted). Without a grant the
+    connector's ``approval_mode`` decides (``allow_all`` allows, ``ask``/``custom`` ask). Tool
+    names, tool grants and ``include_tools``/``exclude_tools`` never touch it."""
+    return _set_subject_grant(service, connector, "resource", RESOURCE_SUBJECT, body.decision, cwd)
+
+
+@router.delete(
+    "/{connector}/resources/grant",
+    response_model=c.GrantCleared,
+    responses=error_responses(404),
+    summary="Clear the resource-read grant",
+)
+def clear_resource_grant(connector: ConnectorRef, service: Service, cwd: Workspace = None) -> c.GrantCleared:
+    """Remove the resource-read grant of that scope (idempotent; ``cleared`` false when none)."""
+    return _clear_subject_grant(service, connector, "resource", RESOURCE_SUBJECT, cwd)
+
+
+@router.put(
+    "/{connector}/prompts/{prompt:path}/grant",
+    response_model=c.GrantSet,
+    responses=error_responses(404),
+    summary="Set a prompt grant",
+)
+def put_prompt_grant(
+    connector: ConnectorRef, prompt: PromptName, body: c.ToolGrantUpdate, service: Service, cwd: Workspace = None
+) -> c.GrantSet:
+    """``deny`` hides the prompt (``*``: every prompt of the connector) from listings and refuses
+    its expansion with ``permission_denied``; ``allow`` (a project's, for one prompt) reopens one
+    that a broader grant denies, but nothing lifts a global ``deny``. A person triggers a prompt,
+    which is its approval, so ``ask`` is refused (``validation_error``, field ``decision``)."""
+    return _set_subject_grant(service, connector, "prompt", prompt, body.decision, cwd)
+
+
+@router.delete(
+    "/{connector}/prompts/{prompt:path}/grant",
+    response_model=c.GrantCleared,
+    responses=error_responses(404),
+    summary="Clear a prompt grant",
+)
+def clear_prompt_grant(
+    connector: ConnectorRef, prompt: PromptName, service: Service, cwd: Workspace = None
+) -> c.GrantCleared:
+    """Remove the prompt grant of that scope (idempotent; ``cleared`` false when none)."""
+    return _clear_subject_grant(service, connector, "prompt", prompt, cwd)
