@@ -14,7 +14,7 @@ import anyio.abc
 import pytest
 
 import patchbay.control.probe as probe_module
-from egress_support import AUDIT_KEYS, audit_lines, http_fixture, listening, recorded_requests
+from egress_support import AUDIT_KEYS, audit_lines, http_fixture, http_response, listening, recorded_requests
 from patchbay.adapters.transports import StdioLink
 from patchbay.control.probe import Prober
 from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeResult, StdioTarget
@@ -557,3 +557,16 @@ async def test_a_probe_refused_by_validation_never_reaches_the_guard_or_the_audi
     )
     assert (result.state, result.code) == ("error", "invalid_config")
     assert audit_lines(settings.home) == []
+
+
+async def test_a_cross_origin_sse_endpoint_is_network_blocked_at_once(settings: Settings, tmp_path: Path) -> None:
+    async with listening() as elsewhere:
+        body = f"event: endpoint\ndata: {elsewhere.origin}/messages\n\n".encode()
+        answer = http_response(200, body, {"Content-Type": "text/event-stream"})
+        async with listening(lambda method, path: answer) as server:
+            target = HttpTarget(url=f"{server.origin}/sse", transport="sse")
+            with anyio.fail_after(10):  # before the change: `timeout` after the 15 s probe deadline
+                result = await Prober(settings).probe(local(target), workspace=tmp_path)
+        assert (result.state, result.code) == ("error", "network_blocked"), result.message
+        assert result.message is not None and elsewhere.origin in result.message
+        assert elsewhere.connections == 0

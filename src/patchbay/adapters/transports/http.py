@@ -76,7 +76,9 @@ async def open_http(
     async def remember_status(response: httpx2.Response) -> None:
         link.last_status = response.status_code
 
-    factory = client_factory(guard, event_hooks={"response": [remember_status]})
+    factory = client_factory(
+        guard, event_hooks={"response": [remember_status]}, sse_endpoints=target.transport == "sse"
+    )
     if target.transport == "sse":
         async with sse_client(
             target.url,
