@@ -317,6 +317,37 @@ async def test_a_closed_port_is_server_closed(settings: Settings, tmp_path: Path
         with anyio.fail_after(20):
             result = await Prober(settings).probe(local(target), workspace=tmp_path)
         assert (result.state, result.code) == ("error", "server_closed"), (transport, result.message)
+        assert result.message is not None and f"could not connect to 127.0.0.1:{port}: connection refused" in result.message
+
+
+async def test_a_name_that_does_not_resolve_is_server_closed_naming_it(settings: Settings, tmp_path: Path) -> None:
+    for transport in ("streamable_http", "sse"):
+        target = HttpTarget(url="http://patchbay-probe.invalid:3001/mcp", transport=transport)  # type: ignore[arg-type]
+        with anyio.fail_after(20):
+            result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+        assert (result.state, result.code) == ("error", "server_closed"), (transport, result.message)
+        assert result.message is not None and result.message.startswith("the name 'patchbay-probe.invalid' does not resolve")
+        assert "[Errno" not in result.message
+
+
+async def test_a_command_that_exits_at_once_is_server_closed_with_its_exit_status(
+    settings: Settings, tmp_path: Path
+) -> None:
+    with anyio.fail_after(20):
+        result = await Prober(settings).probe(connector(StdioTarget(command="/bin/false")), workspace=tmp_path)
+    assert (result.state, result.code) == ("error", "server_closed"), result.message
+    assert result.message == "the server exited with status 1 before the MCP handshake completed (it wrote nothing to stderr)"
+
+
+async def test_a_server_that_exits_3_reports_the_status_and_its_redacted_stderr(settings: Settings, tmp_path: Path) -> None:
+    with anyio.fail_after(20):
+        result = await Prober(settings).probe(connector(fixture_server("exit_server.py")), workspace=tmp_path)
+    assert (result.state, result.code) == ("error", "server_closed"), result.message
+    assert result.message is not None
+    assert result.message.startswith("the server exited with status 3 before the MCP handshake completed; stderr: ")
+    assert "exit-server: reading the configuration | exit-server: fatal: api_key=" in result.message
+    assert FAKE_SECRET not in result.message and FAKE_SECRET not in result.stderr_tail
+    assert "exit-server: fatal" in result.stderr_tail
 
 
 # --- stderr tail ---------------------------------------------------------------------------------

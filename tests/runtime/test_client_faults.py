@@ -7,9 +7,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings
-from patchbay.core.models import ConnectorSettings
-from support import fixture_server
+from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallError
+from patchbay.core.errors import FailureReason
+from patchbay.core.models import ConnectorSettings, HttpTarget, StdioTarget
+from support import fixture_server, free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -87,3 +88,46 @@ async def test_tool_definitions_are_the_same_on_every_run(tmp_path: Path) -> Non
             async with runtime_for(tmp_path, server("paged", "paging_server.py")) as runtime:
                 runs.append(await runtime.tool_definitions())
     assert runs[0] == runs[1]
+
+
+async def connect_failure(tmp_path: Path, server: RuntimeServer) -> ToolCallError:
+    with anyio.fail_after(30):
+        async with runtime_for(tmp_path, server) as runtime:
+            with pytest.raises(ToolCallError) as info:
+                await runtime.call(f"mcp.{server.name}.anything", {})
+    assert info.value.reason is FailureReason.MCP_SERVER_UNAVAILABLE, info.value.message
+    return info.value
+
+
+async def test_a_refused_connection_names_host_and_port(tmp_path: Path) -> None:
+    port = free_port()
+    remote = RuntimeServer(
+        connector_id="con_remote",
+        name="remote",
+        target=HttpTarget(url=f"http://127.0.0.1:{port}/mcp"),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+        runtime_config={"allow_private": True},
+    )
+    failure = await connect_failure(tmp_path, remote)
+    assert failure.details["code"] == "server_closed"
+    assert f"could not connect to 127.0.0.1:{port}: connection refused" in failure.message
+
+
+async def test_a_command_that_exits_at_once_reports_its_exit_status(tmp_path: Path) -> None:
+    quits = RuntimeServer(
+        connector_id="con_quits",
+        name="quits",
+        target=StdioTarget(command="/bin/false"),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+    )
+    failure = await connect_failure(tmp_path, quits)
+    assert failure.details["code"] == "server_closed"
+    assert "the server exited with status 1 before the MCP handshake completed" in failure.message
+
+
+async def test_a_server_exiting_3_reports_the_status_and_its_redacted_stderr(tmp_path: Path) -> None:
+    failure = await connect_failure(tmp_path, server("exits", "exit_server.py"))
+    assert failure.details["code"] == "server_closed"
+    assert "the server exited with status 3 before the MCP handshake completed; stderr: " in failure.message
+    assert "exit-server: fatal: api_key=" in failure.message
+    assert "sk-live-abcdef0123456789abcdef" not in failure.message

@@ -44,6 +44,7 @@ import contextlib
 import functools
 import ipaddress
 import math
+import os
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -327,7 +328,8 @@ class EgressGuard:
             try:
                 addresses = list(await resolver(host, port))
             except OSError as exc:
-                raise httpcore2.ConnectError(f"the name {host!r} does not resolve ({exc})") from exc
+                why = f" ({exc.strerror})" if exc.strerror else ""
+                raise httpcore2.ConnectError(f"the name {host!r} does not resolve{why}") from exc
             if not addresses:
                 raise EgressBlocked(f"the name {host!r} resolved to no address")
         for address in addresses:
@@ -347,6 +349,26 @@ class EgressGuard:
             self.blocked += 1
         if self.policy.observer is not None:
             self.policy.observer(decision)
+
+
+def _connect_failure(host: str, port: int, failure: Exception) -> Exception:
+    """``failure`` again, with a message that says where and what: httpcore2's own is just
+    "All connection attempts failed" (e.g. ``could not connect to 127.0.0.1:3001: connection
+    refused``)."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if isinstance(failure, httpcore2.ConnectTimeout):
+        return httpcore2.ConnectTimeout(f"could not connect to {where}: timed out")
+    reason = "the connection failed"
+    seen: set[int] = set()
+    current: BaseException | None = failure
+    while current is not None and id(current) not in seen:  # the innermost errno says the most
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            reason = "connection refused"
+        elif isinstance(current, OSError) and current.errno is not None:
+            reason = os.strerror(current.errno).lower()
+        current = current.__cause__ or current.__context__
+    return httpcore2.ConnectError(f"could not connect to {where}: {reason}")
 
 
 class _GuardedBackend(httpcore2.AsyncNetworkBackend):
@@ -381,7 +403,7 @@ class _GuardedBackend(httpcore2.AsyncNetworkBackend):
             except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
                 failure = exc
         assert failure is not None  # resolve_checked never returns an empty list
-        raise failure
+        raise _connect_failure(host, port, failure) from failure
 
     async def connect_unix_socket(
         self,
