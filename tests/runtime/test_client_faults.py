@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 
+from egress_support import http_fixture, recorded_requests
 from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallError
 from patchbay.core.errors import FailureReason
 from patchbay.core.models import ConnectorSettings, HttpTarget, StdioTarget
@@ -131,3 +133,43 @@ async def test_a_server_exiting_3_reports_the_status_and_its_redacted_stderr(tmp
     assert "the server exited with status 3 before the MCP handshake completed; stderr: " in failure.message
     assert "exit-server: fatal: api_key=" in failure.message
     assert "sk-live-abcdef0123456789abcdef" not in failure.message
+
+
+def streamable(port: int) -> RuntimeServer:
+    return RuntimeServer(
+        connector_id="con_remote",
+        name="remote",
+        target=HttpTarget(url=f"http://127.0.0.1:{port}/mcp"),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+        runtime_config={"allow_private": True},
+    )
+
+
+async def test_a_governed_call_after_the_server_forgot_the_session_succeeds_on_a_new_one(tmp_path: Path) -> None:
+    record = tmp_path / "requests.jsonl"
+    with http_fixture(record) as port, anyio.fail_after(30):
+        async with runtime_for(tmp_path, streamable(port)) as runtime:
+            assert (await runtime.call("mcp.remote.echo", {"text": "before"})).text == "before"
+            await forget_sessions(port)
+            assert (await runtime.call("mcp.remote.echo", {"text": "after"})).text == "after"
+            assert (await runtime.call("mcp.remote.echo", {"text": "again"})).text == "again"
+    initializes = [r for r in recorded_requests(record) if (r["method"], r["path"], r["session"]) == ("POST", "/mcp", None)]
+    assert len(initializes) == 2
+
+
+async def test_a_governed_call_to_a_server_answering_404_twice_fails_clearly(tmp_path: Path) -> None:
+    record = tmp_path / "requests.jsonl"
+    with http_fixture(record) as port, anyio.fail_after(30):
+        async with runtime_for(tmp_path, streamable(port)) as runtime:
+            assert (await runtime.call("mcp.remote.echo", {"text": "before"})).text == "before"
+            await forget_sessions(port, always=True)
+            with pytest.raises(ToolCallError) as info:
+                await runtime.call("mcp.remote.echo", {"text": "lost"})
+    assert "the server forgot the new session too (HTTP 404 twice)" in info.value.message
+
+
+async def forget_sessions(port: int, *, always: bool = False) -> None:
+    """Make the fixture server forget its sessions (``POST /forget``)."""
+    async with httpx2.AsyncClient() as client:
+        response = await client.post(f"http://127.0.0.1:{port}/forget{'?always=1' if always else ''}")
+        response.raise_for_status()
