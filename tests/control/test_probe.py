@@ -195,13 +195,45 @@ async def test_every_page_of_a_paged_tool_list_is_followed(settings: Settings, t
     assert [tool.name for tool in result.tools] == [f"t{i}" for i in range(44)]
 
 
-async def test_more_pages_than_the_cap_is_tool_list_failed(tmp_path: Path) -> None:
+async def test_more_pages_than_the_cap_keeps_the_pages_read_with_a_warning(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", probe_max_pages=2)
     with anyio.fail_after(30):
         result = await Prober(settings).probe(connector(fixture_server("paging_server.py")), workspace=tmp_path)
-    assert result.state == "error"
-    assert result.code == "tool_list_failed"
-    assert result.message is not None and "2 list pages" in result.message
+    assert_ready(result)
+    assert [tool.name for tool in result.tools] == [f"t{i}" for i in range(40)]
+    (warning,) = result.diagnostics
+    assert (warning["tool"], warning["problem"], warning["limit"], warning["list"]) == (None, "page_limit", 2, "tools/list")
+    assert "2 list pages" in warning["message"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "kept", "problem"),
+    [("repeat", 40, "repeated_cursor"), ("cycle", 44, "repeated_cursor"), ("endless-empty", 44, "page_limit")],
+)
+async def test_misbehaving_pagination_keeps_what_was_listed_and_warns(
+    tmp_path: Path, mode: str, kept: int, problem: str
+) -> None:
+    settings = Settings(home=tmp_path / "home", probe_max_pages=10)
+    target = fixture_server("paging_server.py", "--misbehave", mode)
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+    assert_ready(result)
+    assert [tool.name for tool in result.tools] == [f"t{i}" for i in range(kept)]
+    assert [(d["problem"], d["list"]) for d in result.diagnostics] == [(problem, "tools/list")]
+
+
+async def test_a_name_listed_twice_keeps_its_first_listing_with_a_warning(settings: Settings, tmp_path: Path) -> None:
+    target = fixture_server("paging_server.py", "--misbehave", "duplicates", "--all-lists")
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+    assert_ready(result)
+    assert [tool.name for tool in result.tools] == [f"t{i}" for i in range(44)]
+    assert result.tools[0].description == "Tool number 0."
+    assert [r.uri for r in result.resources] == [f"page://r{i}" for i in range(44)]
+    assert result.resources[0].name == "r0"
+    warnings = {d["list"]: d for d in result.diagnostics}
+    assert set(warnings) == {"tools/list", "resources/list"}
+    assert warnings["tools/list"]["problem"] == "duplicate_names" and "t0, t1" in warnings["tools/list"]["message"]
 
 
 async def test_a_resources_only_server_is_ready_with_no_tools_and_its_resources(

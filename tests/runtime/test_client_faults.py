@@ -173,3 +173,23 @@ async def forget_sessions(port: int, *, always: bool = False) -> None:
     async with httpx2.AsyncClient() as client:
         response = await client.post(f"http://127.0.0.1:{port}/forget{'?always=1' if always else ''}")
         response.raise_for_status()
+
+
+@pytest.mark.parametrize(
+    ("mode", "kept"), [("repeat", 40), ("cycle", 44), ("endless-empty", 44), ("duplicates", 44)]
+)
+async def test_misbehaving_pagination_keeps_every_list_the_server_gave(tmp_path: Path, mode: str, kept: int) -> None:
+    paged = server("paged", "paging_server.py", "--all-lists", "--misbehave", mode)
+    config = RuntimeConfig(project_id="prj_test", workspace=str(tmp_path), servers=(paged,))
+    with anyio.fail_after(60):
+        async with Runtime(config, settings=Settings(home=tmp_path / "home", probe_max_pages=10)) as runtime:
+            tools = [t.name for t in await runtime.list_tools()]
+            resources = [r.uri for r in await runtime.list_resources("paged")]
+            templates = [t.uri_template for t in await runtime.list_resource_templates("paged")]
+            prompts = await runtime.list_prompts("paged")
+            assert (await runtime.call("mcp.paged.t1", {})).text == "t1"
+    assert tools == [f"mcp.paged.t{i}" for i in range(kept)]
+    assert resources == [f"page://r{i}" for i in range(kept)]
+    assert templates == [f"page://t{i}/{{id}}" for i in range(kept)]
+    assert [p.name for p in prompts] == [f"p{i}" for i in range(kept)]
+    assert prompts[0].description == "Prompt number 0."  # the first listing wins

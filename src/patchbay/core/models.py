@@ -223,7 +223,9 @@ class ProbeResult(_Model):
     duration_ms: int = 0
     diagnostics: tuple[dict[str, Any], ...] = ()
     """One entry per listed tool left out of the catalog (schema over its bounds, malformed):
-    ``{"tool", "problem", "message", "measured", "limit", "exact"}``."""
+    ``{"tool", "problem", "message", "measured", "limit", "exact"}``; and one per list whose
+    pagination misbehaved (what it listed is kept), with ``tool`` None, ``problem``
+    ``repeated_cursor``/``page_limit``/``duplicate_names`` and ``list`` the method."""
 
 
 class RestartPolicy(_Model):
