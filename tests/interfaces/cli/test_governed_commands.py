@@ -231,3 +231,19 @@ def test_probe_names_the_tools_left_out_for_their_schemas(run, workspace: Path) 
     probed = json.loads(run("probe", "schemas", "--project", str(workspace), "--json").stdout)
     assert sorted(d["tool"] for d in probed["diagnostics"]) == ["deep_input", "huge_schema", "many_nodes"]
     assert "echo" in probed["tools"] and "deep_input" not in probed["tools"]
+
+
+def test_probe_shows_a_misbehaving_pagination_as_a_warning_and_keeps_the_tools(run, workspace: Path) -> None:
+    import sys
+
+    from support import FIXTURES
+
+    server = [sys.executable, str(FIXTURES / "paging_server.py"), "--misbehave", "cycle"]
+    added = run("connector", "add", "cycling", "--", *server)
+    assert added.exit_code == 0, added.output
+    text = run("probe", "cycling", "--project", str(workspace))
+    assert text.exit_code == 0, text.output
+    assert "  tools: 44" in text.stdout
+    warnings = [line for line in text.stdout.splitlines() if line.startswith("  warning:")]
+    assert len(warnings) == 1 and "repeated cursor 'p1'" in warnings[0]
+    assert "left out:" not in text.stdout

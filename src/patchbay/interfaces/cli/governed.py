@@ -56,7 +56,8 @@ def probe(
             )
             out_console.print(f"  tools: {result.tool_count}  resources: {result.resource_count}")
             for diagnostic in result.diagnostics:
-                out_console.print(Text(f"  left out: {one_line(str(diagnostic.get('message', '')))}"))
+                label = "left out" if diagnostic.get("tool") is not None else "warning"  # a list's paging
+                out_console.print(Text(f"  {label}: {one_line(str(diagnostic.get('message', '')))}"))
         else:
             out_console.print(Text(f"  error[{result.code}]: {one_line(result.message or '')}"))
         if result.stderr_tail:
