@@ -46,6 +46,10 @@ async def test_a_call_after_the_server_forgot_the_session_succeeds_on_a_new_sess
             assert third.content[0].text == "three"  # type: ignore[union-attr]
     sessions = {r["session"] for r in recorded_requests(record) if r["session"]}
     assert len(sessions) == 2
+    # Closing ends the current session (DELETE), as the SDK's own transport does.
+    posts = [r for r in recorded_requests(record) if r["method"] == "POST" and r["session"]]
+    deletes = [r for r in recorded_requests(record) if r["method"] == "DELETE"]
+    assert deletes[-1]["session"] == posts[-1]["session"]  # the renewed session, ended on close
 
 
 async def test_a_server_answering_404_twice_fails_the_call_with_a_clear_error(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ an error naming the expiry; they are not re-sent, because the server may have ac
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import json
 from collections.abc import AsyncIterator
@@ -38,15 +39,17 @@ import anyio
 import httpx2
 import mcp_types as types
 from anyio.abc import TaskStatus
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._context_streams import ContextReceiveStream, create_context_streams
 from mcp.shared.message import SessionMessage
 
 __all__ = ["SessionExpiry", "renewing_streamable_http"]
 
 _SESSION_HEADER = "mcp-session-id"
 _RENEWAL_ID = "patchbay-session-renewal-"
+_CLOSE_GRACE = 5.0  # seconds the last transport gets to end its session (DELETE) on close
 
 
 @dataclass
@@ -87,7 +90,9 @@ async def renewing_streamable_http(
     Yields ``(read_stream, write_stream)`` for an ``mcp.Client``. Connect failures surface as
     from ``streamable_http_client`` (an ``ExceptionGroup`` wrapping ``httpx2`` errors).
     """
-    up_send, up_receive = anyio.create_memory_object_stream[SessionMessage](0)
+    # The SDK runs each outgoing message in its sender's context (a request's timeout clock
+    # travels there): the context streams carry it across the relay.
+    up_send, up_receive = create_context_streams[SessionMessage](0)
     down_send, down_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     relay = _Relay(url, http_client, expiry, up_receive, down_send)
     async with anyio.create_task_group() as group, up_send, down_receive:
@@ -95,6 +100,11 @@ async def renewing_streamable_http(
         try:
             yield down_receive, up_send  # type: ignore[misc]
         finally:
+            # Let the current SDK transport close on its own (it ends the session with a DELETE),
+            # within a bound; then whatever is left is cancelled.
+            relay.stop()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_GRACE):
+                await relay.done.wait()
             group.cancel_scope.cancel()
 
 
@@ -117,7 +127,7 @@ class _Relay:
         url: str,
         http_client: httpx2.AsyncClient,
         expiry: SessionExpiry,
-        up: MemoryObjectReceiveStream[SessionMessage],
+        up: ContextReceiveStream[SessionMessage],
         down: MemoryObjectSendStream[SessionMessage | Exception],
     ):
         self._url = url
@@ -132,31 +142,47 @@ class _Relay:
         self._inner_write: Any = None
         self._open = anyio.Event()
         self._ids = itertools.count(1)
+        self._relaying = anyio.CancelScope()
+        self._stopping = False
+        self.done = anyio.Event()
+        """Set once the relay has closed its last SDK transport."""
+
+    def stop(self) -> None:
+        """Stop relaying; the current SDK transport then closes normally."""
+        self._stopping = True
+        self._relaying.cancel()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Own the SDK transports (each is entered and exited in this task, as the SDK needs)."""
         resend: SessionMessage | None = None
-        async with self._down, self._up, anyio.create_task_group() as group:
-            group.start_soon(self._pump_up)
-            while True:
-                async with streamable_http_client(self._url, http_client=self._http) as (inner_read, inner_write):
-                    if resend is None:
-                        task_status.started()
-                    else:
-                        await self._renew(inner_read, inner_write, resend)
-                    self._inner_write = inner_write
-                    self._open.set()
-                    try:
-                        await self._pump_down(inner_read)
-                    except _Renewed as renewal:
-                        self._open = anyio.Event()
-                        self._inner_write = None
-                        resend = renewal.failed
-                        await self._abandon_pending(except_id=_id_of(resend.message))
-                        continue
-                # The server's stream ended: closing ``down`` shows the client the end.
-                group.cancel_scope.cancel()
-                return
+        try:
+            async with self._down, self._up, anyio.create_task_group() as group:
+                group.start_soon(self._pump_up)
+                while True:
+                    async with streamable_http_client(self._url, http_client=self._http) as (inner_read, inner_write):
+                        if resend is None:
+                            task_status.started()
+                        self._relaying = anyio.CancelScope()  # a scope is entered once: one per transport
+                        if self._stopping:
+                            self._relaying.cancel()
+                        try:
+                            with self._relaying:
+                                if resend is not None:
+                                    await self._renew(inner_read, inner_write, resend)
+                                self._inner_write = inner_write
+                                self._open.set()
+                                await self._pump_down(inner_read)
+                        except _Renewed as renewal:
+                            self._open = anyio.Event()
+                            self._inner_write = None
+                            resend = renewal.failed
+                            await self._abandon_pending(except_id=_id_of(resend.message))
+                            continue
+                    # Stopped, or the server's stream ended: closing ``down`` shows the client the end.
+                    group.cancel_scope.cancel()
+                    return
+        finally:
+            self.done.set()
 
     async def _pump_up(self) -> None:
         """Client → server. Waits while a session is being renewed."""
@@ -173,16 +199,34 @@ class _Relay:
             elif isinstance(inner, types.JSONRPCNotification) and inner.method == "notifications/cancelled":
                 # A cancelled request may never be answered: forget it.
                 self._pending.pop((inner.params or {}).get("requestId"), None)  # type: ignore[arg-type]
+            sender = self._up.last_context
             while True:
                 await self._open.wait()
-                try:
-                    await self._inner_write.send(message)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    # The session was replaced under this send: a request that was not failed
-                    # meanwhile goes to the new one; anything else is dropped with the old one.
-                    if request_id is not None and request_id in self._pending:
-                        continue
-                break
+                if await self._forward(message, sender):
+                    break
+                # The session was replaced under this send: a request that was not failed
+                # meanwhile goes to the new one; anything else is dropped with the old one.
+                if request_id is None or request_id not in self._pending:
+                    break
+
+    async def _forward(self, message: SessionMessage, sender: contextvars.Context | None) -> bool:
+        """Send ``message`` to the current SDK transport in ``sender``'s context; False if that
+        transport closed meanwhile."""
+        delivered = True
+
+        async def send() -> None:
+            nonlocal delivered
+            try:
+                await self._inner_write.send(message)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                delivered = False
+
+        if sender is None:
+            await send()
+        else:
+            async with anyio.create_task_group() as group:
+                sender.run(group.start_soon, send)
+        return delivered
 
     async def _pump_down(self, inner_read: Any) -> None:
         """Server → client, until the stream ends.
@@ -191,7 +235,10 @@ class _Relay:
             _Renewed: a request came back failed because the server forgot the session.
         """
         async for message in inner_read:
-            if isinstance(message, SessionMessage):
+            # Only answers: a server's own request (sampling, elicitation) has ids of its own.
+            if isinstance(message, SessionMessage) and isinstance(
+                message.message, types.JSONRPCResponse | types.JSONRPCError
+            ):
                 request_id = _id_of(message.message)
                 if request_id is not None and request_id in self._pending:
                     if isinstance(message.message, types.JSONRPCError) and request_id in self._expiry.expired:
