@@ -202,7 +202,12 @@ async def test_more_pages_than_the_cap_keeps_the_pages_read_with_a_warning(tmp_p
     assert_ready(result)
     assert [tool.name for tool in result.tools] == [f"t{i}" for i in range(40)]
     (warning,) = result.diagnostics
-    assert (warning["tool"], warning["problem"], warning["limit"], warning["list"]) == (None, "page_limit", 2, "tools/list")
+    assert (warning["tool"], warning["problem"], warning["limit"], warning["list"]) == (
+        None,
+        "page_limit",
+        2,
+        "tools/list",
+    )
     assert "2 list pages" in warning["message"]
 
 
@@ -349,7 +354,10 @@ async def test_a_closed_port_is_server_closed(settings: Settings, tmp_path: Path
         with anyio.fail_after(20):
             result = await Prober(settings).probe(local(target), workspace=tmp_path)
         assert (result.state, result.code) == ("error", "server_closed"), (transport, result.message)
-        assert result.message is not None and f"could not connect to 127.0.0.1:{port}: connection refused" in result.message
+        assert (
+            result.message is not None
+            and f"could not connect to 127.0.0.1:{port}: connection refused" in result.message
+        )
 
 
 async def test_a_name_that_does_not_resolve_is_server_closed_naming_it(settings: Settings, tmp_path: Path) -> None:
@@ -358,7 +366,9 @@ async def test_a_name_that_does_not_resolve_is_server_closed_naming_it(settings:
         with anyio.fail_after(20):
             result = await Prober(settings).probe(connector(target), workspace=tmp_path)
         assert (result.state, result.code) == ("error", "server_closed"), (transport, result.message)
-        assert result.message is not None and result.message.startswith("the name 'patchbay-probe.invalid' does not resolve")
+        assert result.message is not None and result.message.startswith(
+            "the name 'patchbay-probe.invalid' does not resolve"
+        )
         assert "[Errno" not in result.message
 
 
@@ -368,10 +378,15 @@ async def test_a_command_that_exits_at_once_is_server_closed_with_its_exit_statu
     with anyio.fail_after(20):
         result = await Prober(settings).probe(connector(StdioTarget(command="/bin/false")), workspace=tmp_path)
     assert (result.state, result.code) == ("error", "server_closed"), result.message
-    assert result.message == "the server exited with status 1 before the MCP handshake completed (it wrote nothing to stderr)"
+    assert (
+        result.message
+        == "the server exited with status 1 before the MCP handshake completed (it wrote nothing to stderr)"
+    )
 
 
-async def test_a_server_that_exits_3_reports_the_status_and_its_redacted_stderr(settings: Settings, tmp_path: Path) -> None:
+async def test_a_server_that_exits_3_reports_the_status_and_its_redacted_stderr(
+    settings: Settings, tmp_path: Path
+) -> None:
     with anyio.fail_after(20):
         result = await Prober(settings).probe(connector(fixture_server("exit_server.py")), workspace=tmp_path)
     assert (result.state, result.code) == ("error", "server_closed"), result.message

@@ -115,6 +115,19 @@ async def test_a_refused_connection_names_host_and_port(tmp_path: Path) -> None:
     assert f"could not connect to 127.0.0.1:{port}: connection refused" in failure.message
 
 
+async def test_a_name_that_does_not_resolve_is_named(tmp_path: Path) -> None:
+    remote = RuntimeServer(
+        connector_id="con_remote",
+        name="remote",
+        target=HttpTarget(url="http://patchbay-runtime.invalid:3001/mcp"),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+    )
+    failure = await connect_failure(tmp_path, remote)
+    assert failure.details["code"] == "server_closed"
+    assert "the name 'patchbay-runtime.invalid' does not resolve" in failure.message
+    assert "[Errno" not in failure.message
+
+
 async def test_a_command_that_exits_at_once_reports_its_exit_status(tmp_path: Path) -> None:
     quits = RuntimeServer(
         connector_id="con_quits",
@@ -153,7 +166,9 @@ async def test_a_governed_call_after_the_server_forgot_the_session_succeeds_on_a
             await forget_sessions(port)
             assert (await runtime.call("mcp.remote.echo", {"text": "after"})).text == "after"
             assert (await runtime.call("mcp.remote.echo", {"text": "again"})).text == "again"
-    initializes = [r for r in recorded_requests(record) if (r["method"], r["path"], r["session"]) == ("POST", "/mcp", None)]
+    initializes = [
+        r for r in recorded_requests(record) if (r["method"], r["path"], r["session"]) == ("POST", "/mcp", None)
+    ]
     assert len(initializes) == 2
 
 
@@ -175,9 +190,7 @@ async def forget_sessions(port: int, *, always: bool = False) -> None:
         response.raise_for_status()
 
 
-@pytest.mark.parametrize(
-    ("mode", "kept"), [("repeat", 40), ("cycle", 44), ("endless-empty", 44), ("duplicates", 44)]
-)
+@pytest.mark.parametrize(("mode", "kept"), [("repeat", 40), ("cycle", 44), ("endless-empty", 44), ("duplicates", 44)])
 async def test_misbehaving_pagination_keeps_every_list_the_server_gave(tmp_path: Path, mode: str, kept: int) -> None:
     paged = server("paged", "paging_server.py", "--all-lists", "--misbehave", mode)
     config = RuntimeConfig(project_id="prj_test", workspace=str(tmp_path), servers=(paged,))

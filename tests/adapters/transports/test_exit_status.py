@@ -28,10 +28,14 @@ async def handshake_failure(target: StdioTarget, tmp_path: Path, env: dict[str, 
 
 
 async def test_a_server_killed_by_a_signal_is_reported_with_the_signal(tmp_path: Path) -> None:
-    script = "import os, signal, sys; sys.stderr.write('dying\\n'); sys.stderr.flush(); os.kill(os.getpid(), signal.SIGKILL)"
+    script = (
+        "import os, signal, sys; sys.stderr.write('dying\\n'); sys.stderr.flush(); os.kill(os.getpid(), signal.SIGKILL)"
+    )
     failure = await handshake_failure(StdioTarget(command=sys.executable, args=("-c", script)), tmp_path)
     assert failure.code == ErrorCode.SERVER_CLOSED
-    assert failure.message == "the server was killed by signal SIGKILL before the MCP handshake completed; stderr: dying"
+    assert (
+        failure.message == "the server was killed by signal SIGKILL before the MCP handshake completed; stderr: dying"
+    )
     assert failure.details == {"exitStatus": None, "signal": "SIGKILL"}
 
 

@@ -99,4 +99,3 @@ async def test_a_cross_origin_sse_endpoint_is_network_blocked_at_once_naming_the
         assert code == ErrorCode.NETWORK_BLOCKED, message
         assert elsewhere.origin in message and "sessionId" not in message
         assert elsewhere.connections == 0
-
