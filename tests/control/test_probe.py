@@ -14,7 +14,7 @@ import anyio.abc
 import pytest
 
 import patchbay.control.probe as probe_module
-from egress_support import AUDIT_KEYS, audit_lines, http_fixture, listening, recorded_requests
+from egress_support import AUDIT_KEYS, audit_lines, http_fixture, http_response, listening, recorded_requests
 from patchbay.adapters.transports import StdioLink
 from patchbay.control.probe import Prober
 from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeResult, StdioTarget
@@ -217,12 +217,52 @@ async def test_tool_names_outside_the_mcp_rule_are_kept_and_each_gets_a_diagnost
 
 
 async def test_more_pages_than_the_cap_is_tool_list_failed(tmp_path: Path) -> None:
+
+
+async def test_more_pages_than_the_cap_keeps_the_pages_read_with_a_warning(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", probe_max_pages=2)
     with anyio.fail_after(30):
         result = await Prober(settings).probe(connector(fixture_server("paging_server.py")), workspace=tmp_path)
-    assert result.state == "error"
-    assert result.code == "tool_list_failed"
-    assert result.message is not None and "2 list pages" in result.message
+    assert_ready(result)
+    assert [tool.name for tool in result.tools] == [f"t{i}" for i in range(40)]
+    (warning,) = result.diagnostics
+    assert (warning["tool"], warning["problem"], warning["limit"], warning["list"]) == (
+        None,
+        "page_limit",
+        2,
+        "tools/list",
+    )
+    assert "2 list pages" in warning["message"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "kept", "problem"),
+    [("repeat", 40, "repeated_cursor"), ("cycle", 44, "repeated_cursor"), ("endless-empty", 44, "page_limit")],
+)
+async def test_misbehaving_pagination_keeps_what_was_listed_and_warns(
+    tmp_path: Path, mode: str, kept: int, problem: str
+) -> None:
+    settings = Settings(home=tmp_path / "home", probe_max_pages=10)
+    target = fixture_server("paging_server.py", "--misbehave", mode)
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+    assert_ready(result)
+    assert [tool.name for tool in result.tools] == [f"t{i}" for i in range(kept)]
+    assert [(d["problem"], d["list"]) for d in result.diagnostics] == [(problem, "tools/list")]
+
+
+async def test_a_name_listed_twice_keeps_its_first_listing_with_a_warning(settings: Settings, tmp_path: Path) -> None:
+    target = fixture_server("paging_server.py", "--misbehave", "duplicates", "--all-lists")
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+    assert_ready(result)
+    assert [tool.name for tool in result.tools] == [f"t{i}" for i in range(44)]
+    assert result.tools[0].description == "Tool number 0."
+    assert [r.uri for r in result.resources] == [f"page://r{i}" for i in range(44)]
+    assert result.resources[0].name == "r0"
+    warnings = {d["list"]: d for d in result.diagnostics}
+    assert set(warnings) == {"tools/list", "resources/list"}
+    assert warnings["tools/list"]["problem"] == "duplicate_names" and "t0, t1" in warnings["tools/list"]["message"]
 
 
 async def test_a_resources_only_server_is_ready_with_no_tools_and_its_resources(
@@ -338,6 +378,47 @@ async def test_a_closed_port_is_server_closed(settings: Settings, tmp_path: Path
         with anyio.fail_after(20):
             result = await Prober(settings).probe(local(target), workspace=tmp_path)
         assert (result.state, result.code) == ("error", "server_closed"), (transport, result.message)
+        assert (
+            result.message is not None
+            and f"could not connect to 127.0.0.1:{port}: connection refused" in result.message
+        )
+
+
+async def test_a_name_that_does_not_resolve_is_server_closed_naming_it(settings: Settings, tmp_path: Path) -> None:
+    for transport in ("streamable_http", "sse"):
+        target = HttpTarget(url="http://patchbay-probe.invalid:3001/mcp", transport=transport)  # type: ignore[arg-type]
+        with anyio.fail_after(20):
+            result = await Prober(settings).probe(connector(target), workspace=tmp_path)
+        assert (result.state, result.code) == ("error", "server_closed"), (transport, result.message)
+        assert result.message is not None and result.message.startswith(
+            "the name 'patchbay-probe.invalid' does not resolve"
+        )
+        assert "[Errno" not in result.message
+
+
+async def test_a_command_that_exits_at_once_is_server_closed_with_its_exit_status(
+    settings: Settings, tmp_path: Path
+) -> None:
+    with anyio.fail_after(20):
+        result = await Prober(settings).probe(connector(StdioTarget(command="/bin/false")), workspace=tmp_path)
+    assert (result.state, result.code) == ("error", "server_closed"), result.message
+    assert (
+        result.message
+        == "the server exited with status 1 before the MCP handshake completed (it wrote nothing to stderr)"
+    )
+
+
+async def test_a_server_that_exits_3_reports_the_status_and_its_redacted_stderr(
+    settings: Settings, tmp_path: Path
+) -> None:
+    with anyio.fail_after(20):
+        result = await Prober(settings).probe(connector(fixture_server("exit_server.py")), workspace=tmp_path)
+    assert (result.state, result.code) == ("error", "server_closed"), result.message
+    assert result.message is not None
+    assert result.message.startswith("the server exited with status 3 before the MCP handshake completed; stderr: ")
+    assert "exit-server: reading the configuration | exit-server: fatal: api_key=" in result.message
+    assert FAKE_SECRET not in result.message and FAKE_SECRET not in result.stderr_tail
+    assert "exit-server: fatal" in result.stderr_tail
 
 
 # --- stderr tail ---------------------------------------------------------------------------------
@@ -578,3 +659,16 @@ async def test_a_probe_refused_by_validation_never_reaches_the_guard_or_the_audi
     )
     assert (result.state, result.code) == ("error", "invalid_config")
     assert audit_lines(settings.home) == []
+
+
+async def test_a_cross_origin_sse_endpoint_is_network_blocked_at_once(settings: Settings, tmp_path: Path) -> None:
+    async with listening() as elsewhere:
+        body = f"event: endpoint\ndata: {elsewhere.origin}/messages\n\n".encode()
+        answer = http_response(200, body, {"Content-Type": "text/event-stream"})
+        async with listening(lambda method, path: answer) as server:
+            target = HttpTarget(url=f"{server.origin}/sse", transport="sse")
+            with anyio.fail_after(10):  # before the change: `timeout` after the 15 s probe deadline
+                result = await Prober(settings).probe(local(target), workspace=tmp_path)
+        assert (result.state, result.code) == ("error", "network_blocked"), result.message
+        assert result.message is not None and elsewhere.origin in result.message
+        assert elsewhere.connections == 0

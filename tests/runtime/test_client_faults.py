@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 
-from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings
-from patchbay.core.models import ConnectorSettings
-from support import fixture_server
+from egress_support import http_fixture, recorded_requests
+from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallError
+from patchbay.core.errors import FailureReason
+from patchbay.core.models import ConnectorSettings, HttpTarget, StdioTarget
+from support import fixture_server, free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -87,3 +90,119 @@ async def test_tool_definitions_are_the_same_on_every_run(tmp_path: Path) -> Non
             async with runtime_for(tmp_path, server("paged", "paging_server.py")) as runtime:
                 runs.append(await runtime.tool_definitions())
     assert runs[0] == runs[1]
+
+
+async def connect_failure(tmp_path: Path, server: RuntimeServer) -> ToolCallError:
+    with anyio.fail_after(30):
+        async with runtime_for(tmp_path, server) as runtime:
+            with pytest.raises(ToolCallError) as info:
+                await runtime.call(f"mcp.{server.name}.anything", {})
+    assert info.value.reason is FailureReason.MCP_SERVER_UNAVAILABLE, info.value.message
+    return info.value
+
+
+async def test_a_refused_connection_names_host_and_port(tmp_path: Path) -> None:
+    port = free_port()
+    remote = RuntimeServer(
+        connector_id="con_remote",
+        name="remote",
+        target=HttpTarget(url=f"http://127.0.0.1:{port}/mcp"),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+        runtime_config={"allow_private": True},
+    )
+    failure = await connect_failure(tmp_path, remote)
+    assert failure.details["code"] == "server_closed"
+    assert f"could not connect to 127.0.0.1:{port}: connection refused" in failure.message
+
+
+async def test_a_name_that_does_not_resolve_is_named(tmp_path: Path) -> None:
+    remote = RuntimeServer(
+        connector_id="con_remote",
+        name="remote",
+        target=HttpTarget(url="http://patchbay-runtime.invalid:3001/mcp"),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+    )
+    failure = await connect_failure(tmp_path, remote)
+    assert failure.details["code"] == "server_closed"
+    assert "the name 'patchbay-runtime.invalid' does not resolve" in failure.message
+    assert "[Errno" not in failure.message
+
+
+async def test_a_command_that_exits_at_once_reports_its_exit_status(tmp_path: Path) -> None:
+    quits = RuntimeServer(
+        connector_id="con_quits",
+        name="quits",
+        target=StdioTarget(command="/bin/false"),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+    )
+    failure = await connect_failure(tmp_path, quits)
+    assert failure.details["code"] == "server_closed"
+    assert "the server exited with status 1 before the MCP handshake completed" in failure.message
+
+
+async def test_a_server_exiting_3_reports_the_status_and_its_redacted_stderr(tmp_path: Path) -> None:
+    failure = await connect_failure(tmp_path, server("exits", "exit_server.py"))
+    assert failure.details["code"] == "server_closed"
+    assert "the server exited with status 3 before the MCP handshake completed; stderr: " in failure.message
+    assert "exit-server: fatal: api_key=" in failure.message
+    assert "sk-live-abcdef0123456789abcdef" not in failure.message
+
+
+def streamable(port: int) -> RuntimeServer:
+    return RuntimeServer(
+        connector_id="con_remote",
+        name="remote",
+        target=HttpTarget(url=f"http://127.0.0.1:{port}/mcp"),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+        runtime_config={"allow_private": True},
+    )
+
+
+async def test_a_governed_call_after_the_server_forgot_the_session_succeeds_on_a_new_one(tmp_path: Path) -> None:
+    record = tmp_path / "requests.jsonl"
+    with http_fixture(record) as port, anyio.fail_after(30):
+        async with runtime_for(tmp_path, streamable(port)) as runtime:
+            assert (await runtime.call("mcp.remote.echo", {"text": "before"})).text == "before"
+            await forget_sessions(port)
+            assert (await runtime.call("mcp.remote.echo", {"text": "after"})).text == "after"
+            assert (await runtime.call("mcp.remote.echo", {"text": "again"})).text == "again"
+    initializes = [
+        r for r in recorded_requests(record) if (r["method"], r["path"], r["session"]) == ("POST", "/mcp", None)
+    ]
+    assert len(initializes) == 2
+
+
+async def test_a_governed_call_to_a_server_answering_404_twice_fails_clearly(tmp_path: Path) -> None:
+    record = tmp_path / "requests.jsonl"
+    with http_fixture(record) as port, anyio.fail_after(30):
+        async with runtime_for(tmp_path, streamable(port)) as runtime:
+            assert (await runtime.call("mcp.remote.echo", {"text": "before"})).text == "before"
+            await forget_sessions(port, always=True)
+            with pytest.raises(ToolCallError) as info:
+                await runtime.call("mcp.remote.echo", {"text": "lost"})
+    assert "the server forgot the new session too (HTTP 404 twice)" in info.value.message
+
+
+async def forget_sessions(port: int, *, always: bool = False) -> None:
+    """Make the fixture server forget its sessions (``POST /forget``)."""
+    async with httpx2.AsyncClient() as client:
+        response = await client.post(f"http://127.0.0.1:{port}/forget{'?always=1' if always else ''}")
+        response.raise_for_status()
+
+
+@pytest.mark.parametrize(("mode", "kept"), [("repeat", 40), ("cycle", 44), ("endless-empty", 44), ("duplicates", 44)])
+async def test_misbehaving_pagination_keeps_every_list_the_server_gave(tmp_path: Path, mode: str, kept: int) -> None:
+    paged = server("paged", "paging_server.py", "--all-lists", "--misbehave", mode)
+    config = RuntimeConfig(project_id="prj_test", workspace=str(tmp_path), servers=(paged,))
+    with anyio.fail_after(60):
+        async with Runtime(config, settings=Settings(home=tmp_path / "home", probe_max_pages=10)) as runtime:
+            tools = [t.name for t in await runtime.list_tools()]
+            resources = [r.uri for r in await runtime.list_resources("paged")]
+            templates = [t.uri_template for t in await runtime.list_resource_templates("paged")]
+            prompts = await runtime.list_prompts("paged")
+            assert (await runtime.call("mcp.paged.t1", {})).text == "t1"
+    assert tools == [f"mcp.paged.t{i}" for i in range(kept)]
+    assert resources == [f"page://r{i}" for i in range(kept)]
+    assert templates == [f"page://t{i}/{{id}}" for i in range(kept)]
+    assert [p.name for p in prompts] == [f"p{i}" for i in range(kept)]
+    assert prompts[0].description == "Prompt number 0."  # the first listing wins

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from egress_support import AUDIT_KEYS, audit_lines, http_fixture, listening, recorded_requests
+from egress_support import AUDIT_KEYS, audit_lines, http_fixture, http_response, listening, recorded_requests
 from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallError
 from patchbay.core.errors import FailureReason
 from patchbay.core.models import ConnectorSettings, HttpTarget, StdioTarget
@@ -119,3 +119,22 @@ async def test_a_connection_names_its_project_in_every_line(tmp_path: Path, sett
         ("mcp_connect", "prj_named"),
         ("mcp_tool_call", "prj_named"),
     ]
+
+
+async def test_a_cross_origin_sse_endpoint_is_network_blocked_naming_the_origin(
+    tmp_path: Path, settings: Settings
+) -> None:
+    async with listening() as elsewhere:
+        body = f"event: endpoint\ndata: {elsewhere.origin}/messages\n\n".encode()
+        answer = http_response(200, body, {"Content-Type": "text/event-stream"})
+        async with listening(lambda method, path: answer) as sse:
+            server = remote(f"{sse.origin}/sse", allow_private=True).model_copy(
+                update={"target": HttpTarget(url=f"{sse.origin}/sse", transport="sse")}
+            )
+            with anyio.fail_after(20):
+                async with Runtime(config(tmp_path, server), settings=settings) as runtime:
+                    with pytest.raises(ToolCallError) as info:
+                        await runtime.call("mcp.remote.echo", {"text": ARGUMENT})
+        assert elsewhere.connections == 0
+    assert info.value.details["code"] == "network_blocked"
+    assert elsewhere.origin in info.value.message

@@ -6,7 +6,9 @@ the connection again. It never calls a tool. Everything is bounded (seed 003 §9
 
 * the whole probe -- spawn or connect, ``initialize``, every list page -- must finish within
   ``Settings.probe_connect_timeout`` seconds (15 s), else the result is ``timeout``;
-* at most ``Settings.probe_max_pages`` list pages (50), tools and resources together;
+* at most ``Settings.probe_max_pages`` list pages (50), tools and resources together; a list
+  that needs more, or whose server repeats a cursor, keeps what it listed and gets a warning in
+  the result's ``diagnostics`` (the probe is still ``ready``);
 * at most ``Settings.probe_max_metadata_bytes`` (2 MiB) of tool and resource metadata, measured
   as the wire JSON of every listed tool and resource;
 * the last ``Settings.stderr_tail_bytes`` (16 KiB) of a stdio server's stderr are kept, redacted;
@@ -209,7 +211,7 @@ class Prober:
             without ``allow_private``, a cross-origin redirect; nothing was sent),
             ``tls_error``, ``protocol_error`` (not an MCP server, e.g. an HTML page),
             ``auth_required`` (HTTP 401/403), ``tool_list_failed`` (a list request failed, or more
-            than ``probe_max_pages`` pages or ``probe_max_metadata_bytes`` bytes),
+            than ``probe_max_metadata_bytes`` bytes were listed),
             ``server_closed`` (refused, or the server exited) or ``unknown``. Either way
             ``stderr_tail`` holds the redacted end of a stdio server's stderr and ``duration_ms``
             the probe's wall time in milliseconds.
@@ -266,7 +268,9 @@ class Prober:
                 protocol_version=catalog.protocol_version,
                 stderr_tail=tail,
                 duration_ms=duration_ms,
-                diagnostics=tuple(redact_value(d.to_dict()) for d in (*catalog.diagnostics, *catalog.name_flags)),
+                diagnostics=tuple(
+                    redact_value(d.to_dict()) for d in (*catalog.diagnostics, *catalog.name_flags, *catalog.warnings)
+                ),
             )
 
         try:

@@ -235,10 +235,11 @@ class ProbeResult(_Model):
     """The last bytes of the server's stderr (at most ``stderr_tail_bytes``), redacted."""
     duration_ms: int = 0
     diagnostics: tuple[dict[str, Any], ...] = ()
-    """One entry per listed tool left out of the catalog (schema over its bounds, malformed), then
-    one per kept tool whose name is flagged (``problem`` ``"name"``: outside MCP's
-    ``[A-Za-z0-9_.-]``, 1-128, or starting ``mcp.``):
-    ``{"tool", "problem", "message", "measured", "limit", "exact"}``."""
+    """One entry per listed tool left out of the catalog (schema over its bounds, malformed):
+    ``{"tool", "problem", "message", "measured", "limit", "exact"}``; then one per kept tool whose
+    name is flagged (``problem`` ``"name"``: outside MCP's ``[A-Za-z0-9_.-]``, 1-128, or starting
+    ``mcp.``); and one per list whose pagination misbehaved (what it listed is kept), with ``tool``
+    None, ``problem`` ``repeated_cursor``/``page_limit``/``duplicate_names`` and ``list`` the method."""
 
 
 class ProbeOutcome(_Model):

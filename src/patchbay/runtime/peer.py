@@ -11,6 +11,7 @@ a list method within the bounds the catalog uses (seed 003 §9.2: ``probe_max_pa
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 import mcp_types as types
 from mcp import Client
 
-from patchbay.adapters.transports.catalog import CatalogError
+from patchbay.adapters.transports.catalog import CatalogError, walk_pages
 from patchbay.core.errors import NotFoundError, ToolCallError
 from patchbay.core.models import RuntimeServer
 from patchbay.core.settings import Settings
@@ -28,6 +29,7 @@ from patchbay.runtime.events import EventLog
 __all__ = ["ConnectorPeer", "connector_peer", "list_all"]
 
 _T = TypeVar("_T")
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,47 +78,54 @@ async def list_all(
             the first page answers -32601 (Method not found), the list is empty (not an error).
 
     Returns:
-        The items in server order (SDK models).
+        The items in server order (SDK models). Pagination that misbehaves (a repeated cursor,
+        more than ``settings.probe_max_pages`` pages, a name listed twice) keeps what was listed
+        (:func:`~patchbay.adapters.transports.catalog.walk_pages`); each such warning is logged.
 
     Raises:
-        CatalogError: ``tool_list_failed`` when the listing needs more than
-            ``settings.probe_max_pages`` pages, or its items' wire JSON exceeds
-            ``settings.probe_max_metadata_bytes`` bytes (the catalog's bounds, seed 003 §9.2).
+        CatalogError: ``tool_list_failed`` when the items' wire JSON exceeds
+            ``settings.probe_max_metadata_bytes`` bytes (the catalog's bound, seed 003 §9.2).
         ToolCallError: the connector is unavailable, a request timed out, or a page failed
             (``tool_error``, ``details["mcpCode"]``).
     """
     max_pages, max_bytes = peer.settings.probe_max_pages, peer.settings.probe_max_metadata_bytes
-    items: list[Any] = []
-    cursor: str | None = None
-    pages = size = 0
-    while True:
-        if pages >= max_pages:
-            raise CatalogError(f"{peer.name}: {method} needs more than {max_pages} list pages")
+    size = 0
+
+    async def page(cursor: str | None) -> Any:
         first = cursor is None
 
-        async def send(client: Client, cursor: str | None = cursor, first: bool = first) -> Any:
+        async def send(client: Client) -> Any:
             capabilities = client.server_capabilities
             if first and capabilities is not None and not offered(capabilities):
                 return None
             return await fetch(client, cursor)
 
         try:
-            page = await peer.request(method, send)
+            return await peer.request(method, send)
         except ToolCallError as exc:
             if first and exc.details.get("mcpCode") == types.METHOD_NOT_FOUND:
-                return []
+                return None
             raise
-        if page is None:
-            return []
-        pages += 1
-        for item in items_of(page):
-            size += len(item.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8"))
-            if size > max_bytes:
-                raise CatalogError(f"{peer.name}: {method}: the listed metadata exceeds the cap of {max_bytes} bytes")
-            items.append(item)
-        cursor = page.next_cursor
-        if not cursor:
-            return items
+
+    def count(item: Any) -> None:
+        nonlocal size
+        size += len(item.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8"))
+        if size > max_bytes:
+            raise CatalogError(f"{peer.name}: {method}: the listed metadata exceeds the cap of {max_bytes} bytes")
+
+    listing = await walk_pages(method, page, items_of, _key_of, max_pages=max_pages, on_item=count)
+    for warning in listing.warnings:
+        _log.warning("%s: %s", peer.name, warning.message)
+    return listing.items
+
+
+def _key_of(item: Any) -> str:
+    """A listed item's identity: a resource's URI, a template's URI template, else its name."""
+    for attribute in ("uri", "uri_template"):
+        value = getattr(item, attribute, None)
+        if value is not None:
+            return str(value)
+    return str(item.name)
 
 
 def connector_peer(

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from egress_support import http_fixture, listening, recorded_requests
+from egress_support import http_fixture, http_response, listening, recorded_requests
 from patchbay.adapters.transports import EgressPolicy, HttpLink, classify, open_client
 from patchbay.core.errors import ErrorCode
 from patchbay.core.models import HttpTarget
@@ -81,3 +81,21 @@ async def test_a_same_origin_redirect_is_followed_and_a_cross_origin_one_is_refu
     assert [(r["method"], r["path"], r["host"]) for r in after] == [("POST", "/away", f"127.0.0.1:{port}")]
     # The credential went only where it was configured for: never to the redirect's origin.
     assert all(r["host"] == f"127.0.0.1:{port}" for r in recorded_requests(record) if r["authorization"] == SECRET)
+
+
+def sse_announcing(endpoint: str) -> bytes:
+    """A legacy SSE answer whose ``endpoint`` event names ``endpoint``."""
+    body = f"event: endpoint\ndata: {endpoint}\n\n".encode()
+    return http_response(200, body, {"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
+
+
+async def test_a_cross_origin_sse_endpoint_is_network_blocked_at_once_naming_the_origin(tmp_path: Path) -> None:
+    async with listening() as elsewhere:
+        announced = f"{elsewhere.origin}/messages?sessionId=abc"
+        async with listening(lambda method, path: sse_announcing(announced)) as server:
+            target = HttpTarget(url=f"{server.origin}/sse", transport="sse")
+            with anyio.fail_after(10):  # the old behaviour: waiting for an endpoint until a deadline
+                code, message = await failure_of(target, EgressPolicy(allow_private=True), tmp_path)
+        assert code == ErrorCode.NETWORK_BLOCKED, message
+        assert elsewhere.origin in message and "sessionId" not in message
+        assert elsewhere.connections == 0

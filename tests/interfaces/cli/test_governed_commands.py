@@ -249,6 +249,9 @@ def test_tools_show_each_tools_arguments_from_the_cache(run, workspace: Path) ->
 
 
 def test_probe_and_tools_flag_lookalike_tool_names(run, workspace: Path) -> None:
+
+
+def test_probe_shows_a_misbehaving_pagination_as_a_warning_and_keeps_the_tools(run, workspace: Path) -> None:
     import sys
 
     from support import FIXTURES
@@ -283,3 +286,14 @@ def test_the_approval_question_warns_about_a_flagged_tool_name() -> None:
     assert "warning" not in ask("danger")
     assert "warning: the tool's name 'd\u0430nger' contains a non-ASCII letter" in ask("d\u0430nger")
     assert "'danger\\u200b'" in ask("danger\u200b")
+
+
+    server = [sys.executable, str(FIXTURES / "paging_server.py"), "--misbehave", "cycle"]
+    added = run("connector", "add", "cycling", "--", *server)
+    assert added.exit_code == 0, added.output
+    text = run("probe", "cycling", "--project", str(workspace))
+    assert text.exit_code == 0, text.output
+    assert "  tools: 44" in text.stdout
+    warnings = [line for line in text.stdout.splitlines() if line.startswith("  warning:")]
+    assert len(warnings) == 1 and "repeated cursor 'p1'" in warnings[0]
+    assert "left out:" not in text.stdout

@@ -22,10 +22,12 @@ from mcp.client._transport import TransportStreams
 
 from patchbay.adapters.transports.egress import EgressBlocked, EgressPolicy
 from patchbay.adapters.transports.errors import classify, leaf_exceptions
+from patchbay.adapters.transports.exit_status import exit_failure
 from patchbay.adapters.transports.http import HttpLink, open_http
 from patchbay.adapters.transports.socket import SocketLink, open_socket
 from patchbay.adapters.transports.stdio import StderrTail, StdioLink, open_stdio, process_group_alive, resolve_command
 from patchbay.adapters.transports.watch import WatchedReceiveStream
+from patchbay.core.errors import ErrorCode
 from patchbay.core.models import ConnectorTarget, HttpTarget, ResourceLimits, SocketTarget, StdioTarget
 
 __all__ = [
@@ -139,7 +141,9 @@ async def open_client(
         client_kwargs: passed to ``mcp.Client`` (callbacks, ``read_timeout_seconds``, ...).
 
     Raises:
-        ProbeError: from the transport (``command_not_found``, ``spawn_failed``, ``server_closed``;
+        ProbeError: from the transport (``command_not_found``, ``spawn_failed``, ``server_closed``
+            -- for a stdio server that exits during the handshake, with its exit status or signal
+            and redacted stderr tail in the message;
             ``network_blocked`` as :class:`EgressBlocked`, possibly inside an ``ExceptionGroup``);
         anything else the SDK raises propagates; map it with :func:`classify`.
     """
@@ -157,5 +161,14 @@ async def open_client(
             link_holder.append(link)
         read_stream, write_stream = link.streams
         watched = WatchedReceiveStream(read_stream)
-        async with Client(_given((watched, write_stream)), mode=mode, **client_kwargs) as client:  # type: ignore[arg-type]
-            yield ClientConnection(client=client, link=link, ended=watched.ended)
+        shaken = False
+        try:
+            async with Client(_given((watched, write_stream)), mode=mode, **client_kwargs) as client:  # type: ignore[arg-type]
+                shaken = True
+                yield ClientConnection(client=client, link=link, ended=watched.ended)
+        except Exception as exc:
+            # The SDK says only "Connection closed" when a server dies during the handshake.
+            if shaken or not isinstance(link, StdioLink) or classify(exc)[0] != ErrorCode.SERVER_CLOSED:
+                raise
+            known = tuple(value for value in (env or {}).values() if value)
+            raise await exit_failure(link, known) from exc

@@ -4,6 +4,13 @@ The SDK returns one page per call (shared/notes/mcp-sdk-2.3-client.md §1.8); th
 ``next_cursor`` under a page budget and a metadata byte budget (seed 003 §9.2). Both the probe and
 the runtime's connections list through here, so they agree on what a server offers.
 
+Pagination that misbehaves never costs a server what it did list (:func:`walk_pages`): the walk
+stops at the first cursor the server hands out a second time (a repeated page, a cycle) and at
+the page cap (endless pages, empty or not), keeps the items listed so far, drops later listings
+of a name already listed (the first wins), and reports each of these as a
+:class:`ListingWarning` -- not as a failure. The metadata byte cap still fails the listing
+(``tool_list_failed``): it bounds what a server can make Patchbay hold.
+
 Each listed tool's schemas are screened one by one (issue 3 point 5): a tool whose
 ``inputSchema`` + ``outputSchema`` break a bound of :mod:`patchbay.core.schema_bounds` (depth,
 JSON values, compact-JSON bytes), or whose schemas are malformed, is left out with one
@@ -35,12 +42,15 @@ from patchbay.core.schema_bounds import DEFAULT_SCHEMA_BOUNDS, SchemaBounds, exc
 __all__ = [
     "Catalog",
     "CatalogError",
+    "Listing",
+    "ListingWarning",
     "ToolDiagnostic",
     "flag_tool_name",
     "list_catalog",
     "resource_summary",
     "screen_tool",
     "tool_summary",
+    "walk_pages",
 ]
 
 _NAME_IN_MESSAGE = 80  # characters of a (server-chosen) tool name quoted in a diagnostic message
@@ -90,12 +100,163 @@ class ToolDiagnostic:
         }
 
 
+@dataclass(frozen=True)
+class ListingWarning:
+    """A list whose pagination misbehaved; what was listed is kept.
+
+    Args:
+        method: ``tools/list``, ``resources/list``, ``resources/templates/list``, ``prompts/list``.
+        problem: ``"repeated_cursor"`` (the server handed out a cursor it had handed out before:
+            the same page again, or a cycle), ``"page_limit"`` (the page cap was reached with a
+            cursor still to follow) or ``"duplicate_names"`` (a name listed more than once; the
+            first listing of each is kept).
+        message: one human sentence, e.g. ``tools/list: the server repeated cursor '2' after 3
+            pages; the 44 items listed so far are kept``.
+        pages: pages read for this list.
+        limit: the page cap for ``page_limit``, else None.
+        names: for ``duplicate_names``, the names listed more than once (at most 20).
+    """
+
+    method: str
+    problem: str
+    message: str
+    pages: int
+    limit: int | None = None
+    names: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The shape of a :class:`ToolDiagnostic` dict (``tool`` is None: no single tool is meant)
+        plus ``list`` (the method): ``{"tool", "problem", "message", "measured", "limit", "exact",
+        "list"}``; ``measured`` is the pages read."""
+        return {
+            "tool": None,
+            "problem": self.problem,
+            "message": self.message,
+            "measured": self.pages,
+            "limit": self.limit,
+            "exact": True,
+            "list": self.method,
+        }
+
+
+@dataclass
+class Listing:
+    """The outcome of :func:`walk_pages`: the items kept, pages read, and any warnings."""
+
+    items: list[Any] = field(default_factory=list)
+    pages: int = 0
+    warnings: list[ListingWarning] = field(default_factory=list)
+
+
+_NAMES_IN_WARNING = 20
+
+
+async def walk_pages(
+    method: str,
+    fetch: Callable[[str | None], Awaitable[Any]],
+    items_of: Callable[[Any], list[Any]],
+    key_of: Callable[[Any], str],
+    *,
+    max_pages: int,
+    limit_note: str = "",
+    on_item: Callable[[Any], None] | None = None,
+) -> Listing:
+    """Follow ``nextCursor`` from the first page, within ``max_pages`` pages, whatever the server does.
+
+    Args:
+        method: the list method, for messages.
+        fetch: ``await fetch(cursor)`` → one page (a ``List*Result``), or None for "nothing to
+            list" (the walk ends with what it has).
+        items_of: the page's items.
+        key_of: an item's identity (tool/prompt name, resource URI, template URI template);
+            an item whose key was listed before is dropped (the first listing wins).
+        max_pages: pages this walk may read (0: none; a page cap reached with a cursor pending
+            gives a ``page_limit`` warning).
+        limit_note: appended to the page-limit message (e.g. that the cap is shared).
+        on_item: called with every listed item before it is kept or dropped (byte accounting);
+            whatever it raises ends the walk.
+
+    Returns:
+        A :class:`Listing`; the walk stops early (with a :class:`ListingWarning`) at the first
+        repeated cursor or at the page cap.
+
+    Raises:
+        Whatever ``fetch`` or ``on_item`` raise.
+    """
+    listing = Listing()
+    seen_cursors: set[str] = set()
+    keys: set[str] = set()
+    duplicates: list[str] = []
+    cursor: str | None = None
+    while True:
+        if listing.pages >= max_pages:
+            listing.warnings.append(
+                ListingWarning(
+                    method,
+                    "page_limit",
+                    f"{method}: stopped at the limit of {max_pages} list pages{limit_note}; "
+                    f"the {len(listing.items)} items listed so far are kept",
+                    listing.pages,
+                    limit=max_pages,
+                )
+            )
+            break
+        page = await fetch(cursor)
+        if page is None:
+            break
+        listing.pages += 1
+        for item in items_of(page):
+            if on_item is not None:
+                on_item(item)
+            key = key_of(item)
+            if key in keys:
+                duplicates.append(key)
+                continue
+            keys.add(key)
+            listing.items.append(item)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+        if cursor in seen_cursors:
+            shown = cursor if len(cursor) <= _NAME_IN_MESSAGE else cursor[:_NAME_IN_MESSAGE] + "…"
+            listing.warnings.append(
+                ListingWarning(
+                    method,
+                    "repeated_cursor",
+                    f"{method}: the server repeated cursor {shown!r} after {listing.pages} pages; "
+                    f"the {len(listing.items)} items listed so far are kept",
+                    listing.pages,
+                )
+            )
+            break
+        seen_cursors.add(cursor)
+    if duplicates:
+        distinct = tuple(dict.fromkeys(duplicates))
+        shown_names = ", ".join(
+            name if len(name) <= _NAME_IN_MESSAGE else name[:_NAME_IN_MESSAGE] + "…"
+            for name in distinct[:_NAMES_IN_WARNING]
+        )
+        more = f" and {len(distinct) - _NAMES_IN_WARNING} more" if len(distinct) > _NAMES_IN_WARNING else ""
+        listing.warnings.append(
+            ListingWarning(
+                method,
+                "duplicate_names",
+                f"{method}: {len(duplicates)} later listings of names already listed were dropped "
+                f"(the first listing wins): {shown_names}{more}",
+                listing.pages,
+                names=distinct[:_NAMES_IN_WARNING],
+            )
+        )
+    return listing
+
+
 @dataclass
 class Catalog:
     """What the list requests gathered from one connected server.
 
     ``diagnostics`` has one :class:`ToolDiagnostic` per listed tool left out of ``tools``;
     ``name_flags`` one per kept tool whose name is flagged (``problem == "name"``).
+    ``warnings`` one :class:`ListingWarning` per list whose pagination misbehaved.
     """
 
     tools: list[ToolSummary] = field(default_factory=list)
@@ -106,6 +267,7 @@ class Catalog:
     metadata_bytes: int = 0
     diagnostics: list[ToolDiagnostic] = field(default_factory=list)
     name_flags: list[ToolDiagnostic] = field(default_factory=list)
+    warnings: list[ListingWarning] = field(default_factory=list)
 
 
 def flag_tool_name(name: str) -> ToolDiagnostic | None:
@@ -224,16 +386,20 @@ async def list_catalog(
     kept tool with a flagged name (:func:`flag_tool_name`) gets one on ``name_flags``.
 
     Args:
-        max_pages: list pages allowed in total (tools and resources together; seed: 50).
+        max_pages: list pages read in total (tools and resources together; seed: 50).
         max_metadata_bytes: bytes of listed metadata (wire JSON) allowed in total (seed: 2 MiB).
         max_schema_depth: deepest nesting of one tool's schemas (``Settings.schema_max_depth``, 32).
         max_schema_nodes: most JSON values in one tool's schemas (``schema_max_nodes``, 10,000).
         max_schema_bytes: most compact-JSON bytes of one tool's schemas (``schema_max_bytes``,
             256 KiB).
 
+    Pagination that misbehaves (a repeated cursor, a cycle, more than ``max_pages`` pages) ends
+    that list with what it listed so far and a :class:`ListingWarning` on ``warnings``; a name
+    listed twice keeps its first listing (also a warning).
+
     Raises:
-        CatalogError: ``tool_list_failed`` when a request fails or a page or metadata bound is
-            exceeded (a schema bound only ever costs the one tool).
+        CatalogError: ``tool_list_failed`` when a request fails or the metadata bound is exceeded
+            (a schema bound only ever costs the one tool, the page bound only later pages).
     """
     capabilities = client.server_capabilities
     info = client.server_info
@@ -270,32 +436,38 @@ class _Budget:
         self, method: str, fetch: Callable[..., Awaitable[types.ListToolsResult | types.ListResourcesResult]]
     ) -> list[Any]:
         catalog = self.catalog
-        items: list[Any] = []
-        cursor: str | None = None
-        while True:
-            if catalog.pages >= self.max_pages:
-                raise CatalogError(
-                    f"{method}: the server needs more than {self.max_pages} list pages (tools and resources together)"
-                )
+
+        async def page(cursor: str | None) -> types.ListToolsResult | types.ListResourcesResult | None:
             try:
-                page = await fetch(cursor=cursor, cache_mode="bypass")
+                return await fetch(cursor=cursor, cache_mode="bypass")
             except MCPError as exc:
                 if exc.error.code == types.METHOD_NOT_FOUND and cursor is None:
-                    return items
+                    return None
                 raise CatalogError(f"{method} failed: {exc.error.message} (JSON-RPC {exc.error.code})") from None
             except Exception as exc:
                 _, message = classify(exc)
                 raise CatalogError(f"{method} failed: {message}") from None
-            catalog.pages += 1
-            listed = page.tools if isinstance(page, types.ListToolsResult) else page.resources
-            for item in listed:
-                catalog.metadata_bytes += _wire_size(item)
-                if catalog.metadata_bytes > self.max_bytes:
-                    raise CatalogError(
-                        f"{method}: the listed metadata exceeds the cap of {self.max_bytes} bytes "
-                        f"({self.max_bytes / (1024 * 1024):g} MiB)"
-                    )
-                items.append(item)
-            cursor = page.next_cursor
-            if not cursor:
-                return items
+
+        def count(item: types.Tool | types.Resource) -> None:
+            catalog.metadata_bytes += _wire_size(item)
+            if catalog.metadata_bytes > self.max_bytes:
+                raise CatalogError(
+                    f"{method}: the listed metadata exceeds the cap of {self.max_bytes} bytes "
+                    f"({self.max_bytes / (1024 * 1024):g} MiB)"
+                )
+
+        def key(item: types.Tool | types.Resource) -> str:
+            return item.name if isinstance(item, types.Tool) else str(item.uri)
+
+        listing = await walk_pages(
+            method,
+            page,
+            lambda result: result.tools if isinstance(result, types.ListToolsResult) else result.resources,
+            key,
+            max_pages=max(0, self.max_pages - catalog.pages),
+            limit_note=f" (the cap of {self.max_pages} counts tools and resources together)",
+            on_item=count,
+        )
+        catalog.pages += listing.pages
+        catalog.warnings.extend(listing.warnings)
+        return listing.items

@@ -39,10 +39,12 @@ Usage (what :func:`patchbay.adapters.transports.http.open_http` does, and what O
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import functools
 import ipaddress
 import math
+import os
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -52,6 +54,7 @@ from typing import Any
 import anyio
 import httpcore2
 import httpx2
+from httpx2._sse import _SSEParser  # the SDK's own SSE framing, so both read the same events
 
 from patchbay.core.errors import ErrorCode, ProbeError
 
@@ -62,6 +65,7 @@ __all__ = [
     "EgressGuard",
     "EgressPolicy",
     "GuardedTransport",
+    "SseEndpointRefused",
     "Resolver",
     "address_problem",
     "client_factory",
@@ -111,6 +115,15 @@ class EgressBlocked(ProbeError):
         super().__init__(f"outbound request{where} refused: {reason}", details={"origin": origin, "reason": reason})
         self.origin = origin
         self.reason = reason
+
+
+class SseEndpointRefused(httpx2.SSEError):
+    """An SSE stream announced an ``endpoint`` on another origin; its cause is the
+    :class:`EgressBlocked` verdict (``network_blocked``, ``details["origin"]`` the refused origin).
+
+    It is an ``httpx2.SSEError`` because that is what the SDK's SSE reader lets escape: it ends the
+    connection attempt at once instead of waiting for an endpoint that never comes.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +328,8 @@ class EgressGuard:
             try:
                 addresses = list(await resolver(host, port))
             except OSError as exc:
-                raise httpcore2.ConnectError(f"the name {host!r} does not resolve ({exc})") from exc
+                why = f" ({exc.strerror})" if exc.strerror else ""
+                raise httpcore2.ConnectError(f"the name {host!r} does not resolve{why}") from exc
             if not addresses:
                 raise EgressBlocked(f"the name {host!r} resolved to no address")
         for address in addresses:
@@ -335,6 +349,26 @@ class EgressGuard:
             self.blocked += 1
         if self.policy.observer is not None:
             self.policy.observer(decision)
+
+
+def _connect_failure(host: str, port: int, failure: Exception) -> Exception:
+    """``failure`` again, with a message that says where and what: httpcore2's own is just
+    "All connection attempts failed" (e.g. ``could not connect to 127.0.0.1:3001: connection
+    refused``)."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if isinstance(failure, httpcore2.ConnectTimeout):
+        return httpcore2.ConnectTimeout(f"could not connect to {where}: timed out")
+    reason = "the connection failed"
+    seen: set[int] = set()
+    current: BaseException | None = failure
+    while current is not None and id(current) not in seen:  # the innermost errno says the most
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            reason = "connection refused"
+        elif isinstance(current, OSError) and current.errno is not None:
+            reason = os.strerror(current.errno).lower()
+        current = current.__cause__ or current.__context__
+    return httpcore2.ConnectError(f"could not connect to {where}: {reason}")
 
 
 class _GuardedBackend(httpcore2.AsyncNetworkBackend):
@@ -369,7 +403,7 @@ class _GuardedBackend(httpcore2.AsyncNetworkBackend):
             except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
                 failure = exc
         assert failure is not None  # resolve_checked never returns an empty list
-        raise failure
+        raise _connect_failure(host, port, failure) from failure
 
     async def connect_unix_socket(
         self,
@@ -403,11 +437,17 @@ class GuardedTransport(httpx2.AsyncHTTPTransport):
     """
 
     def __init__(
-        self, guard: EgressGuard, *, verify: ssl.SSLContext | bool = True, limits: httpx2.Limits | None = None
+        self,
+        guard: EgressGuard,
+        *,
+        verify: ssl.SSLContext | bool = True,
+        limits: httpx2.Limits | None = None,
+        sse_endpoints: bool = False,
     ):
         # Not super().__init__(): that would build a pool (and an SSL context) only to drop it.
         limits = limits or httpx2.Limits(max_connections=100, max_keepalive_connections=20)
         self.guard = guard
+        self.sse_endpoints = sse_endpoints
         self._pool = httpcore2.AsyncConnectionPool(
             ssl_context=_verified_context() if verify is True else httpx2.create_ssl_context(verify=verify),
             max_connections=limits.max_connections,
@@ -437,7 +477,58 @@ class GuardedTransport(httpx2.AsyncHTTPTransport):
             self.guard.report(EgressDecision(origin, True, None, request))  # approved; the network failed
             raise
         self.guard.report(EgressDecision(origin, True, None, request))
+        if self.sse_endpoints and _is_event_stream(request, response):
+            response.stream = _EndpointCheckedStream(response.stream, self.guard, request)
         return response
+
+
+def _is_event_stream(request: httpx2.Request, response: httpx2.Response) -> bool:
+    content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    return request.method == "GET" and content_type == "text/event-stream"
+
+
+class _EndpointCheckedStream(httpx2.AsyncByteStream):
+    """A legacy SSE stream whose ``endpoint`` events are checked before the SDK sees them.
+
+    The SDK refuses a cross-origin endpoint too, but from inside its reader task, before anyone
+    reads the stream it reports to: the connection then hangs until a deadline (seed 003 §9.3
+    wants ``network_blocked``, at once). This raises :class:`SseEndpointRefused` instead, which
+    the SDK's reader re-raises, so the connection attempt fails immediately.
+    """
+
+    def __init__(self, inner: Any, guard: EgressGuard, request: httpx2.Request):
+        self._inner = inner
+        self._guard = guard
+        self._request = request
+
+    async def __aiter__(self) -> Any:
+        parser = _SSEParser(max_event_size=None)
+        text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        async for chunk in self._inner:
+            for event in parser.decode(text.decode(chunk)):
+                if event.event == "endpoint":
+                    self._check(event.data)
+            yield chunk
+
+    def _check(self, data: str) -> None:
+        own = origin_of(self._request.url)
+        try:
+            target = self._request.url.join(data)
+            origin: str | None = origin_of(target)
+        except EgressBlocked as exc:
+            origin, problem = exc.origin, f"the SSE endpoint is not a usable URL ({exc.reason})"
+        except (httpx2.InvalidURL, TypeError, ValueError):
+            origin, problem = None, "the SSE endpoint cannot be parsed"
+        else:
+            if origin == own:
+                return
+            problem = f"the SSE endpoint is on another origin ({origin}); only {own} may be contacted"
+        blocked = EgressBlocked(problem, origin=origin)
+        self._guard.report(EgressDecision(origin, False, problem, self._request))
+        raise SseEndpointRefused(blocked.message) from blocked
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 def guarded_client(
@@ -447,6 +538,7 @@ def guarded_client(
     timeout: httpx2.Timeout | None = None,
     auth: httpx2.Auth | None = None,
     event_hooks: dict[str, list[Callable[..., Any]]] | None = None,
+    sse_endpoints: bool = False,
 ) -> httpx2.AsyncClient:
     """An ``httpx2.AsyncClient`` whose every request goes through ``guard``.
 
@@ -459,6 +551,9 @@ def guarded_client(
         auth: an ``httpx2.Auth`` (e.g. the SDK's ``OAuthClientProvider``); its requests are
             guarded too.
         event_hooks: httpx2 event hooks.
+        sse_endpoints: check the ``endpoint`` events of legacy SSE streams (GET responses of
+            type ``text/event-stream``): one on another origin ends the stream with
+            :class:`SseEndpointRefused` (``network_blocked``) before the SDK reads it.
     """
     return httpx2.AsyncClient(
         headers=headers,
@@ -467,19 +562,25 @@ def guarded_client(
         event_hooks=event_hooks,
         follow_redirects=False,
         trust_env=False,
-        transport=GuardedTransport(guard),
+        transport=GuardedTransport(guard, sse_endpoints=sse_endpoints),
     )
 
 
 def client_factory(
-    guard: EgressGuard, *, event_hooks: dict[str, list[Callable[..., Any]]] | None = None
+    guard: EgressGuard,
+    *,
+    event_hooks: dict[str, list[Callable[..., Any]]] | None = None,
+    sse_endpoints: bool = False,
 ) -> Callable[..., httpx2.AsyncClient]:
     """A factory with the SDK's ``McpHttpClientFactory`` signature ``(headers, timeout, auth)``
-    building :func:`guarded_client` clients (for ``sse_client(httpx_client_factory=...)``)."""
+    building :func:`guarded_client` clients (for ``sse_client(httpx_client_factory=...)``);
+    ``sse_endpoints`` as for :func:`guarded_client`."""
 
     def factory(
         headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
     ) -> httpx2.AsyncClient:
-        return guarded_client(guard, headers=headers, timeout=timeout, auth=auth, event_hooks=event_hooks)
+        return guarded_client(
+            guard, headers=headers, timeout=timeout, auth=auth, event_hooks=event_hooks, sse_endpoints=sse_endpoints
+        )
 
     return factory

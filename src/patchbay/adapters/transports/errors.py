@@ -36,7 +36,7 @@ def _code_of(exc: BaseException, http_status: int | None) -> ErrorCode:
         return ErrorCode(exc.code)
     if isinstance(exc, TimeoutError | httpx2.TimeoutException):
         return ErrorCode.TIMEOUT
-    if isinstance(exc, ssl.SSLError) or (isinstance(exc, httpx2.ConnectError) and "ssl" in str(exc).lower()):
+    if isinstance(exc, ssl.SSLError) or (isinstance(exc, httpx2.ConnectError) and _caused_by_ssl(exc)):
         return ErrorCode.TLS_ERROR
     if isinstance(exc, httpx2.NetworkError | ConnectionRefusedError):  # connect, read, write, close
         return ErrorCode.SERVER_CLOSED
@@ -62,6 +62,19 @@ def _code_of(exc: BaseException, http_status: int | None) -> ErrorCode:
     if isinstance(exc, OSError):
         return ErrorCode.SERVER_CLOSED
     return ErrorCode.UNKNOWN
+
+
+def _caused_by_ssl(exc: BaseException) -> bool:
+    """Whether an ``ssl.SSLError`` is in ``exc``'s cause chain (httpx2 and httpcore2 chain the
+    errors they translate; the message may name a host with "ssl" in it, so it is not used)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def anyio_closed_errors() -> tuple[type[BaseException], ...]:

@@ -5,7 +5,8 @@ seed 003 §14.2, addendum 2026-09-04): the SDK is handed a guarded ``httpx2`` cl
 HTTP) or a factory of them (SSE), pinned to the endpoint's origin. The SDK follows redirects only
 within the endpoint's origin and never downgrades https; the guard refuses a cross-origin redirect
 outright and checks every followed one again. Headers (and, later, auth) are configured on that
-client.
+client. A Streamable HTTP session the server forgot (HTTP 404) is replaced by a new one and the
+failed request sent once more (:mod:`patchbay.adapters.transports.session_renewal`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from dataclasses import dataclass, field
 import httpx2
 from mcp.client._transport import TransportStreams
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
 
 from patchbay.adapters.transports.egress import EgressGuard, EgressPolicy, client_factory
+from patchbay.adapters.transports.session_renewal import SessionExpiry, renewing_streamable_http
 from patchbay.core.models import HttpTarget
 
 __all__ = ["HttpLink", "open_http"]
@@ -38,6 +39,9 @@ class HttpLink:
     """The status of the most recent HTTP response (used to tell 401/403 from other failures)."""
     guard: EgressGuard | None = field(default=None, repr=False)
     """The egress guard of this connection (its ``approved``/``blocked`` request counts)."""
+    sessions: SessionExpiry | None = field(default=None, repr=False)
+    """Streamable HTTP only: session expiries seen and ``renewals`` made (see
+    :mod:`patchbay.adapters.transports.session_renewal`)."""
 
 
 @asynccontextmanager
@@ -76,7 +80,9 @@ async def open_http(
     async def remember_status(response: httpx2.Response) -> None:
         link.last_status = response.status_code
 
-    factory = client_factory(guard, event_hooks={"response": [remember_status]})
+    factory = client_factory(
+        guard, event_hooks={"response": [remember_status]}, sse_endpoints=target.transport == "sse"
+    )
     if target.transport == "sse":
         async with sse_client(
             target.url,
@@ -89,7 +95,9 @@ async def open_http(
             link.streams = streams
             yield link
         return
-    async with factory(headers=headers, timeout=timeout, auth=auth) as http_client:
-        async with streamable_http_client(target.url, http_client=http_client) as streams:
+    link.sessions = SessionExpiry()
+    renewing = client_factory(guard, event_hooks={"response": [remember_status, link.sessions.hook]})
+    async with renewing(headers=headers, timeout=timeout, auth=auth) as http_client:
+        async with renewing_streamable_http(target.url, http_client=http_client, expiry=link.sessions) as streams:
             link.streams = streams
             yield link

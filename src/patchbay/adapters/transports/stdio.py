@@ -134,6 +134,8 @@ class StdioLink:
     """The setrlimit bounds the server runs under (None: no launcher, no limits)."""
     stderr_closed: anyio.Event | None = field(default=None, repr=False)
     """Set when stderr reached EOF (every process holding the pipe is gone) or the link closed."""
+    process: Process | None = field(default=None, repr=False)
+    """The spawned process (its ``returncode`` is the exit status once it has been reaped)."""
 
     def limit_exceeded(self) -> str | None:
         """The limit that stopped the server, as far as stderr has been read so far.
@@ -416,6 +418,7 @@ async def open_stdio(
                 command=target.command,
                 limits=limits,
                 stderr_closed=stderr_closed,
+                process=process,
             )
     finally:
         os.close(read_fd)

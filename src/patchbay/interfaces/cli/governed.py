@@ -59,7 +59,10 @@ def probe(
             )
             out_console.print(f"  tools: {result.tool_count}  resources: {result.resource_count}")
             for diagnostic in result.diagnostics:
-                what = "flagged" if diagnostic.get("problem") == "name" else "left out"
+                if diagnostic.get("tool") is None:  # a list's paging
+                    what = "warning"
+                else:
+                    what = "flagged" if diagnostic.get("problem") == "name" else "left out"
                 out_console.print(Text(f"  {what}: {one_line(str(diagnostic.get('message', '')))}"))
         else:
             out_console.print(Text(f"  error[{result.code}]: {one_line(result.message or '')}"))
