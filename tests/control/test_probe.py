@@ -216,9 +216,6 @@ async def test_tool_names_outside_the_mcp_rule_are_kept_and_each_gets_a_diagnost
     assert [d["problem"] for d in result.diagnostics] == ["name"] * 5
 
 
-async def test_more_pages_than_the_cap_is_tool_list_failed(tmp_path: Path) -> None:
-
-
 async def test_more_pages_than_the_cap_keeps_the_pages_read_with_a_warning(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", probe_max_pages=2)
     with anyio.fail_after(30):

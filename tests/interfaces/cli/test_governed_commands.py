@@ -249,9 +249,6 @@ def test_tools_show_each_tools_arguments_from_the_cache(run, workspace: Path) ->
 
 
 def test_probe_and_tools_flag_lookalike_tool_names(run, workspace: Path) -> None:
-
-
-def test_probe_shows_a_misbehaving_pagination_as_a_warning_and_keeps_the_tools(run, workspace: Path) -> None:
     import sys
 
     from support import FIXTURES
@@ -287,6 +284,11 @@ def test_the_approval_question_warns_about_a_flagged_tool_name() -> None:
     assert "warning: the tool's name 'd\u0430nger' contains a non-ASCII letter" in ask("d\u0430nger")
     assert "'danger\\u200b'" in ask("danger\u200b")
 
+
+def test_probe_shows_a_misbehaving_pagination_as_a_warning_and_keeps_the_tools(run, workspace: Path) -> None:
+    import sys
+
+    from support import FIXTURES
 
     server = [sys.executable, str(FIXTURES / "paging_server.py"), "--misbehave", "cycle"]
     added = run("connector", "add", "cycling", "--", *server)
