@@ -20,7 +20,15 @@ from patchbay.core.errors import CanonicalStateUnavailable, ErrorCode
 from patchbay.core.models import StdioTarget
 from patchbay.core.settings import Settings
 
-TABLES = {"mcp_connectors", "mcp_global_tool_grants", "projects", "mcp_project_tool_grants", "mcp_tool_cache"}
+TABLES = {
+    "mcp_connectors",
+    "mcp_global_tool_grants",
+    "projects",
+    "mcp_project_tool_grants",
+    "mcp_tool_cache",
+    "state_version",
+}
+HEAD = "0003"
 
 
 def _assert_consistent(engine: Engine) -> None:
@@ -75,7 +83,7 @@ def test_upgrade_on_an_empty_database_creates_strict_tables(sqlite_url: str) -> 
     upgrade_to_head(engine)
 
     assert set(inspect(engine).get_table_names()) == TABLES | {"alembic_version"}
-    assert _version(engine) == "0001"
+    assert _version(engine) == HEAD
     with engine.connect() as conn:
         strict = dict(conn.exec_driver_sql("SELECT name, strict FROM pragma_table_list WHERE schema = 'main'").all())
     assert all(strict[name] == 1 for name in TABLES)
@@ -93,7 +101,7 @@ def test_upgrading_twice_is_a_no_op(sqlite_url: str) -> None:
     upgrade_to_head(engine)
 
     assert _sqlite_schema(engine) == before
-    assert _version(engine) == "0001"
+    assert _version(engine) == HEAD
     assert repo.list_connectors() == [connector]
     engine.dispose()
 
@@ -111,7 +119,7 @@ def test_migrated_postgres_schema_matches_the_table_metadata(postgres_url: str) 
     upgrade_to_head(engine)  # second run: no-op
 
     assert set(inspect(engine).get_table_names()) == TABLES | {"alembic_version"}
-    assert _version(engine) == "0001"
+    assert _version(engine) == HEAD
     assert _schema_diff(engine) == []
     unique = {ix["name"]: ix for ix in inspect(engine).get_indexes("mcp_connectors")}
     assert unique["uq_mcp_connectors_name_lower"]["unique"]
@@ -147,14 +155,14 @@ def test_concurrent_first_opens_all_succeed(sqlite_url: str) -> None:
             engine.dispose()
 
     with ThreadPoolExecutor(4) as pool:
-        assert list(pool.map(open_and_upgrade, range(4))) == ["0001"] * 4
+        assert list(pool.map(open_and_upgrade, range(4))) == [HEAD] * 4
 
 
 def test_open_store_migrates_the_settings_database(tmp_path: Path) -> None:
     repo = open_store(Settings(home=tmp_path / "home"))
     try:
         assert (tmp_path / "home" / "patchbay.db").is_file()
-        assert _version(repo.engine) == "0001"
+        assert _version(repo.engine) == HEAD
         assert repo.list_connectors() == []
     finally:
         repo.close()

@@ -47,6 +47,7 @@ __all__ = [
     "mcp_tool_cache",
     "metadata",
     "projects",
+    "state_version",
 ]
 
 CONNECTOR_SOURCES = ("builtin", "custom", "imported")
@@ -200,3 +201,14 @@ mcp_tool_cache = Table(
     *json_checks("mcp_tool_cache", "server_info_json", nullable=True),
     sqlite_strict=True,
 )
+
+state_version = Table(
+    "state_version",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("version", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
+    CheckConstraint("id = 1", name="ck_state_version_one_row"),
+    sqlite_strict=True,
+)
+"""One row (``id`` 1): a counter moved in the same transaction as every write that changes a row
+of the other tables, so any process can tell cheaply that committed state changed."""
