@@ -16,7 +16,8 @@ from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ConfigError, NotFoundError, ToolCallError
 from patchbay.runtime import Runtime
 from patchbay.runtime import snapshot as snapshot_module
-from patchbay.runtime.snapshot import load_snapshot, snapshot_path
+from patchbay.runtime.snapshot import load_snapshot, parse_snapshot, snapshot_path
+from support import write_sealed_snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -33,14 +34,16 @@ def projected(service: ConnectorService, workspace: Path) -> dict:
     return json.loads(snapshot_path(workspace).read_text())
 
 
-def rewrite(workspace: Path, document: dict | str) -> None:
-    text = document if isinstance(document, str) else json.dumps(document)
-    snapshot_path(workspace).write_text(text)
+def rewrite(service: ConnectorService, workspace: Path, document: dict) -> None:
+    """Replace the snapshot with ``document``, sealed, so its content reaches the later checks."""
+    write_sealed_snapshot(
+        workspace, document, home=service.settings.home, project_id=service.project(workspace).project_id
+    )
 
 
 def test_the_loaded_config_is_what_was_projected(service: ConnectorService, workspace: Path, projected: dict) -> None:
     prj = service.project(workspace)
-    config = load_snapshot(workspace, project_id=prj.project_id)
+    config = load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
     assert (config.project_id, config.workspace) == (prj.project_id, str(workspace.resolve()))
     (server,) = config.servers
     assert server.name == "time" and server.target == service.get("time").target
@@ -57,7 +60,13 @@ def test_a_snapshot_written_for_another_project_is_refused(
     (other / ".patchbay").mkdir()
     snapshot_path(other).write_bytes(snapshot_path(workspace).read_bytes())  # copied over
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(other, project_id=prj.project_id)
+        load_snapshot(other, project_id=prj.project_id, home=service.settings.home)
+    assert exc.value.code == "invalid_config" and exc.value.field == "snapshot"
+    assert "another workspace" in exc.value.message
+    # Sealed for this workspace but naming another project inside: refused by the project check.
+    write_sealed_snapshot(other, projected, home=service.settings.home, project_id=prj.project_id)
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(other, project_id=prj.project_id, home=service.settings.home)
     assert exc.value.code == "invalid_config" and exc.value.field == "project_id"
     assert exc.value.details["expected"] == prj.project_id
     assert exc.value.details["found"] == service.project(workspace).project_id
@@ -65,10 +74,10 @@ def test_a_snapshot_written_for_another_project_is_refused(
 
 def test_a_workspace_without_a_snapshot_is_not_found(service: ConnectorService, workspace: Path) -> None:
     with pytest.raises(NotFoundError) as exc:
-        load_snapshot(workspace, project_id=service.project(workspace).project_id)
+        load_snapshot(workspace, project_id=service.project(workspace).project_id, home=service.settings.home)
     assert exc.value.code == "not_found" and "project the workspace first" in exc.value.message
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace / "missing", project_id=service.project(workspace).project_id)
+        load_snapshot(workspace / "missing", project_id=service.project(workspace).project_id, home=service.settings.home)
     assert exc.value.field == "workspace"
 
 
@@ -135,9 +144,9 @@ def test_a_malformed_snapshot_is_refused_with_the_field(
     change, field = BAD_DOCUMENTS[case]
     document = copy.deepcopy(projected)
     change(document)
-    rewrite(workspace, document)
+    rewrite(service, workspace, document)
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=service.project(workspace).project_id)
+        load_snapshot(workspace, project_id=service.project(workspace).project_id, home=service.settings.home)
     assert exc.value.code == "invalid_config"
     assert exc.value.field.startswith(field), exc.value.message
 
@@ -150,10 +159,14 @@ def test_a_malformed_snapshot_is_refused_with_the_field(
 def test_a_snapshot_that_is_not_one_json_object_is_refused(
     service: ConnectorService, workspace: Path, projected: dict, text: str
 ) -> None:
-    rewrite(workspace, text)
+    project_id = service.project(workspace).project_id
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=service.project(workspace).project_id)
+        parse_snapshot(text, project_id=project_id)
     assert exc.value.field == "snapshot"
+    snapshot_path(workspace).write_text(text)  # and unsigned as well: refused before parsing
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
+    assert exc.value.field == "snapshot" and "not signed" in exc.value.message
 
 
 def test_symlinks_fifos_and_oversized_files_are_not_read(
@@ -166,20 +179,20 @@ def test_symlinks_fifos_and_oversized_files_are_not_read(
     good.unlink()
     good.symlink_to(elsewhere)
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=project_id)
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
     assert exc.value.field == "snapshot" and "symbolic link" in exc.value.message
 
     good.unlink()
     os.mkfifo(good)  # would block a plain open()
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=project_id)
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
     assert "not a regular file" in exc.value.message
 
     good.unlink()
     good.write_bytes(elsewhere.read_bytes())
     monkeypatch.setattr(snapshot_module, "MAX_SNAPSHOT_BYTES", 64)
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=project_id)
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
     assert "larger than 64 bytes" in exc.value.message
     monkeypatch.undo()
 
@@ -188,7 +201,7 @@ def test_symlinks_fifos_and_oversized_files_are_not_read(
     dot.rename(moved)
     dot.symlink_to(moved)
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=project_id)
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
     assert exc.value.field == "snapshot"
 
 
@@ -209,7 +222,7 @@ async def test_no_ambient_mcp_file_adds_a_server(service: ConnectorService, work
     service.projector.project(prj)
 
     assert list(json.loads(snapshot_path(workspace).read_text())["servers"]) == ["time"]
-    config = load_snapshot(workspace, project_id=prj.project_id)
+    config = load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
     assert [s.name for s in config.servers] == ["time"] and config.servers[0].target == target
 
     async with Runtime(config, settings=service.settings) as runtime:
