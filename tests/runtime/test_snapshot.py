@@ -77,7 +77,9 @@ def test_a_workspace_without_a_snapshot_is_not_found(service: ConnectorService, 
         load_snapshot(workspace, project_id=service.project(workspace).project_id, home=service.settings.home)
     assert exc.value.code == "not_found" and "project the workspace first" in exc.value.message
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace / "missing", project_id=service.project(workspace).project_id, home=service.settings.home)
+        load_snapshot(
+            workspace / "missing", project_id=service.project(workspace).project_id, home=service.settings.home
+        )
     assert exc.value.field == "workspace"
 
 
@@ -239,3 +241,124 @@ async def test_no_ambient_mcp_file_adds_a_server(service: ConnectorService, work
         result = await runtime.call("mcp.time.get_current_time", {"timezone": "UTC"})
         assert "UTC" in result.text
     assert not (workspace / "AMBIENT_RAN").exists()
+
+
+# -- authentication: the snapshot is sealed with the data home's key ------------------------------
+
+
+def _rogue(marker: Path) -> dict:
+    """A server entry a workspace writer would add: a command the control plane never registered."""
+    return {
+        "connector_id": "con_rogue",
+        "revision": 1,
+        "settings_revision": 1,
+        "target": {
+            "transport": "stdio",
+            "command": sys.executable,
+            "args": ["-c", f"open({str(marker)!r}, 'w')"],
+            "cwd": "",
+        },
+        "lifecycle": "eager",
+        "runtime_config": {},
+        "bindings": [],
+        "include_tools": [],
+        "exclude_tools": [],
+        "approval_mode": "allow_all",
+        "approve_tools": [],
+        "allowed_tools": ["anything"],
+        "project_overrides": [],
+        "tools": [],
+    }
+
+
+@pytest.mark.parametrize("how", ["body changed, old mac kept", "mac removed", "mac recomputed with another key"])
+async def test_a_tampered_snapshot_is_refused_and_nothing_in_it_starts(
+    service: ConnectorService, workspace: Path, tmp_path: Path, how: str
+) -> None:
+    service.project(workspace)
+    service.add("time", service.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace))
+    service.grant("time", "convert_time", "deny")
+    path = snapshot_path(workspace)
+    sealed = path.read_bytes()
+    document = json.loads(sealed)
+    assert document["servers"]["time"]["exclude_tools"] == ["convert_time"]
+    marker = tmp_path / "ROGUE_RAN"
+    document["servers"]["time"]["exclude_tools"] = []  # lift the global deny
+    document["servers"]["time"]["allowed_tools"] = ["convert_time"]
+    document["servers"]["rogue"] = _rogue(marker)
+    if how == "body changed, old mac kept":
+        path.write_text(json.dumps(document, indent=2) + "\n")  # mac kept as the last member
+        assert json.loads(path.read_bytes())["mac"] == json.loads(sealed)["mac"]
+    elif how == "mac removed":
+        document.pop("mac")
+        path.write_text(json.dumps(document, indent=2) + "\n")
+    else:
+        write_sealed_snapshot(workspace, document, home=tmp_path / "attacker-home", project_id=document["project_id"])
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=service.project(workspace).project_id, home=service.settings.home)
+    assert exc.value.code == "invalid_config" and exc.value.field == "snapshot"
+    assert "refusing it" in exc.value.message
+    assert not marker.exists()
+
+
+def test_a_snapshot_of_another_data_home_is_refused(service: ConnectorService, workspace: Path, tmp_path: Path) -> None:
+    """Two control planes (two data homes) project the same workspace: each one's runtimes accept
+    only their own home's snapshot."""
+    from patchbay.adapters.store import open_store
+    from patchbay.core.settings import Settings
+
+    other_settings = Settings(home=tmp_path / "other-home")
+    other_settings.home.mkdir()
+    other = ConnectorService(open_store(other_settings), other_settings)
+    try:
+        prj = other.project(workspace)
+        assert prj.project_id == service.project(workspace).project_id  # same workspace, same id
+        other.add("time", other.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace))
+        assert load_snapshot(workspace, project_id=prj.project_id, home=other_settings.home).servers
+        with pytest.raises(ConfigError) as exc:
+            load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
+        assert exc.value.field in ("snapshot", "snapshot_key")
+        service.projector.project(service.project(workspace))  # now the first home has a key too
+        other.projector.project(prj)
+        with pytest.raises(ConfigError) as exc:
+            load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
+        assert exc.value.field == "snapshot" and "another workspace or data home" in exc.value.message
+    finally:
+        other.repository.close()
+
+
+def test_a_missing_or_corrupt_key_refuses_every_snapshot(
+    service: ConnectorService, workspace: Path, projected: dict
+) -> None:
+    from patchbay.adapters.snapshot_key import KEY_FILE
+
+    project_id = service.project(workspace).project_id
+    key = service.settings.home / KEY_FILE
+    assert load_snapshot(workspace, project_id=project_id, home=service.settings.home).servers
+    original = key.read_bytes()
+    key.unlink()
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
+    assert exc.value.field == "snapshot_key" and "no snapshot key" in exc.value.message
+    key.write_bytes(original[:7])
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
+    assert exc.value.field == "snapshot_key" and "corrupt" in exc.value.message
+    key.write_bytes(bytes(32))  # a well-formed key, but not the one that sealed the snapshot
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
+    assert exc.value.field == "snapshot"
+
+
+@pytest.mark.parametrize("lifecycle", ["lazy", "eager", "keep_alive"])
+def test_the_lifecycle_survives_the_snapshot(service: ConnectorService, workspace: Path, lifecycle: str) -> None:
+    prj = service.project(workspace)
+    target = service.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace)
+    service.add("time", target, runtime_options={"lifecycle": lifecycle})
+    assert json.loads(snapshot_path(workspace).read_text())["servers"]["time"]["lifecycle"] == lifecycle
+    for config in (
+        load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home),
+        service.projector.runtime_config(prj),
+    ):
+        (server,) = config.servers
+        assert server.options.lifecycle == lifecycle

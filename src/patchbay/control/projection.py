@@ -176,9 +176,7 @@ def build_snapshot(config: RuntimeConfig, *, generated_at: int) -> RuntimeSnapsh
 
 def _encode(snapshot: RuntimeSnapshot, *, home: Path, workspace: Path) -> bytes:
     body = json.dumps(snapshot.model_dump(mode="json"), ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
-    data = seal_snapshot(
-        body, key=load_or_create_key(home), project_id=snapshot.project_id, workspace=str(workspace)
-    )
+    data = seal_snapshot(body, key=load_or_create_key(home), project_id=snapshot.project_id, workspace=str(workspace))
     if len(data) > MAX_SNAPSHOT_BYTES:
         raise ConfigError("snapshot", f"the projection is larger than {MAX_SNAPSHOT_BYTES} bytes; not written")
     return data

@@ -54,7 +54,9 @@ def upsert(conn: Connection, table: Any) -> Any:
 _CHANGED = "patchbay_rows_changed"
 
 
-def _note_change(conn: Connection, cursor: Any, statement: Any, parameters: Any, context: Any, executemany: bool) -> None:
+def _note_change(
+    conn: Connection, cursor: Any, statement: Any, parameters: Any, context: Any, executemany: bool
+) -> None:
     # rowcount is -1 when the driver cannot tell: count that as a change (a spare rebuild is
     # harmless, a missed one is not).
     if context is not None and (context.isinsert or context.isupdate or context.isdelete) and cursor.rowcount != 0:
@@ -94,9 +96,7 @@ class StoreBase:
             if conn.info.pop(_CHANGED, False):
                 stmt = upsert(conn, state_version).values(id=1, version=1)
                 conn.execute(
-                    stmt.on_conflict_do_update(
-                        index_elements=["id"], set_={"version": state_version.c.version + 1}
-                    )
+                    stmt.on_conflict_do_update(index_elements=["id"], set_={"version": state_version.c.version + 1})
                 )
                 conn.info.pop(_CHANGED, None)
 
