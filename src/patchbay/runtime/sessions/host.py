@@ -250,10 +250,14 @@ class SessionHost:
         """Lend the session's runtime for the block, counted as a call in flight (so a reload
         waits for the block to end rather than interrupting it).
 
-        Waits while the session is building or has a rebuild pending.
+        Waits while the session is building or has a rebuild pending; with a ``state_version``
+        reader, first rebuilds the session when a change was committed (by any process) after its
+        runtime was built.
 
         Raises:
             NotFoundError: ``not_found`` for no open session (also when it closes meanwhile).
+            PatchbayError: what the ``state_version`` reader raises (e.g.
+                ``canonical_state_unavailable``): the state cannot be checked, so nothing runs.
             ToolCallError: ``mcp_server_unavailable`` with ``details["code"] ==
                 "runtime_reload_failed"`` (and ``details["error"]``) when the session's last build
                 failed; ``cancelled`` when the session is closed during the block.
@@ -322,6 +326,7 @@ class SessionHost:
         if self._state_version is not None:
             # Read before the state the build uses, so a change committed meanwhile moves the
             # counter past it and the next call rebuilds again.
+            session.built_version = -1  # unreadable: the next call that can read it rebuilds
             session.built_version = await anyio.to_thread.run_sync(self._state_version)
         if session.forced is not None:
             raise session.forced
