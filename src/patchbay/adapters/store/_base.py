@@ -101,8 +101,9 @@ class StoreBase:
                 conn.info.pop(_CHANGED, None)
 
     def state_version(self) -> int:
-        """The change counter: it moves with every committed write that changed a row (from any
-        process); compare two readings, never interpret the number. One small ``SELECT``.
+        """The change counter: it grows by one with every committed write that changed a row
+        (from any process); a reading larger than an earlier one means something changed since.
+        One small ``SELECT``.
 
         Raises:
             CanonicalStateUnavailable: ``canonical_state_unavailable`` when the store cannot be read.

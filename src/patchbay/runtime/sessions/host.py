@@ -301,14 +301,15 @@ class SessionHost:
             await session.until(lambda: session.closing or session.attempted >= session.requested)
             return
         version = await anyio.to_thread.run_sync(self._state_version)
-        # At most two rounds: a build already running may have read the counter before it moved;
-        # the build requested here reads it afterwards.
-        while True:
+        # Two rounds suffice: a build already running may have read the counter before it moved;
+        # the one requested here reads it afterwards (or fails, and the session fails closed).
+        for _ in range(2):
             await session.until(lambda: session.closing or session.attempted >= session.requested)
             if session.closing or session.built_version >= version:
                 return
             session.requested += 1
             session.notify()
+        await session.until(lambda: session.closing or session.attempted >= session.requested)
 
     async def call(self, session_id: str, tool: str, arguments: Mapping[str, Any] | None = None) -> ToolCallResult:
         """:meth:`Runtime.call` on the session's runtime (see :meth:`use` for waiting and errors)."""
