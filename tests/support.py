@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -160,3 +161,17 @@ async def wait_until(predicate: Callable[[], bool], *, within: float = 15.0) -> 
     with anyio.fail_after(within):
         while not predicate():
             await anyio.sleep(0.01)
+
+
+def write_sealed_snapshot(workspace: Path, document: dict, *, home: Path, project_id: str) -> None:
+    """Replace ``workspace``'s snapshot with ``document``, sealed with ``home``'s key as the control
+    plane would seal it: the tests that need a snapshot to get past the MAC to a later check.
+    A ``mac`` member (``document`` read from a sealed file) is dropped first."""
+    from patchbay.adapters.snapshot_key import load_or_create_key
+    from patchbay.runtime.snapshot import seal_snapshot, snapshot_path
+
+    document = {k: v for k, v in document.items() if k != "mac"}
+    body = json.dumps(document, ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
+    root = os.path.realpath(workspace)
+    sealed = seal_snapshot(body, key=load_or_create_key(home), project_id=project_id, workspace=root)
+    snapshot_path(workspace).write_bytes(sealed)

@@ -243,7 +243,7 @@ def test_oauth_settings_ride_in_the_snapshot_and_leave_other_connectors_callable
     add_oauth_connector(plane, NAME, "https://mcp.example.com/mcp", client_id="cid", scope="read")
     project = plane.service.project(plane.workspace)
     plane.service.projector.project(project)
-    config = load_snapshot(project.path, project_id=project.project_id)
+    config = load_snapshot(project.path, project_id=project.project_id, home=plane.service.settings.home)
     (server,) = config.servers
     assert server.runtime_config["oauth"] == {"grant": "authorization_code", "client_id": "cid", "scope": "read", "signing_algorithm": "RS256"}
 

@@ -96,7 +96,7 @@ def test_runtime_decisions_from_the_snapshot_equal_the_control_planes_for_every_
     cache(service, "conn", cached)
 
     service.projector.project(prj)
-    config = load_snapshot(workspace, project_id=prj.project_id)
+    config = load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
     (server,) = config.servers
     engine = PermissionEngine(session_id="ses_matrix")
     connector = service.get("conn")
@@ -160,7 +160,8 @@ def test_the_snapshot_carries_the_rules_in_the_seed_shape(service: ConnectorServ
     service.projector.project(service.project(workspace))
 
     document = snapshot_of(workspace)
-    assert set(document) == {"version", "project_id", "generated_at", "servers"}
+    assert set(document) == {"version", "project_id", "generated_at", "servers", "mac"}
+    assert list(document)[-1] == "mac" and document["mac"].startswith("hmac-sha256:")
     assert document["version"] == 1 and document["project_id"] == service.project(workspace).project_id
     assert isinstance(document["generated_at"], int)
     assert list(document["servers"]) == ["mail"]  # a disabled connector is not projected

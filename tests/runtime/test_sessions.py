@@ -22,7 +22,7 @@ from patchbay.runtime.events import read_events, session_log_path
 from patchbay.runtime.permissions import ApprovalRequest
 from patchbay.runtime.sessions import SessionHost, collect_reloads
 from patchbay.runtime.snapshot import snapshot_path
-from support import FIXTURES, assert_group_gone, wait_until
+from support import FIXTURES, assert_group_gone, wait_until, write_sealed_snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -254,7 +254,7 @@ async def test_a_failed_rebuild_keeps_the_committed_state_and_reports_runtime_re
             assert "mcp.life.pid" in names and "mcp.life.echo" not in names
 
 
-@pytest.mark.parametrize("damage", ["another project", "invalid option"])
+@pytest.mark.parametrize("damage", ["another project", "invalid option", "unsigned rewrite"])
 async def test_a_snapshot_that_cannot_be_loaded_fails_the_rebuild(
     service: ConnectorService, workspace: Path, damage: str
 ) -> None:
@@ -263,18 +263,28 @@ async def test_a_snapshot_that_cannot_be_loaded_fails_the_rebuild(
         async with host_for(service) as host:
             session = await host.open(workspace)
             document = json.loads(snapshot_path(workspace).read_text())
-            if damage == "another project":
-                document["project_id"] = "prj_0000000000000000"
+            project_id = service.project(workspace).project_id
+            if damage == "unsigned rewrite":  # what a workspace writer without the key can do
+                document.pop("mac")
+                snapshot_path(workspace).write_text(json.dumps(document))
             else:
-                document["servers"]["life"]["runtime_config"]["request_timeout"] = -1
-            snapshot_path(workspace).write_text(json.dumps(document))
+                if damage == "another project":
+                    document["project_id"] = "prj_0000000000000000"
+                else:
+                    document["servers"]["life"]["runtime_config"]["request_timeout"] = -1
+                write_sealed_snapshot(workspace, document, home=service.settings.home, project_id=project_id)
 
             outcome = await host.reload()
             assert [(s.session_id, s.status) for s in outcome.sessions] == [(session, "failed")]
             assert outcome.code == ErrorCode.RUNTIME_RELOAD_FAILED
             error = outcome.sessions[0].error
             assert error["code"] == "invalid_config"
-            assert error["details"]["field"] == ("project_id" if damage == "another project" else "servers.life.request_timeout")
+            expected = {
+                "another project": "project_id",
+                "invalid option": "servers.life.request_timeout",
+                "unsigned rewrite": "snapshot",
+            }
+            assert error["details"]["field"] == expected[damage]
             assert host.session(session).error == error
             with pytest.raises(ToolCallError):
                 await host.call(session, "mcp.life.pid")

@@ -16,7 +16,8 @@ from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ConfigError, NotFoundError, ToolCallError
 from patchbay.runtime import Runtime
 from patchbay.runtime import snapshot as snapshot_module
-from patchbay.runtime.snapshot import load_snapshot, snapshot_path
+from patchbay.runtime.snapshot import load_snapshot, parse_snapshot, snapshot_path
+from support import write_sealed_snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -33,14 +34,16 @@ def projected(service: ConnectorService, workspace: Path) -> dict:
     return json.loads(snapshot_path(workspace).read_text())
 
 
-def rewrite(workspace: Path, document: dict | str) -> None:
-    text = document if isinstance(document, str) else json.dumps(document)
-    snapshot_path(workspace).write_text(text)
+def rewrite(service: ConnectorService, workspace: Path, document: dict) -> None:
+    """Replace the snapshot with ``document``, sealed, so its content reaches the later checks."""
+    write_sealed_snapshot(
+        workspace, document, home=service.settings.home, project_id=service.project(workspace).project_id
+    )
 
 
 def test_the_loaded_config_is_what_was_projected(service: ConnectorService, workspace: Path, projected: dict) -> None:
     prj = service.project(workspace)
-    config = load_snapshot(workspace, project_id=prj.project_id)
+    config = load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
     assert (config.project_id, config.workspace) == (prj.project_id, str(workspace.resolve()))
     (server,) = config.servers
     assert server.name == "time" and server.target == service.get("time").target
@@ -57,7 +60,13 @@ def test_a_snapshot_written_for_another_project_is_refused(
     (other / ".patchbay").mkdir()
     snapshot_path(other).write_bytes(snapshot_path(workspace).read_bytes())  # copied over
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(other, project_id=prj.project_id)
+        load_snapshot(other, project_id=prj.project_id, home=service.settings.home)
+    assert exc.value.code == "invalid_config" and exc.value.field == "snapshot"
+    assert "another workspace" in exc.value.message
+    # Sealed for this workspace but naming another project inside: refused by the project check.
+    write_sealed_snapshot(other, projected, home=service.settings.home, project_id=prj.project_id)
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(other, project_id=prj.project_id, home=service.settings.home)
     assert exc.value.code == "invalid_config" and exc.value.field == "project_id"
     assert exc.value.details["expected"] == prj.project_id
     assert exc.value.details["found"] == service.project(workspace).project_id
@@ -65,10 +74,12 @@ def test_a_snapshot_written_for_another_project_is_refused(
 
 def test_a_workspace_without_a_snapshot_is_not_found(service: ConnectorService, workspace: Path) -> None:
     with pytest.raises(NotFoundError) as exc:
-        load_snapshot(workspace, project_id=service.project(workspace).project_id)
+        load_snapshot(workspace, project_id=service.project(workspace).project_id, home=service.settings.home)
     assert exc.value.code == "not_found" and "project the workspace first" in exc.value.message
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace / "missing", project_id=service.project(workspace).project_id)
+        load_snapshot(
+            workspace / "missing", project_id=service.project(workspace).project_id, home=service.settings.home
+        )
     assert exc.value.field == "workspace"
 
 
@@ -135,9 +146,9 @@ def test_a_malformed_snapshot_is_refused_with_the_field(
     change, field = BAD_DOCUMENTS[case]
     document = copy.deepcopy(projected)
     change(document)
-    rewrite(workspace, document)
+    rewrite(service, workspace, document)
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=service.project(workspace).project_id)
+        load_snapshot(workspace, project_id=service.project(workspace).project_id, home=service.settings.home)
     assert exc.value.code == "invalid_config"
     assert exc.value.field.startswith(field), exc.value.message
 
@@ -150,10 +161,14 @@ def test_a_malformed_snapshot_is_refused_with_the_field(
 def test_a_snapshot_that_is_not_one_json_object_is_refused(
     service: ConnectorService, workspace: Path, projected: dict, text: str
 ) -> None:
-    rewrite(workspace, text)
+    project_id = service.project(workspace).project_id
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=service.project(workspace).project_id)
+        parse_snapshot(text, project_id=project_id)
     assert exc.value.field == "snapshot"
+    snapshot_path(workspace).write_text(text)  # and unsigned as well: refused before parsing
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
+    assert exc.value.field == "snapshot" and "not signed" in exc.value.message
 
 
 def test_symlinks_fifos_and_oversized_files_are_not_read(
@@ -166,20 +181,20 @@ def test_symlinks_fifos_and_oversized_files_are_not_read(
     good.unlink()
     good.symlink_to(elsewhere)
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=project_id)
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
     assert exc.value.field == "snapshot" and "symbolic link" in exc.value.message
 
     good.unlink()
     os.mkfifo(good)  # would block a plain open()
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=project_id)
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
     assert "not a regular file" in exc.value.message
 
     good.unlink()
     good.write_bytes(elsewhere.read_bytes())
     monkeypatch.setattr(snapshot_module, "MAX_SNAPSHOT_BYTES", 64)
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=project_id)
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
     assert "larger than 64 bytes" in exc.value.message
     monkeypatch.undo()
 
@@ -188,7 +203,7 @@ def test_symlinks_fifos_and_oversized_files_are_not_read(
     dot.rename(moved)
     dot.symlink_to(moved)
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=project_id)
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
     assert exc.value.field == "snapshot"
 
 
@@ -209,7 +224,7 @@ async def test_no_ambient_mcp_file_adds_a_server(service: ConnectorService, work
     service.projector.project(prj)
 
     assert list(json.loads(snapshot_path(workspace).read_text())["servers"]) == ["time"]
-    config = load_snapshot(workspace, project_id=prj.project_id)
+    config = load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
     assert [s.name for s in config.servers] == ["time"] and config.servers[0].target == target
 
     async with Runtime(config, settings=service.settings) as runtime:
@@ -226,3 +241,124 @@ async def test_no_ambient_mcp_file_adds_a_server(service: ConnectorService, work
         result = await runtime.call("mcp.time.get_current_time", {"timezone": "UTC"})
         assert "UTC" in result.text
     assert not (workspace / "AMBIENT_RAN").exists()
+
+
+# -- authentication: the snapshot is sealed with the data home's key ------------------------------
+
+
+def _rogue(marker: Path) -> dict:
+    """A server entry a workspace writer would add: a command the control plane never registered."""
+    return {
+        "connector_id": "con_rogue",
+        "revision": 1,
+        "settings_revision": 1,
+        "target": {
+            "transport": "stdio",
+            "command": sys.executable,
+            "args": ["-c", f"open({str(marker)!r}, 'w')"],
+            "cwd": "",
+        },
+        "lifecycle": "eager",
+        "runtime_config": {},
+        "bindings": [],
+        "include_tools": [],
+        "exclude_tools": [],
+        "approval_mode": "allow_all",
+        "approve_tools": [],
+        "allowed_tools": ["anything"],
+        "project_overrides": [],
+        "tools": [],
+    }
+
+
+@pytest.mark.parametrize("how", ["body changed, old mac kept", "mac removed", "mac recomputed with another key"])
+async def test_a_tampered_snapshot_is_refused_and_nothing_in_it_starts(
+    service: ConnectorService, workspace: Path, tmp_path: Path, how: str
+) -> None:
+    service.project(workspace)
+    service.add("time", service.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace))
+    service.grant("time", "convert_time", "deny")
+    path = snapshot_path(workspace)
+    sealed = path.read_bytes()
+    document = json.loads(sealed)
+    assert document["servers"]["time"]["exclude_tools"] == ["convert_time"]
+    marker = tmp_path / "ROGUE_RAN"
+    document["servers"]["time"]["exclude_tools"] = []  # lift the global deny
+    document["servers"]["time"]["allowed_tools"] = ["convert_time"]
+    document["servers"]["rogue"] = _rogue(marker)
+    if how == "body changed, old mac kept":
+        path.write_text(json.dumps(document, indent=2) + "\n")  # mac kept as the last member
+        assert json.loads(path.read_bytes())["mac"] == json.loads(sealed)["mac"]
+    elif how == "mac removed":
+        document.pop("mac")
+        path.write_text(json.dumps(document, indent=2) + "\n")
+    else:
+        write_sealed_snapshot(workspace, document, home=tmp_path / "attacker-home", project_id=document["project_id"])
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=service.project(workspace).project_id, home=service.settings.home)
+    assert exc.value.code == "invalid_config" and exc.value.field == "snapshot"
+    assert "refusing it" in exc.value.message
+    assert not marker.exists()
+
+
+def test_a_snapshot_of_another_data_home_is_refused(service: ConnectorService, workspace: Path, tmp_path: Path) -> None:
+    """Two control planes (two data homes) project the same workspace: each one's runtimes accept
+    only their own home's snapshot."""
+    from patchbay.adapters.store import open_store
+    from patchbay.core.settings import Settings
+
+    other_settings = Settings(home=tmp_path / "other-home")
+    other_settings.home.mkdir()
+    other = ConnectorService(open_store(other_settings), other_settings)
+    try:
+        prj = other.project(workspace)
+        assert prj.project_id == service.project(workspace).project_id  # same workspace, same id
+        other.add("time", other.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace))
+        assert load_snapshot(workspace, project_id=prj.project_id, home=other_settings.home).servers
+        with pytest.raises(ConfigError) as exc:
+            load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
+        assert exc.value.field in ("snapshot", "snapshot_key")
+        service.projector.project(service.project(workspace))  # now the first home has a key too
+        other.projector.project(prj)
+        with pytest.raises(ConfigError) as exc:
+            load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
+        assert exc.value.field == "snapshot" and "another workspace or data home" in exc.value.message
+    finally:
+        other.repository.close()
+
+
+def test_a_missing_or_corrupt_key_refuses_every_snapshot(
+    service: ConnectorService, workspace: Path, projected: dict
+) -> None:
+    from patchbay.adapters.snapshot_key import KEY_FILE
+
+    project_id = service.project(workspace).project_id
+    key = service.settings.home / KEY_FILE
+    assert load_snapshot(workspace, project_id=project_id, home=service.settings.home).servers
+    original = key.read_bytes()
+    key.unlink()
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
+    assert exc.value.field == "snapshot_key" and "no snapshot key" in exc.value.message
+    key.write_bytes(original[:7])
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
+    assert exc.value.field == "snapshot_key" and "corrupt" in exc.value.message
+    key.write_bytes(bytes(32))  # a well-formed key, but not the one that sealed the snapshot
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=project_id, home=service.settings.home)
+    assert exc.value.field == "snapshot"
+
+
+@pytest.mark.parametrize("lifecycle", ["lazy", "eager", "keep_alive"])
+def test_the_lifecycle_survives_the_snapshot(service: ConnectorService, workspace: Path, lifecycle: str) -> None:
+    prj = service.project(workspace)
+    target = service.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace)
+    service.add("time", target, runtime_options={"lifecycle": lifecycle})
+    assert json.loads(snapshot_path(workspace).read_text())["servers"]["time"]["lifecycle"] == lifecycle
+    for config in (
+        load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home),
+        service.projector.runtime_config(prj),
+    ):
+        (server,) = config.servers
+        assert server.options.lifecycle == lifecycle

@@ -29,6 +29,12 @@ and the directory is fsynced; so a reader sees the old or the new file, and the 
 the lock wrote the newest committed state. Neither ``.patchbay`` nor any file in it is followed
 through a symlink.
 
+**Sealed**: the bytes written are signed with the data home's snapshot key
+(:func:`~patchbay.runtime.snapshot.seal_snapshot`, :mod:`patchbay.adapters.snapshot_key`), bound to
+the project and the canonical workspace path, so a runtime in another process can tell the
+control plane's file from one rewritten by anything else that can write the workspace. Runtimes
+in this process skip the file: :meth:`Projector.runtime_config` gives the same config in memory.
+
 **Mode 0600** (directory 0700): the snapshot holds no secret, but it does hold the user's commands,
 URLs (possibly internal hosts), credential reference ids and tool catalogs; only runtimes of the
 same user read it, as with ``credentials.json``. A ``.gitignore`` of ``*`` is written when the
@@ -54,6 +60,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from patchbay.adapters.atomic import lock_exclusive, replace_file, write_new
+from patchbay.adapters.snapshot_key import load_or_create_key
 from patchbay.core.credentials import BINDINGS_KEY
 from patchbay.core.errors import ConfigError, PatchbayError
 from patchbay.core.models import GrantDecision, Project, RuntimeConfig, RuntimeOptions, RuntimeServer
@@ -65,6 +72,8 @@ from patchbay.runtime.snapshot import (
     SNAPSHOT_VERSION,
     RuntimeSnapshot,
     SnapshotServer,
+    seal_snapshot,
+    snapshot_config,
     snapshot_path,
 )
 
@@ -177,8 +186,9 @@ def build_snapshot(config: RuntimeConfig, *, generated_at: int) -> RuntimeSnapsh
     )
 
 
-def _encode(snapshot: RuntimeSnapshot) -> bytes:
-    data = json.dumps(snapshot.model_dump(mode="json"), ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
+def _encode(snapshot: RuntimeSnapshot, *, home: Path, workspace: Path) -> bytes:
+    body = json.dumps(snapshot.model_dump(mode="json"), ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
+    data = seal_snapshot(body, key=load_or_create_key(home), project_id=snapshot.project_id, workspace=str(workspace))
     if len(data) > MAX_SNAPSHOT_BYTES:
         raise ConfigError("snapshot", f"the projection is larger than {MAX_SNAPSHOT_BYTES} bytes; not written")
     return data
@@ -233,10 +243,11 @@ def _snapshot_dir(root: Path) -> Iterator[int]:
         os.close(dir_fd)
 
 
-def _locked_write(root: Path, make: Callable[[], RuntimeSnapshot]) -> Path:
-    """Under the workspace lock, build the snapshot with ``make()`` and replace the file with it."""
+def _locked_write(root: Path, make: Callable[[], RuntimeSnapshot], *, home: Path) -> Path:
+    """Under the workspace lock, build the snapshot with ``make()`` and replace the file with it,
+    sealed with ``home``'s snapshot key for the canonical workspace ``root``."""
     with _snapshot_dir(root) as dir_fd:
-        data = _encode(make())
+        data = _encode(make(), home=home, workspace=root)
         try:
             replace_file(dir_fd, SNAPSHOT_FILE, data, SNAPSHOT_MODE)
         except OSError as exc:
@@ -244,19 +255,21 @@ def _locked_write(root: Path, make: Callable[[], RuntimeSnapshot]) -> Path:
     return snapshot_path(root)
 
 
-def write_snapshot(workspace: Path | str, snapshot: RuntimeSnapshot) -> Path:
-    """Write ``snapshot`` atomically as ``<workspace>/.patchbay/mcp-runtime.json`` (mode 0600).
+def write_snapshot(workspace: Path | str, snapshot: RuntimeSnapshot, *, home: Path | str) -> Path:
+    """Write ``snapshot`` atomically as ``<workspace>/.patchbay/mcp-runtime.json`` (mode 0600),
+    sealed with the snapshot key of data home ``home`` (created on first use).
 
     :meth:`Projector.project` projects from canonical state; this writes a snapshot already built.
+    ``workspace`` must be the canonical path: the seal binds it.
 
     Raises:
         ConfigError: ``invalid_config`` (field ``snapshot``) when it cannot be written (read-only
             or missing workspace, a workspace path that is itself a symlink — pass the canonical
             path —, ``.patchbay`` is a symlink or a file, disk full, over
             :data:`~patchbay.runtime.snapshot.MAX_SNAPSHOT_BYTES`); a previous snapshot is left as
-            it was.
+            it was; field ``snapshot_key`` when the key cannot be created or read.
     """
-    return _locked_write(Path(workspace), lambda: snapshot)
+    return _locked_write(Path(workspace), lambda: snapshot, home=Path(home))
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,8 +364,23 @@ class Projector:
         if not root.is_dir() or os.path.realpath(root) != project.path:
             raise ConfigError("project", f"the workspace {project.path} no longer exists (or moved)")
         return _locked_write(
-            root, lambda: build_snapshot(self.service.runtime_config(project), generated_at=self.clock())
+            root,
+            lambda: build_snapshot(self.service.runtime_config(project), generated_at=self.clock()),
+            home=self.service.settings.home,
         )
+
+    def runtime_config(self, project: Project) -> RuntimeConfig:
+        """``project``'s runtime config as its snapshot would give it, built in memory from the
+        state committed now; no file is written or read, so nothing that can write the workspace
+        can change it. For runtimes hosted by the control plane's own process.
+
+        Raises:
+            ConfigError: ``invalid_config`` (a stored option or target no longer passes the
+                runtime's checks).
+            CanonicalStateUnavailable: the database cannot be read.
+        """
+        snapshot = build_snapshot(self.service.runtime_config(project), generated_at=self.clock())
+        return snapshot_config(snapshot, project.path)
 
     def reproject(self, project_id: str | None = None) -> ProjectionReport:
         """Re-project every known workspace, or only ``project_id``'s; never raises for a workspace.

@@ -26,8 +26,19 @@ The file (version 1)::
           "project_overrides": ["get_issue"],         # which explicit entries came from the project
           "tools": [...]                              # the cached catalog of the visible tools
         }
-      }
+      },
+      "mac": "hmac-sha256:<64 hex digits>"           # always the last member
     }
+
+**Authenticated.** Whatever can write the workspace (every stdio server runs there, so does an
+agent's file tool) could rewrite this file between the control plane's write and a runtime's
+load. So the control plane seals it (:func:`seal_snapshot`): ``mac`` is HMAC-SHA-256 over the
+exact bytes of the document before it, bound to the project id and the canonical workspace path,
+with the data home's key (:mod:`patchbay.adapters.snapshot_key`, 0600, never in the workspace).
+:func:`load_snapshot` verifies it before it parses anything; an unsigned, changed or foreign
+snapshot (another workspace, project or data home) is refused with ``invalid_config`` and
+nothing in it starts. Runtimes hosted by the control plane itself need no file: they use the
+projection in memory (:func:`snapshot_config`); the file is for runtimes in other processes.
 
 It holds no secret value: targets were checked to carry none when they were stored (seed 003
 §7.3) and credentials appear as bindings (references), resolved by the runtime when it starts a
@@ -44,8 +55,11 @@ no pattern in a grant list is ever expanded.
 from __future__ import annotations
 
 import errno
+import hashlib
+import hmac
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -53,6 +67,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from patchbay.adapters.snapshot_key import load_key
 from patchbay.core.credentials import CredentialBinding, check_bindings
 from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.core.models import (
@@ -82,7 +97,10 @@ __all__ = [
     "load_snapshot",
     "parse_snapshot",
     "runtime_server",
+    "seal_snapshot",
+    "snapshot_config",
     "snapshot_path",
+    "verify_snapshot",
 ]
 
 SNAPSHOT_VERSION = 1
@@ -225,7 +243,9 @@ def runtime_server(name: str, server: SnapshotServer) -> RuntimeServer:
         global_grants={tool: d for tool, d in explicit.items() if tool not in overrides},
         project_grants={tool: d for tool, d in explicit.items() if tool in overrides},
         tools=server.tools,
-        runtime_config=options,
+        # The lifecycle travels beside the other options in the file; the runtime reads it from
+        # the options, so it goes back in here (or every connector would run lazy).
+        runtime_config={**options, "lifecycle": server.lifecycle},
         bindings=server.bindings,
         global_resource_grant=server.global_resource_grant,
         project_resource_grant=server.project_resource_grant,
@@ -245,6 +265,70 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
+
+
+_MAC_SCHEME = "hmac-sha256"
+_MAC_CONTEXT = "patchbay-snapshot-mac/1"
+_BODY_END = b"\n}\n"
+_TRAILER = re.compile(rb',\n  "mac": "hmac-sha256:([0-9a-f]{64})"\n}\n\Z')
+
+
+def _mac(body: bytes, *, key: bytes, project_id: str, workspace: str) -> str:
+    # The project and the canonical workspace path are bound in, as a JSON array (unambiguous
+    # whatever characters the path holds): a signed snapshot copied into another workspace, or
+    # signed for another project, does not verify there.
+    context = json.dumps([_MAC_CONTEXT, project_id, workspace], ensure_ascii=True).encode("ascii") + b"\n"
+    return hmac.new(key, context + body, hashlib.sha256).hexdigest()
+
+
+def seal_snapshot(body: bytes, *, key: bytes, project_id: str, workspace: str) -> bytes:
+    """The file's bytes: ``body`` with a last member ``"mac": "hmac-sha256:<hex>"`` appended.
+
+    The MAC is HMAC-SHA-256 with ``key`` over ``body``'s exact bytes, bound to ``project_id`` and
+    ``workspace``; the file stays one JSON object (``mac`` is its last member), which
+    :func:`verify_snapshot` strips before anything in it is parsed.
+
+    Args:
+        body: the snapshot document as ``json.dumps(..., indent=2)`` writes it plus a final newline
+            (so it ends with ``"\\n}\\n"``).
+        key: the data home's snapshot key (:func:`patchbay.adapters.snapshot_key.load_or_create_key`).
+        project_id: the project the snapshot is for.
+        workspace: the workspace's canonical path.
+
+    Raises:
+        ValueError: ``body`` is not laid out that way (a programming error, not user input).
+    """
+    if not body.endswith(_BODY_END):
+        raise ValueError("a snapshot body must end with a closing brace on its own line")
+    mac = _mac(body, key=key, project_id=project_id, workspace=workspace)
+    return body[: -len(_BODY_END)] + f',\n  "mac": "{_MAC_SCHEME}:{mac}"\n}}\n'.encode("ascii")
+
+
+def verify_snapshot(data: bytes, *, key: bytes, project_id: str, workspace: str) -> bytes:
+    """The signed body of a sealed snapshot file, once its MAC verified (:func:`seal_snapshot`).
+
+    Nothing of the document is parsed before the MAC matched, compared in constant time.
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``snapshot``): the file carries no MAC (unsigned),
+            or its MAC does not match (changed after the control plane wrote it, or written for
+            another workspace, project or data home).
+    """
+    found = _TRAILER.search(data)
+    if found is None:
+        raise ConfigError(
+            "snapshot",
+            "is not signed by this data home's control plane; refusing it (re-project the workspace)",
+        )
+    body = data[: found.start()] + _BODY_END
+    expected = _mac(body, key=key, project_id=project_id, workspace=workspace).encode("ascii")
+    if not hmac.compare_digest(expected, found.group(1)):
+        raise ConfigError(
+            "snapshot",
+            "does not verify: it was changed after the control plane wrote it, or was written for "
+            "another workspace or data home; refusing it and everything in it (re-project the workspace)",
+        )
+    return body
 
 
 def parse_snapshot(data: bytes | str, *, project_id: str) -> RuntimeSnapshot:
@@ -338,20 +422,39 @@ def _why(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-def load_snapshot(workspace: Path | str, *, project_id: str) -> RuntimeConfig:
+def snapshot_config(snapshot: RuntimeSnapshot, workspace: str) -> RuntimeConfig:
+    """The :class:`RuntimeConfig` a runtime uses for ``snapshot`` of canonical ``workspace``.
+
+    Every entry goes through :func:`runtime_server` (targets and options checked again), whether
+    the snapshot came from a verified file or was built in memory by the control plane.
+
+    Raises:
+        ConfigError: ``invalid_config`` with the field ``servers.<name>.<field>``.
+    """
+    # Names are lower case (validated per entry) and JSON keys are unique, so no two entries clash.
+    servers = tuple(runtime_server(name, server) for name, server in snapshot.servers.items())
+    return RuntimeConfig(project_id=snapshot.project_id, workspace=workspace, servers=servers)
+
+
+def load_snapshot(workspace: Path | str, *, project_id: str, home: Path | str) -> RuntimeConfig:
     """The :class:`RuntimeConfig` of ``workspace``, from its projected snapshot and nothing else.
 
-    Seed 003 §10.1–§10.2: version, ``project_id`` and schema are checked; no ambient MCP file is
+    The file must verify (:func:`verify_snapshot`) with the snapshot key of data home ``home``,
+    for ``project_id`` and the workspace's canonical path, before anything in it is used; then
+    version, ``project_id`` and schema are checked (seed 003 §10.1–§10.2). No ambient MCP file is
     read. Neither ``.patchbay`` nor the file may be a symlink.
 
     Args:
         workspace: the workspace directory (symlinks resolved here).
         project_id: the caller's project (``ConnectorService.project(workspace).project_id``).
+        home: the data home whose control plane wrote the snapshot (``Settings.home``); its
+            ``snapshot.key`` is read, never created.
 
     Raises:
         NotFoundError: ``not_found`` when the workspace has no snapshot.
-        ConfigError: ``invalid_config``: field ``workspace`` (not a directory), ``snapshot``,
-            ``version``, ``project_id`` (written for another project) or ``servers.<name>...``.
+        ConfigError: ``invalid_config``: field ``workspace`` (not a directory), ``snapshot_key``
+            (no key in ``home``, a symlink or a corrupt key), ``snapshot`` (unreadable, unsigned,
+            tampered or foreign), ``version``, ``project_id`` or ``servers.<name>...``.
     """
     try:
         root = Path(os.path.realpath(workspace))
@@ -359,7 +462,6 @@ def load_snapshot(workspace: Path | str, *, project_id: str) -> RuntimeConfig:
             raise ConfigError("workspace", f"{str(workspace)[:200]!r} is not a directory")
     except (OSError, ValueError) as exc:
         raise ConfigError("workspace", f"{str(workspace)[:200]!r} cannot be used ({exc})") from None
-    snapshot = parse_snapshot(_read(root), project_id=project_id)
-    # Names are lower case (validated per entry) and JSON keys are unique, so no two entries clash.
-    servers = tuple(runtime_server(name, server) for name, server in snapshot.servers.items())
-    return RuntimeConfig(project_id=snapshot.project_id, workspace=str(root), servers=servers)
+    data = _read(root)
+    body = verify_snapshot(data, key=load_key(home), project_id=project_id, workspace=str(root))
+    return snapshot_config(parse_snapshot(body, project_id=project_id), str(root))

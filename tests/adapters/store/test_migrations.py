@@ -37,6 +37,7 @@ TABLES = {
     "mcp_project_tool_grants",
     "mcp_tool_cache",
     "mcp_probe_outcomes",
+    "state_version",
 }
 
 

@@ -6,6 +6,11 @@ locked past ``busy_timeout``, unreachable) into a one-line ``CanonicalStateUnava
 (``canonical_state_unavailable``); ``IntegrityError`` and the repository's own errors pass
 through unchanged. A write method does any reading back inside its one write transaction, so
 once the transaction has committed the method cannot fail on a later read.
+
+The change counter (table ``state_version``): a write transaction in which any ``INSERT``,
+``UPDATE`` or ``DELETE`` touched a row also increments the counter, in the same transaction, just
+before it commits (so every writer, in any process, moves it; a write that changed nothing, such
+as resolving a project that already exists, does not). :meth:`StoreBase.state_version` reads it.
 """
 
 from __future__ import annotations
@@ -16,13 +21,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, event, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from patchbay.adapters.store._errors import CANDIDATES, database_label, is_unavailable, unavailable
 from patchbay.adapters.store.db import WRITE_OPTION
-from patchbay.adapters.store.tables import mcp_connectors, projects
+from patchbay.adapters.store.tables import mcp_connectors, projects, state_version
 from patchbay.core.errors import NotFoundError
 
 __all__ = ["UNSET", "StoreBase", "Unset", "now_ms", "upsert"]
@@ -46,6 +51,18 @@ def upsert(conn: Connection, table: Any) -> Any:
     return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(table)
 
 
+_CHANGED = "patchbay_rows_changed"
+
+
+def _note_change(
+    conn: Connection, cursor: Any, statement: Any, parameters: Any, context: Any, executemany: bool
+) -> None:
+    # rowcount is -1 when the driver cannot tell: count that as a change (a spare rebuild is
+    # harmless, a missed one is not).
+    if context is not None and (context.isinsert or context.isupdate or context.isdelete) and cursor.rowcount != 0:
+        conn.info[_CHANGED] = True
+
+
 class StoreBase:
     """Holds the engine; writes go through :meth:`_write` (``BEGIN IMMEDIATE`` on SQLite), reads through :meth:`_read`."""
 
@@ -54,6 +71,8 @@ class StoreBase:
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
         self._clock = clock or now_ms
         self._label = database_label(engine.url)
+        if not event.contains(engine, "after_cursor_execute", _note_change):
+            event.listen(engine, "after_cursor_execute", _note_change)
 
     @property
     def engine(self) -> Engine:
@@ -72,7 +91,26 @@ class StoreBase:
                 is unusable; the transaction was rolled back (or never began).
         """
         with self._translated(), self._writer.begin() as conn:
+            conn.info[_CHANGED] = False
             yield conn
+            if conn.info.pop(_CHANGED, False):
+                stmt = upsert(conn, state_version).values(id=1, version=1)
+                conn.execute(
+                    stmt.on_conflict_do_update(index_elements=["id"], set_={"version": state_version.c.version + 1})
+                )
+                conn.info.pop(_CHANGED, None)
+
+    def state_version(self) -> int:
+        """The change counter: it grows by one with every committed write that changed a row
+        (from any process); a reading larger than an earlier one means something changed since.
+        One small ``SELECT``.
+
+        Raises:
+            CanonicalStateUnavailable: ``canonical_state_unavailable`` when the store cannot be read.
+        """
+        with self._read() as conn:
+            value = conn.execute(select(state_version.c.version).where(state_version.c.id == 1)).scalar()
+        return 0 if value is None else int(value)
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:

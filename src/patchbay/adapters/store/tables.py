@@ -54,6 +54,7 @@ __all__ = [
     "mcp_tool_cache",
     "metadata",
     "projects",
+    "state_version",
 ]
 
 CONNECTOR_SOURCES = ("builtin", "custom", "imported")
@@ -248,3 +249,15 @@ mcp_probe_outcomes = Table(
     sqlite_strict=True,
 )
 """The last probe of each connector, whatever its outcome (one row per connector, replaced)."""
+
+
+state_version = Table(
+    "state_version",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("version", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
+    CheckConstraint("id = 1", name="ck_state_version_one_row"),
+    sqlite_strict=True,
+)
+"""One row (``id`` 1): a counter moved in the same transaction as every write that changes a row
+of the other tables, so any process can tell cheaply that committed state changed."""

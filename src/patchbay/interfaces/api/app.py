@@ -39,6 +39,9 @@ answers with them as ``runtime_reload`` (``runtime_reload_failed`` and the sessi
 failed; the change is saved all the same). Leaving the lifespan closes every session: no server
 process is left behind. An app run without its lifespan (an ASGI client that skips it) has no
 host: its mutations report no sessions and the session routes answer 500 ``unknown``.
+Sessions are built from the projection in memory, never from the workspace file, and a change
+committed by another process (the store's change counter, read before each call) rebuilds a
+session before its next call.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from patchbay import __version__
 from patchbay.adapters.api_token import api_token
 from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ErrorCode, PatchbayError
-from patchbay.core.models import Project
+from patchbay.core.models import Project, RuntimeConfig
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api.auth import TokenAuthMiddleware
 from patchbay.interfaces.api.errors import error_response, install_error_handlers
@@ -141,6 +144,16 @@ class ApiContext:
         service.projector.project(project)
         return project
 
+    def _load(self, project: Project) -> RuntimeConfig:
+        """The host's loader: the projection built in memory from the store, never the workspace
+        file (which anything that can write the workspace could have replaced)."""
+        return self.connector_service().projector.runtime_config(project)
+
+    def _state_version(self) -> int:
+        """The store's change counter, read before each hosted call so changes committed by
+        another process (the CLI, a second ``serve``) reach open sessions."""
+        return self.connector_service().repository.state_version()
+
     def _stop_hosting(self) -> None:
         with self._lock:
             if self._detach is not None:
@@ -154,7 +167,9 @@ class ApiContext:
         reload listener (now, or when the store is first opened); on the way out stop listening,
         then close every session (their servers stop). Enter and exit in one task."""
         async with contextlib.AsyncExitStack() as stack:
-            host = SessionHost(self.settings, resolve=self._resolve)
+            host = SessionHost(
+                self.settings, resolve=self._resolve, load=self._load, state_version=self._state_version
+            )
             await stack.enter_async_context(host)
             stack.callback(self._stop_hosting)  # runs first: no reload is scheduled on a closing host
             with self._lock:

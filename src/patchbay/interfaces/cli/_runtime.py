@@ -41,8 +41,10 @@ _ANSWERS = {"o": "allow_once", "s": "allow_session", "d": "deny"}
 
 
 def project_snapshot(service: Any, project: Path) -> Any:
-    """The runtime config of workspace ``project``: the workspace is re-projected, then only its
-    snapshot is loaded (the runtime reads nothing else; seed 003 §10.2).
+    """The runtime config of workspace ``project``: its snapshot, built in memory from the store
+    (the runtime reads nothing else; seed 003 §10.2). The workspace file is re-written too, for
+    runtimes in other processes, but never read back here: anything that can write the
+    workspace could replace it between the write and a read.
 
     Args:
         service: the :class:`~patchbay.control.connectors.ConnectorService`.
@@ -51,11 +53,9 @@ def project_snapshot(service: Any, project: Path) -> Any:
     Raises:
         ConfigError: ``invalid_config`` (field ``path``) for an unusable workspace path.
     """
-    from patchbay.runtime.snapshot import load_snapshot
-
     prj = service.project(project)
     service.projector.project(prj)
-    return load_snapshot(prj.path, project_id=prj.project_id)
+    return service.projector.runtime_config(prj)
 
 
 def connector_runtime(name: str, project: Path) -> tuple[Any, Any]:

@@ -2,8 +2,16 @@
 
 A host process (``patchbay serve``, the gateway, an embedding agent) keeps one :class:`Runtime`
 per *session*; each session belongs to one workspace and loads only that workspace's projected
-snapshot (:func:`~patchbay.runtime.snapshot.load_snapshot`, seed 003 §10.2). The session id is
-the runtime's session id (``ses_…``), so one event log spans every rebuild of a session.
+snapshot (seed 003 §10.2): the control plane's projection in memory when the host is given a
+loader (``serve`` does), else the workspace file, verified with the data home's key
+(:func:`~patchbay.runtime.snapshot.load_snapshot`). The session id is the runtime's session id
+(``ses_…``), so one event log spans every rebuild of a session.
+
+**Changes from other processes**: with a ``state_version`` reader (the store's change counter),
+each call first checks that the session's runtime was built after the last committed change of
+any process; if not, the session is rebuilt as a reload would rebuild it (the call waits for it,
+a failed rebuild fails closed), so a deny set by the CLI or another ``serve`` applies to the
+next call.
 
 **One owner task per session** (the actor pattern of :mod:`patchbay.runtime.connection`): a
 runtime's task group must be entered and exited in the same task, so each session's runtime is
@@ -55,10 +63,12 @@ left behind.
 from patchbay.runtime.sessions.host import (
     CLOSE_GRACE,
     RELOAD_TIMEOUT,
+    ConfigLoader,
     ProjectResolver,
     SessionHost,
     SessionInfo,
     SessionState,
+    StateVersion,
 )
 from patchbay.runtime.sessions.results import (
     ProjectionOutcome,
@@ -73,6 +83,7 @@ from patchbay.runtime.sessions.results import (
 __all__ = [
     "CLOSE_GRACE",
     "RELOAD_TIMEOUT",
+    "ConfigLoader",
     "ProjectResolver",
     "ProjectionOutcome",
     "ReloadCollector",
@@ -83,5 +94,6 @@ __all__ = [
     "SessionInfo",
     "SessionReload",
     "SessionState",
+    "StateVersion",
     "collect_reloads",
 ]

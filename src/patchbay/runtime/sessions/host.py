@@ -19,7 +19,7 @@ from anyio.from_thread import BlockingPortal
 from patchbay.adapters.credentials import CredentialResolver
 from patchbay.adapters.oauth.provider import Authorizer
 from patchbay.core.errors import ErrorCode, FailureReason, NotFoundError, PatchbayError, ToolCallError, ValidationError
-from patchbay.core.models import Project
+from patchbay.core.models import Project, RuntimeConfig
 from patchbay.core.settings import Settings
 from patchbay.runtime.calls import ToolCallResult
 from patchbay.runtime.events import new_session_id, session_log_path
@@ -40,8 +40,10 @@ from patchbay.runtime.snapshot import load_snapshot
 __all__ = [
     "CLOSE_GRACE",
     "RELOAD_TIMEOUT",
+    "ConfigLoader",
     "ProjectResolver",
     "SessionHost",
+    "StateVersion",
     "SessionInfo",
     "SessionState",
 ]
@@ -58,6 +60,18 @@ ProjectResolver = Callable[[Path], Project]
 """``resolve(workspace) -> Project``: the workspace's stable project, its snapshot projected and
 current (run in a worker thread). A control plane passes e.g. ``service.project`` followed by
 ``service.projector.project``; the runtime layer never imports the control plane."""
+
+ConfigLoader = Callable[[Project], RuntimeConfig]
+"""``load(project) -> RuntimeConfig``: the config a (re)build of a session of ``project`` uses (run
+in a worker thread). A control plane hosting sessions in its own process passes its in-memory
+projection (``service.projector.runtime_config``), so no workspace file is trusted; the default
+loads the workspace's sealed snapshot and verifies it with the data home's key
+(:func:`~patchbay.runtime.snapshot.load_snapshot`)."""
+
+StateVersion = Callable[[], int]
+"""``version() -> int``: the canonical state's change counter, moved by every committed change of
+any process (run in a worker thread before each hosted call). It may raise a
+:class:`PatchbayError` (e.g. ``canonical_state_unavailable``), which fails that call."""
 
 class _HostState(enum.Enum):
     UNOPENED = 1
@@ -90,6 +104,11 @@ class SessionHost:
         credentials: resolves credential bindings for every runtime (default: each runtime's
             credential store of ``settings.home``).
         reload_timeout: see :data:`RELOAD_TIMEOUT` (seconds).
+        load: see :data:`ConfigLoader` (default: the verified snapshot file of the workspace).
+        state_version: see :data:`StateVersion`; when given, a call first reads it and, when it
+            moved since the session's runtime was built (a change committed by another process,
+            e.g. ``patchbay grant`` or a second ``serve``), rebuilds the session and waits for
+            the rebuild, as a reload would. None: only :meth:`reload`/:meth:`committed` rebuild.
 
     Enter and exit the host in one task; :meth:`open`, :meth:`call`, :meth:`reload` and
     :meth:`close` may be awaited from any task of its event loop, :meth:`committed` called from
@@ -103,9 +122,13 @@ class SessionHost:
         resolve: ProjectResolver,
         credentials: CredentialResolver | None = None,
         reload_timeout: float = RELOAD_TIMEOUT,
+        load: ConfigLoader | None = None,
+        state_version: StateVersion | None = None,
     ):
         self.settings = settings
         self._resolve = resolve
+        self._load = load
+        self._state_version = state_version
         self._credentials = credentials
         self.reload_timeout = reload_timeout
         self._sessions: dict[str, _Session] = {}
@@ -227,16 +250,20 @@ class SessionHost:
         """Lend the session's runtime for the block, counted as a call in flight (so a reload
         waits for the block to end rather than interrupting it).
 
-        Waits while the session is building or has a rebuild pending.
+        Waits while the session is building or has a rebuild pending; with a ``state_version``
+        reader, first rebuilds the session when a change was committed (by any process) after its
+        runtime was built.
 
         Raises:
             NotFoundError: ``not_found`` for no open session (also when it closes meanwhile).
+            PatchbayError: what the ``state_version`` reader raises (e.g.
+                ``canonical_state_unavailable``): the state cannot be checked, so nothing runs.
             ToolCallError: ``mcp_server_unavailable`` with ``details["code"] ==
                 "runtime_reload_failed"`` (and ``details["error"]``) when the session's last build
                 failed; ``cancelled`` when the session is closed during the block.
         """
         session = self._get(session_id)
-        await session.until(lambda: session.closing or session.attempted >= session.requested)
+        await self._current(session)
         self._get(session_id)
         runtime = session.runtime
         if runtime is None:
@@ -267,6 +294,23 @@ class SessionHost:
                 FailureReason.CANCELLED, f"session {session_id} was closed", details={"session_id": session_id}
             )
 
+    async def _current(self, session: _Session) -> None:
+        """Wait until the session's runtime (or failed build) covers every change committed before
+        now: with a :data:`StateVersion`, a build that read an older counter is redone first."""
+        if self._state_version is None:
+            await session.until(lambda: session.closing or session.attempted >= session.requested)
+            return
+        version = await anyio.to_thread.run_sync(self._state_version)
+        # Two rounds suffice: a build already running may have read the counter before it moved;
+        # the one requested here reads it afterwards (or fails, and the session fails closed).
+        for _ in range(2):
+            await session.until(lambda: session.closing or session.attempted >= session.requested)
+            if session.closing or session.built_version >= version:
+                return
+            session.requested += 1
+            session.notify()
+        await session.until(lambda: session.closing or session.attempted >= session.requested)
+
     async def call(self, session_id: str, tool: str, arguments: Mapping[str, Any] | None = None) -> ToolCallResult:
         """:meth:`Runtime.call` on the session's runtime (see :meth:`use` for waiting and errors)."""
         async with self.use(session_id) as runtime:
@@ -280,15 +324,22 @@ class SessionHost:
     # -- the owner task ---------------------------------------------------------------------
 
     async def _build(self, session: _Session) -> Runtime:
+        if self._state_version is not None:
+            # Read before the state the build uses, so a change committed meanwhile moves the
+            # counter past it and the next call rebuilds again.
+            session.built_version = -1  # unreadable: the next call that can read it rebuilds
+            session.built_version = await anyio.to_thread.run_sync(self._state_version)
         if session.forced is not None:
             raise session.forced
         project = session.project
-        config = await anyio.to_thread.run_sync(
-            lambda: load_snapshot(project.path, project_id=project.project_id)
-        )
+        load = self._load or self._load_file
+        config = await anyio.to_thread.run_sync(lambda: load(project))
         return Runtime(
             config, settings=self.settings, session_id=session.id, credentials=self._credentials, **session.options
         )
+
+    def _load_file(self, project: Project) -> RuntimeConfig:
+        return load_snapshot(project.path, project_id=project.project_id, home=self.settings.home)
 
     def _finished(self, session: _Session, target: int, error: PatchbayError | None) -> None:
         session.attempted = target

@@ -48,6 +48,7 @@ class _Session:
     attempted: int = 0  # the generation the last finished build attempt covered
     last_error: PatchbayError | None = None  # that attempt's failure, None when it succeeded
     forced: PatchbayError | None = None  # the snapshot is stale: fail the next build with this
+    built_version: int = -1  # the state counter read when the last build attempt started
     builds: int = 0
     runtime: Runtime | None = None
     in_flight: int = 0

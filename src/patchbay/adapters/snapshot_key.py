@@ -1,0 +1,144 @@
+"""The snapshot key: ``<data home>/snapshot.key``, 32 random bytes, mode 0600.
+
+The control plane signs every runtime snapshot it writes with this key and a runtime verifies the
+snapshot with it before using anything in it (:mod:`patchbay.runtime.snapshot`). The key lives in
+the data home, not in the workspace: whatever can write the workspace (every stdio server runs
+there) cannot read or replace it, so it cannot forge a snapshot. A runtime in another process of
+the same user reads the same key from the same data home.
+
+File rules (those of the credential store, :mod:`patchbay.adapters.credentials`):
+
+* created atomically on first use: the bytes go to a temporary file (0600, fsynced) that is then
+  hard-linked to ``snapshot.key``; a link never replaces an existing file, so two processes
+  creating it at once end up with one key, and no reader ever sees a partial key;
+* opened with ``O_NOFOLLOW``: a symlink in its place is refused, never followed;
+* a key found readable or writable by others is put back to 0600;
+* a key that is not a regular file of exactly :data:`KEY_BYTES` bytes is refused, never replaced
+  (replacing it would silently invalidate every snapshot and hide the tampering).
+
+Errors are :class:`~patchbay.core.errors.ConfigError` (``invalid_config``, field
+``snapshot_key``); no message quotes key bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from patchbay.core.errors import ConfigError
+
+__all__ = ["KEY_BYTES", "KEY_FILE", "load_key", "load_or_create_key"]
+
+KEY_FILE = "snapshot.key"
+KEY_BYTES = 32
+"""Length of the key (bytes): an HMAC-SHA-256 key of the hash's own size."""
+_FIELD = "snapshot_key"
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "it is a symbolic link"
+    return exc.strerror or type(exc).__name__
+
+
+def _read(path: Path) -> bytes | None:
+    """The key's bytes, or None when there is no key file.
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``snapshot_key``): a symlink, not a regular file,
+            unreadable, or not exactly :data:`KEY_BYTES` bytes.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(_FIELD, f"{path} cannot be opened ({_why(exc)})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(_FIELD, f"{path} is not a regular file")
+        if info.st_mode & 0o077:
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, 0o600)  # someone widened it: put it back
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(KEY_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(_FIELD, f"{path} cannot be read ({_why(exc)})") from None
+    finally:
+        os.close(fd)
+    if len(data) != KEY_BYTES:
+        raise ConfigError(_FIELD, f"{path} is corrupt (not {KEY_BYTES} bytes); remove it and re-project the workspaces")
+    return data
+
+
+def load_key(home: Path | str) -> bytes:
+    """The data home's snapshot key, for verifying (never created here: a runtime that finds no
+    key has nothing it could verify against).
+
+    Args:
+        home: the data home (``Settings.home``).
+
+    Returns:
+        :data:`KEY_BYTES` bytes.
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``snapshot_key``): no key yet (no snapshot was
+            ever signed in this data home), or the rules of :func:`_read`.
+    """
+    path = Path(home) / KEY_FILE
+    data = _read(path)
+    if data is None:
+        raise ConfigError(
+            _FIELD, f"there is no snapshot key at {path}: no snapshot was signed for this data home (re-project)"
+        )
+    return data
+
+
+def load_or_create_key(home: Path | str) -> bytes:
+    """The data home's snapshot key, created (32 random bytes, 0600; the home 0700) on first use.
+
+    Args:
+        home: the data home (``Settings.home``).
+
+    Returns:
+        :data:`KEY_BYTES` bytes; the same bytes in every process that uses this home.
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``snapshot_key``): the home or key cannot be
+            created or read, or the existing key breaks the rules of :func:`_read`.
+    """
+    home = Path(home)
+    path = home / KEY_FILE
+    data = _read(path)
+    if data is not None:
+        return data
+    try:
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        dir_fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(_FIELD, f"the data home {home} cannot be used ({_why(exc)})") from None
+    tmp = f".{KEY_FILE}.{secrets.token_hex(8)}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, secrets.token_bytes(KEY_BYTES))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        with contextlib.suppress(FileExistsError):  # another process created it first: use theirs
+            os.link(tmp, KEY_FILE, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+        with contextlib.suppress(OSError):
+            os.fsync(dir_fd)
+    except OSError as exc:
+        raise ConfigError(_FIELD, f"{path} cannot be created ({_why(exc)})") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        os.close(dir_fd)
+    return load_key(home)
