@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     max_call_seconds: float = 600.0
     """Hard cap on one call's total seconds: progress notifications extend ``request_timeout``
     only up to this."""
+    unresponsive_timeouts: int = Field(default=3, ge=0)
+    """Consecutive request timeouts after which a connected server counts as unresponsive and is
+    restarted through its restart policy (a crash, ``mcp.server.crashed {reason: "unresponsive"}``);
+    0 never does. A connector's ``unresponsive_timeouts`` runtime option overrides it."""
     max_output_bytes: int = 10 * 1024 * 1024
     """Bytes of tool-result content above which the result is cut to a preview and stored whole
     as an artifact (seed 000 §11)."""
