@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     """Consecutive request timeouts after which a connected server counts as unresponsive and is
     restarted through its restart policy (a crash, ``mcp.server.crashed {reason: "unresponsive"}``);
     0 never does. A connector's ``unresponsive_timeouts`` runtime option overrides it."""
+    shutdown_grace: float = Field(default=5.0, ge=0)
+    """Seconds calls in flight may still finish when ``serve`` is stopped (SIGTERM, Ctrl-C); then
+    they are cancelled (reason ``cancelled``) and every server process group is killed."""
     max_output_bytes: int = 10 * 1024 * 1024
     """Bytes of tool-result content above which the result is cut to a preview and stored whole
     as an artifact (seed 000 §11)."""

@@ -5,7 +5,9 @@ Binds ``127.0.0.1:8765`` by default (``PATCHBAY_API_HOST`` / ``PATCHBAY_API_PORT
 refused unless ``--allow-remote`` is given, and then a warning is printed: the API registers
 local commands, so whoever reaches it can make this machine run programs. At start it prints the
 URL, the data home and the database (``--json``: one JSON object), then serves until
-interrupted (Ctrl-C or SIGTERM).
+interrupted (Ctrl-C or SIGTERM). Stopping is bounded: calls in flight get ``shutdown_grace``
+seconds (``PATCHBAY_SHUTDOWN_GRACE``, default 5), then are cancelled and answered ``cancelled``,
+and every session's servers are stopped with their process groups.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 import ipaddress
 import signal
 import socket
+from typing import Any
 
+import anyio
 import typer
 from rich.text import Text
 
@@ -106,7 +110,11 @@ def serve(
     url = _url(sock)
     database = database_label(settings.resolved_database_url)
     # lifespan "on": the app's lifespan runs the session host (sessions, runtime reload; seed 003 §10.5)
-    config = uvicorn.Config(app, log_config=None, lifespan="on", server_header=False)
+    grace = settings.shutdown_grace
+    # The backstop after the grace: uvicorn cancels request tasks whose answer still has not gone out.
+    config = uvicorn.Config(
+        app, log_config=None, lifespan="on", server_header=False, timeout_graceful_shutdown=grace + _ANSWER_GRACE
+    )
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal to the handler
     # that was there before: make SIGTERM's one end the command like Ctrl-C, with exit status 0.
     previous = signal.signal(signal.SIGTERM, _interrupt)
@@ -130,7 +138,7 @@ def serve(
             out_console.print(Text(f"Data home: {settings.home}"))
             out_console.print(Text(f"Database: {database}"))
             out_console.print(Text("Press Ctrl-C to stop."))
-        uvicorn.Server(config).run(sockets=[sock])
+        _bounded_server(config, context, grace).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
@@ -141,3 +149,27 @@ def serve(
 
 def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
+
+
+_ANSWER_GRACE = 5.0
+"""Seconds after the shutdown grace for cancelled calls to send their ``cancelled`` answers."""
+
+
+def _bounded_server(config: Any, context: Any, grace: float) -> Any:
+    """A uvicorn server whose shutdown gives calls in flight ``grace`` seconds, then cancels them
+    (answered ``cancelled``) rather than waiting out their own timeouts; uvicorn is imported
+    here, as in :func:`serve`, to keep the other commands' start-up short."""
+    import uvicorn
+
+    class BoundedServer(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            host = context.host
+            async with anyio.create_task_group() as group:
+                if host is not None:
+                    group.start_soon(host.drain, grace)
+                # Waits for the open requests (the drain ends the hung ones), then the lifespan
+                # closes the sessions: every server and its process group is stopped.
+                await super().shutdown(sockets)
+                group.cancel_scope.cancel()
+
+    return BoundedServer(config)
