@@ -127,8 +127,11 @@ async def test_after_n_timeouts_in_a_row_the_server_is_restarted_as_unresponsive
     log = tmp_path / "s.jsonl"
     settings = Settings(home=tmp_path / "home", unresponsive_timeouts=5)
     options = {"request_timeout": 2, "unresponsive_timeouts": 2, "restart": {"base_delay": 0.1}}
+    freezable = server(log, **options).model_copy(
+        update={"target": fixture_server("lifecycle_server.py", "--record", str(log), "--freezable")}
+    )
     with anyio.fail_after(90):
-        async with Runtime(config(tmp_path, server(log, **options)), settings=settings) as runtime:
+        async with Runtime(config(tmp_path, freezable), settings=settings) as runtime:
             first = (await runtime.call("mcp.s.pid")).text
             with pytest.raises(ToolCallError) as frozen:
                 await runtime.call("mcp.s.freeze")

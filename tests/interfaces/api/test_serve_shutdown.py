@@ -43,7 +43,7 @@ def wait_for(predicate: Any, within: float = 60.0) -> None:
 
 
 def add_life(service: ConnectorService, workspace: Path, record: Path) -> None:
-    target = service.stdio_target(sys.executable, [LIFECYCLE, "--record", str(record)], cwd=None, workspace=workspace)
+    target = service.stdio_target(sys.executable, [LIFECYCLE, "--record", str(record), "--freezable"], cwd=None, workspace=workspace)
     # A request timeout far beyond the grace: only the shutdown can end the hung call in time.
     service.add("life", target, runtime_options={"request_timeout": 900, "max_call_seconds": 900})
     service.update_settings("life", approval_mode="allow_all")
