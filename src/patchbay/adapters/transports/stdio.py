@@ -369,7 +369,9 @@ async def open_stdio(
                 parent_pid=os.getpid() if _DIES_WITH_PARENT else None,
             )
         except RuntimeError as exc:
-            raise ProbeError(str(exc), code=ErrorCode.SPAWN_FAILED, details={"field": "limits"}) from None
+            if limited:
+                raise ProbeError(str(exc), code=ErrorCode.SPAWN_FAILED, details={"field": "limits"}) from None
+            # No interpreter to run the launcher with (an embedded Python): spawn directly, untied.
     if not limited:
         limits = None
     child_env = get_default_environment() | (env or {})

@@ -114,7 +114,37 @@ def run_runtime(settings: Any, config: Any, operation: Callable[[Any], Awaitable
         async with Runtime(config, settings=settings) as runtime:
             return await operation(runtime)
 
-    return anyio.run(run)
+    return _run_stoppable(run)
+
+
+def _run_stoppable(run: Callable[[], Awaitable[_T]]) -> _T:
+    """``anyio.run(run)``, where SIGTERM stops it the way Ctrl-C does: the operation is cancelled
+    (a call in flight ends ``cancelled``), the runtime exits and stops its servers, then
+    KeyboardInterrupt is raised (the CLI reports ``cancelled``)."""
+    import signal
+
+    stopped: list[int] = []
+
+    async def main() -> _T | None:
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                    async for signum in signals:
+                        stopped.append(signum)
+                        group.cancel_scope.cancel()
+                        return
+
+            group.start_soon(watch)
+            result = await run()
+            group.cancel_scope.cancel()
+            return result
+        return None
+
+    result = anyio.run(main)
+    if stopped:
+        raise KeyboardInterrupt
+    return cast(_T, result)
 
 
 def run_governed(
@@ -151,7 +181,7 @@ def run_governed(
             except ToolCallError as exc:
                 return runtime.session_id, None, exc
 
-    session_id, result, failure = anyio.run(run)
+    session_id, result, failure = _run_stoppable(run)
     if failure is not None:
         report_failure(session_id, failure, as_json, hint=explain(failure) if explain is not None else None)
     return session_id, cast(_T, result)  # no failure: the operation returned it
