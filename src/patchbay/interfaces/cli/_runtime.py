@@ -124,27 +124,35 @@ def _run_stoppable(run: Callable[[], Awaitable[_T]]) -> _T:
     import signal
 
     stopped: list[int] = []
+    results: list[_T] = []
+    errors: list[Exception] = []
 
-    async def main() -> _T | None:
+    async def main() -> None:
+        operation = anyio.CancelScope()
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                async for signum in signals:
+                    stopped.append(signum)
+                    operation.cancel()
+                    return
+
         async with anyio.create_task_group() as group:
-
-            async def watch() -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM) as signals:
-                    async for signum in signals:
-                        stopped.append(signum)
-                        group.cancel_scope.cancel()
-                        return
-
             group.start_soon(watch)
-            result = await run()
-            group.cancel_scope.cancel()
-            return result
-        return None
+            try:
+                with operation:
+                    results.append(await run())
+            except Exception as exc:  # kept apart: the task group would wrap it in a group
+                errors.append(exc)
+            finally:
+                group.cancel_scope.cancel()
 
-    result = anyio.run(main)
-    if stopped:
+    anyio.run(main)
+    if errors:
+        raise errors[0]
+    if stopped or not results:
         raise KeyboardInterrupt
-    return cast(_T, result)
+    return results[0]
 
 
 def run_governed(
