@@ -14,7 +14,9 @@ import pytest
 
 from egress_support import AUDIT_KEYS
 from patchbay.adapters.egress_audit import NOTES, EgressAudit, audit_path, read_audit, target_origin
+from patchbay.adapters.transports import EgressBlocked
 from patchbay.core.models import HttpTarget, SocketTarget, StdioTarget
+from patchbay.core.validation import validate_http_target
 
 ISO_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
@@ -128,3 +130,26 @@ def test_target_origin_is_the_origin_of_a_remote_target_and_none_otherwise() -> 
     assert target_origin(HttpTarget(url="http://127.0.0.1:8080/sse", transport="sse")) == "http://127.0.0.1:8080"
     assert target_origin(StdioTarget(command="mcp-server-time")) is None
     assert target_origin(SocketTarget(path="/tmp/x.sock")) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        ("http://mcp_server:8000/mcp", "http://mcp_server:8000"),
+        ("http://MCP_Server/mcp", "http://mcp_server:80"),
+        ("https://bücher.example/mcp", "https://xn--bcher-kva.example:443"),
+        ("http://[::1]:9000/mcp", "http://[::1]:9000"),
+    ],
+)
+def test_every_host_validation_accepts_gives_an_origin_the_audit_records(tmp_path: Path, url: str, origin: str) -> None:
+    audit = EgressAudit(audit_path(tmp_path / "home"))
+    assert target_origin(validate_http_target(url, "streamable_http")) == origin
+    assert audit.record("mcp_connect", connector_id="c", origin=origin, project_id=None, approved=True)
+    assert [line["origin"] for line in read_audit(audit.path)] == [origin]
+
+
+@pytest.mark.parametrize("url", ["http://[fe80::1%25eth0]:8080/mcp", "http://%31%32%37.0.0.1:18001/mcp"])
+def test_a_stored_url_validation_now_refuses_is_network_blocked_never_a_value_error(url: str) -> None:
+    with pytest.raises(EgressBlocked) as info:
+        target_origin(HttpTarget(url=url))
+    assert info.value.code == "network_blocked"

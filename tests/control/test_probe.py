@@ -13,6 +13,7 @@ import anyio
 import anyio.abc
 import pytest
 
+import patchbay.adapters.transports.egress as egress_module
 import patchbay.control.probe as probe_module
 from egress_support import AUDIT_KEYS, audit_lines, http_fixture, http_response, listening, recorded_requests
 from patchbay.adapters.transports import StdioLink
@@ -669,3 +670,24 @@ async def test_a_cross_origin_sse_endpoint_is_network_blocked_at_once(settings: 
         assert (result.state, result.code) == ("error", "network_blocked"), result.message
         assert result.message is not None and elsewhere.origin in result.message
         assert elsewhere.connections == 0
+
+
+async def test_an_underscore_host_probes_ready_and_a_zone_id_or_escaped_host_is_invalid_config(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def resolver(host: str, port: int) -> list[str]:
+        if host == "mcp_server":  # a Docker Compose service name, here on this machine
+            return ["127.0.0.1"]
+        raise OSError(f"{host} does not resolve in this test")
+
+    monkeypatch.setattr(egress_module, "system_resolver", resolver)
+    with http_fixture(tmp_path / "requests.jsonl") as port, anyio.fail_after(60):
+        ready = await Prober(settings).probe(local(HttpTarget(url=f"http://mcp_server:{port}/mcp")), workspace=tmp_path)
+        zoned = await Prober(settings).probe(local(HttpTarget(url="http://[fe80::1%25eth0]:8080/mcp")), workspace=tmp_path)
+        escaped = await Prober(settings).probe(
+            local(HttpTarget(url=f"http://%31%32%37.0.0.1:{port}/mcp")), workspace=tmp_path
+        )
+    assert (ready.state, [tool.name for tool in ready.tools]) == ("ready", ["echo"]), ready.message
+    for result in (zoned, escaped):
+        assert (result.state, result.code) == ("error", "invalid_config"), result.message
+    assert [line["origin"] for line in audit_lines(settings.home)] == [f"http://mcp_server:{port}"]

@@ -58,6 +58,30 @@ def test_remote_urls_must_be_absolute_http_without_userinfo(url: str, why: str) 
     assert why in exc.value.message
 
 
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://[fe80::1%25eth0]:8080/mcp", "zone id"),
+        ("http://%31%32%37.0.0.1:18001/mcp", "%-escape"),
+        ("http://mcp%5fserver:8000/mcp", "%-escape"),
+        ("http://a!b.example/mcp", "characters"),
+        ("http://[fe80::zz]:80/mcp", "valid"),
+    ],
+)
+def test_hosts_with_a_zone_id_an_escape_or_odd_characters_are_refused(url: str, why: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        validate_url(url)
+    assert_invalid(exc, "url")
+    assert why in exc.value.message
+
+
+@pytest.mark.parametrize(
+    "url", ["http://mcp_server:8000/mcp", "http://MCP-Server.local/mcp", "https://bücher.example/mcp", "http://[::1]:80/"]
+)
+def test_docker_service_names_idna_names_and_ipv6_literals_are_accepted(url: str) -> None:
+    assert validate_url(url) == url
+
+
 def test_a_good_remote_target_keeps_its_url_and_transport() -> None:
     target = validate_http_target("https://example.com/mcp?x=1", "sse")
     assert (target.transport, target.url) == ("sse", "https://example.com/mcp?x=1")

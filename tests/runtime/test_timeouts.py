@@ -118,3 +118,58 @@ async def test_waiting_for_approval_does_not_count_against_the_timeout(tmp_path:
             approver=slow_user,
         ) as runtime:
             assert (await runtime.call("mcp.s.echo", {"text": "worth the wait"})).text == "worth the wait"
+
+
+# -- a server that stops answering is restarted after N timeouts in a row ---------------------
+
+
+async def test_after_n_timeouts_in_a_row_the_server_is_restarted_as_unresponsive(tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+    settings = Settings(home=tmp_path / "home", unresponsive_timeouts=5)
+    options = {"request_timeout": 2, "unresponsive_timeouts": 2, "restart": {"base_delay": 0.1}}
+    freezable = server(log, **options).model_copy(
+        update={"target": fixture_server("lifecycle_server.py", "--record", str(log), "--freezable")}
+    )
+    with anyio.fail_after(90):
+        async with Runtime(config(tmp_path, freezable), settings=settings) as runtime:
+            first = (await runtime.call("mcp.s.pid")).text
+            with pytest.raises(ToolCallError) as frozen:
+                await runtime.call("mcp.s.freeze")
+            assert frozen.value.reason is FailureReason.TIMEOUT
+            assert runtime.server_states()["s"] == "connected"  # one timeout is no verdict yet
+            with pytest.raises(ToolCallError) as second:
+                await runtime.call("mcp.s.echo", {"text": "anyone there?"})
+            assert second.value.reason is FailureReason.TIMEOUT
+
+            def connected_again() -> bool:
+                return any(
+                    event["type"] == "mcp.server.connected" and event["payload"]["restarts"] == 1
+                    for event in read_events(runtime.event_log_path)
+                )
+
+            await wait_until(connected_again, within=60)
+            fresh = (await runtime.call("mcp.s.pid")).text
+    assert fresh != first
+    assert [entry["launch"] for entry in records(log) if "launch" in entry] == [int(first), int(fresh)]
+    crashed = [event["payload"] for event in read_events(runtime.event_log_path) if event["type"] == "mcp.server.crashed"]
+    assert [(payload["reason"], payload["willRestart"]) for payload in crashed] == [("unresponsive", True)]
+    types = [event["type"] for event in read_events(runtime.event_log_path)]
+    assert types.index("mcp.server.restarting") > types.index("mcp.server.crashed")
+
+
+async def test_an_answer_between_timeouts_resets_the_count_and_zero_never_restarts(tmp_path: Path) -> None:
+    for unresponsive, interleave in ((2, True), (0, False)):
+        log = tmp_path / f"s-{unresponsive}.jsonl"
+        settings = Settings(home=tmp_path / "home", unresponsive_timeouts=unresponsive)
+        with anyio.fail_after(90):
+            async with Runtime(config(tmp_path, server(log, request_timeout=2)), settings=settings) as runtime:
+                pid = (await runtime.call("mcp.s.pid")).text
+                for round in range(3):
+                    with pytest.raises(ToolCallError) as info:
+                        await runtime.call("mcp.s.sleep", {"seconds": 60, "tag": f"slow-{round}"})
+                    assert info.value.reason is FailureReason.TIMEOUT
+                    if interleave:
+                        assert (await runtime.call("mcp.s.pid")).text == pid
+                assert (await runtime.call("mcp.s.pid")).text == pid
+        types = [event["type"] for event in read_events(runtime.event_log_path)]
+        assert "mcp.server.crashed" not in types

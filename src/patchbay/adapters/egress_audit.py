@@ -43,7 +43,8 @@ EgressNote = Literal["mcp_probe", "mcp_connect", "mcp_tool_call", "mcp_oauth_dis
 NOTES: frozenset[str] = frozenset(get_args(EgressNote))
 """Every operation type of seed 003 §14.2."""
 
-_ORIGIN = re.compile(r"https?://(?:[a-z0-9.-]+|\[[0-9a-f:.]+\]):\d{1,5}")
+# Exactly what origin_of() produces for a host url_host_problem() accepts (``_``: Docker names).
+_ORIGIN = re.compile(r"https?://(?:[a-z0-9._-]+|\[[0-9a-f:.]+\]):\d{1,5}")
 
 
 def audit_path(home: Path) -> Path:

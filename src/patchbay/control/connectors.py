@@ -452,11 +452,12 @@ class ConnectorService(ToolViewsMixin):
     def effective_runtime_options(self, connector: Connector) -> RuntimeOptions:
         """The options a runtime of this process would apply: unset timeouts filled from settings.
 
-        ``idle_timeout``, ``request_timeout`` and ``max_call_seconds`` left unset on the connector
-        take ``Settings`` values (``PATCHBAY_IDLE_TIMEOUT`` ...; an idle timeout of 0 means never).
+        ``idle_timeout``, ``request_timeout``, ``max_call_seconds`` and ``unresponsive_timeouts``
+        left unset on the connector take ``Settings`` values (``PATCHBAY_IDLE_TIMEOUT`` ...; an idle
+        timeout of 0 means never).
         """
         options = RuntimeOptions.model_validate(connector.runtime_config)
-        timeouts = ("idle_timeout", "request_timeout", "max_call_seconds")
+        timeouts = ("idle_timeout", "request_timeout", "max_call_seconds", "unresponsive_timeouts")
         return options.model_copy(
             update={k: getattr(self.settings, k) for k in timeouts if getattr(options, k) is None}
         )

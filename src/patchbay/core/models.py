@@ -315,6 +315,8 @@ class RuntimeOptions(_Model):
     """Seconds a call may go without a result or a progress notification."""
     max_call_seconds: PositiveFloat | None = None
     """Hard cap on one call's total seconds, progress notifications or not."""
+    unresponsive_timeouts: int | None = Field(default=None, ge=0, le=1000)
+    """Consecutive request timeouts after which the server is restarted as unresponsive (0: never)."""
     restart: RestartPolicy = RestartPolicy()
     limits: ResourceLimits = ResourceLimits()
     allow_private: bool = False

@@ -61,6 +61,17 @@ class Settings(BaseSettings):
     max_call_seconds: float = 600.0
     """Hard cap on one call's total seconds: progress notifications extend ``request_timeout``
     only up to this."""
+    unresponsive_timeouts: int = Field(default=3, ge=0)
+    """Consecutive request timeouts after which a connected server counts as unresponsive and is
+    restarted through its restart policy (a crash, ``mcp.server.crashed {reason: "unresponsive"}``);
+    0 never does. A connector's ``unresponsive_timeouts`` runtime option overrides it."""
+    shutdown_grace: float = Field(default=5.0, ge=0)
+    """Seconds calls in flight may still finish when ``serve`` is stopped (SIGTERM, Ctrl-C); then
+    they are cancelled (reason ``cancelled``) and every server process group is killed."""
+    inflight_budget_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
+    """Bytes of incoming messages all connections of this process may buffer at once while they
+    read them; a reader waits for budget when it is used up (one message larger than the budget
+    still proceeds when nothing else holds any). The per-message limit applies as well."""
     max_output_bytes: int = 10 * 1024 * 1024
     """Bytes of tool-result content above which the result is cut to a preview and stored whole
     as an artifact (seed 000 §11)."""

@@ -6,6 +6,7 @@ the offending field in ``details["field"]`` and at the start of the message.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import posixpath
 import unicodedata
@@ -22,6 +23,7 @@ __all__ = [
     "validate_stdio_target",
     "validate_text",
     "validate_tool_arguments",
+    "url_host_problem",
     "validate_url",
 ]
 
@@ -66,6 +68,39 @@ def validate_text(field: str, value: str, *, max_length: int = 1000) -> str:
     return value
 
 
+def url_host_problem(host: str) -> str | None:
+    """Why ``host`` cannot be the host of a connector URL, or None when it can.
+
+    The one rule that connector validation (:func:`validate_url`) and the egress guard and audit
+    (``adapters/transports/egress.py`` ``origin_of``) share, so a URL accepted here never fails
+    later at run time.
+
+    Args:
+        host: the URL's host as written or IDNA-encoded, without the brackets of an IPv6 literal
+            (``urlsplit(url).hostname``, or httpx's ``raw_host``).
+
+    Accepted: DNS names of letters (non-ASCII ones become IDNA), digits, ``.``, ``-`` and ``_``
+    (Docker Compose service names such as ``mcp_server``), IPv4 and IPv6 literals. Refused: a
+    ``%``-escaped host (it names a different host to different parsers) and an IPv6 zone id
+    (``[fe80::1%25eth0]``: an interface of this machine, meaningless in a stored URL).
+    """
+    if not host:
+        return "must name a host"
+    if ":" in host:
+        if "%" in host:
+            return "must not carry an IPv6 zone id (%25...); use an address or a host name"
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return "has an IPv6 host that is not a valid address"
+        return None
+    if "%" in host:
+        return "must not %-escape the host; write the host name as it is"
+    if any(not (ch.isalnum() or ch in "._-") for ch in host):
+        return "has a host with characters a host name cannot contain (letters, digits, '.', '-', '_')"
+    return None
+
+
 def validate_url(url: str, field: str = "url") -> str:
     """An absolute ``http``/``https`` URL with a host and no userinfo; returned unchanged.
 
@@ -88,6 +123,9 @@ def validate_url(url: str, field: str = "url") -> str:
         raise ConfigError(field, "must name a host")
     if any(ch.isspace() or ch == "\\" for ch in parts.netloc):
         raise ConfigError(field, "must not contain spaces or backslashes in the host")
+    problem = url_host_problem(parts.hostname)
+    if problem is not None:
+        raise ConfigError(field, problem)
     if port == 0:
         raise ConfigError(field, "must not use port 0")
     if len(url) > 2048:

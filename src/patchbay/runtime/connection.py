@@ -19,7 +19,9 @@ is in flight) and reopen on the next use; ``keep_alive`` ones are never closed f
 
 **Restart policy** (seed 000 §3.1, :class:`patchbay.core.models.RestartPolicy`). A *crash* is the
 end of a live connection that nobody asked for (the server exited, its stream ended, a call saw
-the connection close), or a failed reconnect during a restart. Crash ``n`` emits
+the connection close), a server that stopped answering (``unresponsive_timeouts`` request
+timeouts in a row; the crash event says ``reason: "unresponsive"``), or a failed reconnect during
+a restart. Crash ``n`` emits
 ``mcp.server.crashed``; while ``n <= max_restarts`` the owner emits ``mcp.server.restarting
 {delaySeconds}``, waits ``policy.delay(n)`` (0.5 s, 1 s, 2 s, ... capped at 10 s) and reconnects.
 Calls in flight at crash 1 fail with ``mcp_server_restarted``, at later crashes with
@@ -44,7 +46,7 @@ connection for good and emit ``mcp.server.shutdown``; it never restarts.
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -61,6 +63,7 @@ from patchbay.adapters.transports import ClientConnection, classify, open_client
 from patchbay.adapters.transports.catalog import Catalog, list_catalog
 from patchbay.core.errors import ErrorCode, FailureReason
 from patchbay.core.models import RuntimeServer, ToolSummary
+from patchbay.core.redaction import redact_text
 from patchbay.core.settings import Settings
 from patchbay.runtime.access import ConnectorAccess
 from patchbay.runtime.catalog_refresh import CatalogRefresh
@@ -70,6 +73,8 @@ from patchbay.runtime.hooks import HostHooks
 from patchbay.runtime.output_schema import turn_off_sdk_output_validation
 
 __all__ = ["ConnectionState", "ServerConnection"]
+
+logger = logging.getLogger(__name__)
 
 ConnectionState = Literal[
     "idle", "connecting", "connected", "closing", "restarting", "failed", "permanently_failed", "closed"
@@ -89,8 +94,8 @@ class ServerConnection(CrashPolicy, RequestExchange):
         server: the projected connector (target, settings, grants, cached catalog, options).
         workspace: the canonical workspace root (stdio ``cwd`` is relative to it).
         settings: ``connect_timeout``, ``request_timeout``, ``max_call_seconds``, ``idle_timeout``,
-            ``probe_max_pages``, ``probe_max_metadata_bytes``, ``stderr_tail_bytes``,
-            ``protocol_mode``; the connector's :class:`RuntimeOptions` override the per-connector ones.
+            ``unresponsive_timeouts``, ``probe_max_pages``, ``probe_max_metadata_bytes``,
+            ``stderr_tail_bytes``, ``protocol_mode``; the connector's :class:`RuntimeOptions` override the per-connector ones.
         task_group: where the owner task runs (the runtime's).
         emit: ``emit(event_type, payload)`` for the ``mcp.server.*`` lifecycle events.
         on_catalog: ``on_catalog(name, tools)`` when a (re)connect published a catalog, and
@@ -142,6 +147,10 @@ class ServerConnection(CrashPolicy, RequestExchange):
         self._refused_at_connect = 0
         self.request_timeout = self.options.request_timeout or settings.request_timeout
         self.max_call_seconds = self.options.max_call_seconds or settings.max_call_seconds
+        unresponsive = self.options.unresponsive_timeouts
+        self.unresponsive_timeouts = settings.unresponsive_timeouts if unresponsive is None else unresponsive
+        self._timeouts = 0
+        self._unresponsive = False
         idle = self.options.idle_timeout or settings.idle_timeout
         self.idle_timeout = math.inf if self.options.lifecycle == "keep_alive" or idle <= 0 else idle
 
@@ -254,35 +263,12 @@ class ServerConnection(CrashPolicy, RequestExchange):
         return policy.enabled and self._connect_failures <= policy.max_restarts and when >= self._retry_at
 
     async def _own(self) -> None:
-        restarting = False
         try:
-            while True:
-                outcome = await self._attempt()
-                if outcome in ("stopped", "idle"):
-                    break
-                if outcome == "connect_failed" and not restarting:
-                    self._connect_failures += 1
-                    delay = self.options.restart.delay(self._connect_failures)
-                    self._retry_at = anyio.current_time() + delay
-                    if self.options.lifecycle != "keep_alive" or not self._may_retry(at=self._retry_at):
-                        break
-                    # keep_alive keeps trying in the background, on the restart policy's delays.
-                    if not await self._backoff(delay):
-                        break
-                    continue
-                if outcome == "connect_failed":
-                    self._count_crash(self.failure[1] if self.failure else "reconnecting failed")
-                self._after_crash()
-                if self._state == "permanently_failed":
-                    break
-                restarting = True
-                delay = self.options.restart.delay(self.crashes)
-                self._emit(
-                    "mcp.server.restarting",
-                    {"server": self.name, "attempt": self.crashes, "delaySeconds": delay},
-                )
-                if not await self._backoff(delay):
-                    break
+            await self._supervise()
+        except Exception as exc:
+            # Nothing may leave the owner task: it would end the runtime's task group, and with
+            # it every other connection, the session and the host serving other sessions.
+            self._fault(exc)
         finally:
             self._client = None
             self._conn = None
@@ -291,6 +277,50 @@ class ServerConnection(CrashPolicy, RequestExchange):
                 self.failure = self.failure or (ErrorCode.SERVER_CLOSED, "the runtime closed while connecting")
             self._ready.set()
             self._done.set()
+
+    def _fault(self, exc: Exception) -> None:
+        """An unexpected exception in the owner task: this connector fails (its calls get
+        ``mcp_server_unavailable`` with ``details["code"] == "unknown"``), a later use may retry
+        on the restart policy's delays, and the error is logged redacted."""
+        self._log_fault("its connection", exc)
+        self.failure = (ErrorCode.UNKNOWN, f"internal error in the connection ({type(exc).__name__})")
+        self.tools = {}
+        if self._stopping:
+            self._state = "closed"
+            return
+        self._state = "failed"
+        self._connect_failures += 1
+        self._retry_at = anyio.current_time() + self.options.restart.delay(self._connect_failures)
+
+    async def _supervise(self) -> None:
+        restarting = False
+        while True:
+            outcome = await self._attempt()
+            if outcome in ("stopped", "idle"):
+                break
+            if outcome == "connect_failed" and not restarting:
+                self._connect_failures += 1
+                delay = self.options.restart.delay(self._connect_failures)
+                self._retry_at = anyio.current_time() + delay
+                if self.options.lifecycle != "keep_alive" or not self._may_retry(at=self._retry_at):
+                    break
+                # keep_alive keeps trying in the background, on the restart policy's delays.
+                if not await self._backoff(delay):
+                    break
+                continue
+            if outcome == "connect_failed":
+                self._count_crash(self.failure[1] if self.failure else "reconnecting failed")
+            self._after_crash()
+            if self._state == "permanently_failed":
+                break
+            restarting = True
+            delay = self.options.restart.delay(self.crashes)
+            self._emit(
+                "mcp.server.restarting",
+                {"server": self.name, "attempt": self.crashes, "delaySeconds": delay},
+            )
+            if not await self._backoff(delay):
+                break
 
     async def _backoff(self, delay: float) -> bool:
         """Wait ``delay`` seconds unless stopped; False (and ``closed``) when stopped."""
@@ -313,6 +343,7 @@ class ServerConnection(CrashPolicy, RequestExchange):
         self._lost = False
         self._refused_at_connect = self._access.mark()
         outcome: _Outcome = "stopped"
+        closing = False  # set once the connection is being closed: errors from then on are moot
         scope = self._scope = anyio.CancelScope(deadline=anyio.current_time() + settings.connect_timeout)
         try:
             with scope:
@@ -345,9 +376,10 @@ class ServerConnection(CrashPolicy, RequestExchange):
                     self.diagnostics = [diagnostic.to_dict() for diagnostic in catalog.diagnostics]
                     scope.deadline = math.inf
                     self._publish(conn, catalog.tools)
+                    generation = self._generation
                     async with anyio.create_task_group() as watch:
-                        watch.start_soon(self._watch_end, conn, self._generation)
-                        watch.start_soon(self.refresh.run, conn.client, self._generation)
+                        watch.start_soon(self._guarded, generation, self._watch_end, conn, generation)
+                        watch.start_soon(self._guarded, generation, self.refresh.run, conn.client, generation)
                         outcome = await self._serve()
                         watch.cancel_scope.cancel()
                     if outcome == "lost":
@@ -355,6 +387,7 @@ class ServerConnection(CrashPolicy, RequestExchange):
                         wait_limit = getattr(conn.link, "wait_limit_exceeded", None)
                         self._crash_limit = await wait_limit() if wait_limit is not None else None
                         self._stderr_tail = conn.stderr_tail(self._access.known)[-_STDERR_IN_DETAILS:]
+                    closing = True
             if scope.cancelled_caught and self._state == "connecting" and not self._stopping:
                 self._fail_connect(
                     ErrorCode.TIMEOUT, f"connecting took longer than {settings.connect_timeout:g}s", links
@@ -366,6 +399,15 @@ class ServerConnection(CrashPolicy, RequestExchange):
                 code, message = classify(exc, http_status=status)
                 self._fail_connect(code, message, links)
                 return "connect_failed"
+            if not closing:
+                # The live connection broke from inside (the SDK, a callback): a crash of this
+                # connection for the restart policy; if it cannot count as one, _own fails the
+                # connector alone.
+                self._log_fault("its live connection", exc)
+                self._mark_lost(self._generation, f"internal error in the connection ({type(exc).__name__})")
+                if not self._lost:
+                    raise
+                outcome = "lost"
             # An error while closing an established connection changes nothing for callers.
         finally:
             self._client = None
@@ -416,6 +458,15 @@ class ServerConnection(CrashPolicy, RequestExchange):
             with anyio.CancelScope(deadline=deadline):
                 await self._wake.wait()
 
+    async def _guarded(self, generation: int, watcher: Callable[..., Any], *args: Any) -> None:
+        """Run one of the live connection's watchers; an unexpected exception in it is a crash
+        of that connection (restart policy), never an error of the runtime."""
+        try:
+            await watcher(*args)
+        except Exception as exc:
+            self._log_fault("watching its connection", exc)
+            self._mark_lost(generation, f"internal error watching the connection ({type(exc).__name__})")
+
     async def _watch_end(self, conn: ClientConnection, generation: int) -> None:
         await conn.ended.wait()
         self._mark_lost(generation, "the server closed the connection")
@@ -425,6 +476,7 @@ class ServerConnection(CrashPolicy, RequestExchange):
         self._conn = conn
         self._client = conn.client
         self._generation += 1
+        self._timeouts = 0
         for old in [g for g in self._lost_reasons if g < self._generation - 8]:
             del self._lost_reasons[old]
         self.tools = {tool.name: tool for tool in tools}
@@ -474,8 +526,14 @@ class ServerConnection(CrashPolicy, RequestExchange):
         # Lifecycle events come from the owner task: a logging failure must not take the
         # runtime's task group down with it.
         if self._emit_event is not None:
-            with contextlib.suppress(Exception):
+            try:
                 self._emit_event(type, payload)
+            except Exception as exc:
+                logger.warning("connector %s: could not log %s: %s", self.name, type, exc.__class__.__name__)
+
+    def _log_fault(self, where: str, exc: Exception) -> None:
+        text = redact_text(str(exc), self._access.known)[:_STDERR_IN_DETAILS]
+        logger.error("connector %s: internal error in %s: %s: %s", self.name, where, type(exc).__name__, text)
 
     def _catalog(self, tools: dict[str, ToolSummary] | None) -> None:
         if self._on_catalog is not None:

@@ -39,6 +39,7 @@ class CrashPolicy:
         _lost: bool
         _wake: anyio.Event
         _lost_reasons: dict[int, FailureReason]
+        _unresponsive: bool
 
         def _emit(self, type: str, payload: dict[str, Any]) -> None: ...
         def _catalog(self, tools: dict[str, ToolSummary] | None) -> None: ...
@@ -78,6 +79,9 @@ class CrashPolicy:
             "code": str(self.failure[0] if self.failure else ErrorCode.SERVER_CLOSED),
             "willRestart": self._state == "restarting",
         }
+        if self._unresponsive:  # it stopped answering rather than exiting (RequestExchange._timed_out)
+            payload["reason"] = "unresponsive"
+            self._unresponsive = False
         if self._crash_limit:
             payload["limit"] = self._crash_limit
         if self._stderr_tail:

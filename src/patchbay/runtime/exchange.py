@@ -14,6 +14,10 @@ notification arrived for ``request_timeout`` seconds, or after ``max_call_second
 whatever the progress; the cancellation makes the SDK send ``notifications/cancelled`` and drop a
 late reply, and the connection stays usable.
 
+**Unresponsive servers**: after ``unresponsive_timeouts`` request timeouts in a row (no answer,
+not even an error, in between) the connection counts as crashed with reason ``unresponsive``, so
+the restart policy replaces the server instead of letting every later call wait out its timeout.
+
 **Crashes during a request** (seed 000 §3.1): a request that sees the connection die counts the
 crash (the first to notice does) and fails with ``mcp_server_restarted`` /
 ``mcp_server_unstable`` / ``mcp_server_unavailable`` as the restart policy decides; it is never
@@ -26,6 +30,7 @@ tool's ``outputSchema`` (:mod:`patchbay.runtime.output_schema`) after the call, 
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,6 +42,7 @@ from mcp.shared.exceptions import MCPError
 
 from patchbay.adapters.transports import ClientConnection
 from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
+from patchbay.core.redaction import redact_text
 from patchbay.runtime.output_schema import check_tool_result
 
 if TYPE_CHECKING:
@@ -46,6 +52,8 @@ if TYPE_CHECKING:
     from patchbay.runtime.connection import ConnectionState
 
 __all__ = ["RequestExchange"]
+
+logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 _OnProgress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
@@ -63,7 +71,11 @@ class RequestExchange:
         crashes: int
         request_timeout: float
         max_call_seconds: float
+        unresponsive_timeouts: int
         refresh: CatalogRefresh
+        _timeouts: int
+        _unresponsive: bool
+        _lost: bool
         _state: ConnectionState
         _client: Client | None
         _conn: ClientConnection | None
@@ -196,9 +208,11 @@ class RequestExchange:
             with scope:
                 result = await send(client, on_progress)
             if not scope.cancelled_caught:
+                self._timeouts = 0
                 if check is not None:
                     await check(result)
                 return result
+            self._timed_out(generation)
             if cap is None:
                 raise ToolCallError(
                     FailureReason.TIMEOUT,
@@ -214,6 +228,7 @@ class RequestExchange:
                 details={"connector": self.name, "timeoutSeconds": seconds, "capped": capped},
             )
         except MCPError as exc:
+            self._timeouts = 0  # an answer, even an error, is a sign of life
             # -32000 is both the SDK's "connection closed" and many servers' generic error code:
             # only a stream that really ended (or the SDK's own wording) is a crash.
             if exc.error.code == types.CONNECTION_CLOSED and (
@@ -236,11 +251,33 @@ class RequestExchange:
                 f"{self.name}: {what} returned an invalid result: {first}",
                 details={"connector": self.name},
             ) from exc
+        except ToolCallError:
+            raise
+        except Exception as exc:
+            # A fault of ours or of the SDK: this request fails with a code, nothing else does.
+            text = redact_text(str(exc), self._access.known)[:1000]
+            logger.error("connector %s: internal error during %s: %s: %s", self.name, what, type(exc).__name__, text)
+            raise ToolCallError(
+                FailureReason.MCP_SERVER_UNAVAILABLE,
+                f"MCP server {self.name!r} is unavailable: internal error during {what} ({type(exc).__name__})",
+                details={"connector": self.name, "code": str(ErrorCode.UNKNOWN), "state": self._state},
+            ) from exc
         finally:
             self._inflight -= 1
             self._last_used = anyio.current_time()
             if self._inflight == 0 and self._idle_wait_unbounded:
                 self._wake.set()  # the owner waits without an idle deadline: the clock starts now
+
+    def _timed_out(self, generation: int) -> None:
+        """Count a request timeout; the ``unresponsive_timeouts``-th in a row (with no answer
+        between them) makes the connection a crash, so the restart policy replaces the server."""
+        self._timeouts += 1
+        limit = self.unresponsive_timeouts
+        if limit and self._timeouts >= limit and generation == self._generation:
+            self._timeouts = 0
+            self._unresponsive = True
+            self._mark_lost(generation, f"the server did not answer {limit} requests in a row (unresponsive)")
+            self._unresponsive = self._lost  # only if this counted the crash (not already lost/stopping)
 
     # -- errors callers see -------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from anyio.abc import TaskGroup
 
 from patchbay.adapters.credentials import CredentialResolver, CredentialStore
 from patchbay.adapters.oauth.provider import Authorizer
+from patchbay.adapters.transports.budget import process_budget
 from patchbay.core.errors import ConfigError, PatchbayError, ToolCallError, ValidationError
 from patchbay.core.models import GrantDecision, RuntimeConfig, RuntimeServer
 from patchbay.core.names import tool_name_problem, validate_connector_name
@@ -120,7 +121,9 @@ class Runtime(ToolExecutor):
     Args:
         config: the projected runtime config; disabled connectors are never reachable.
         settings: timeouts (``connect_timeout``, ``request_timeout``), ``result_preview_chars``,
-            ``protocol_mode``, and ``sessions_dir`` for the event log.
+            ``protocol_mode``, ``sessions_dir`` for the event log, and ``inflight_budget_bytes``
+            (sets the size of the byte budget every connection of the process shares, see
+            :mod:`patchbay.adapters.transports.budget`).
         approver: asked for ``ask`` decisions; None is headless (``ask`` → ``approval_unavailable``).
         session_id: continue a session (its log is appended to); default: a new ``ses_…`` id.
         local_tools: bare name → callable (see :data:`LocalTool`).
@@ -243,6 +246,8 @@ class Runtime(ToolExecutor):
         if self._state is not _State.UNOPENED:
             raise RuntimeError("a Runtime can be entered only once")
         self._state = _State.CLOSED  # until everything below worked
+        # All connections of the process share one budget for the big messages they are reading.
+        process_budget(self.settings.inflight_budget_bytes)
         async with AsyncExitStack() as stack:
             self._log = EventLog(
                 self._log_path,

@@ -176,9 +176,10 @@ def test_set_and_show_round_trip_every_runtime_option_as_json(run) -> None:
         "restart": {"enabled": False, "base_delay": 1.0, "max_delay": 20.0, "max_restarts": 7},
         "limits": {"address_space_bytes": 512 * 2**20, "cpu_seconds": 60, "open_files": 128},
     }
-    assert json.loads(result.stdout)["runtime_options"] == {**expected, "allow_private": False}
+    effective = {**expected, "allow_private": False, "unresponsive_timeouts": 3}  # the setting's default
+    assert json.loads(result.stdout)["runtime_options"] == effective
     shown = _shown(run)
-    assert shown["runtime_options"] == {**expected, "allow_private": False}
+    assert shown["runtime_options"] == effective
     assert json.loads(result.stdout)["connector"]["runtime_config"] == expected and shown["revision"] == 2
 
 

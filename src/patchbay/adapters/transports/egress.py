@@ -57,6 +57,7 @@ import httpx2
 from httpx2._sse import _SSEParser  # the SDK's own SSE framing, so both read the same events
 
 from patchbay.core.errors import ErrorCode, ProbeError
+from patchbay.core.validation import url_host_problem
 
 __all__ = [
     "METADATA_ADDRESSES",
@@ -176,7 +177,9 @@ def origin_of(url: httpx2.URL | str) -> str:
     """``scheme://host:port`` of an absolute http(s) URL (port always explicit, host in IDNA form).
 
     Raises:
-        EgressBlocked: ``url`` is not absolute http(s) with a host, or carries userinfo.
+        EgressBlocked: ``url`` is not absolute http(s) with a host, has a host
+            :func:`patchbay.core.validation.url_host_problem` refuses (a %-escape, an IPv6 zone
+            id), or carries userinfo.
     """
     try:
         parsed = url if isinstance(url, httpx2.URL) else httpx2.URL(url)
@@ -187,6 +190,9 @@ def origin_of(url: httpx2.URL | str) -> str:
     if not parsed.raw_host:
         raise EgressBlocked("the URL has no host")
     host = parsed.raw_host.decode("ascii").lower()
+    problem = url_host_problem(host)
+    if problem is not None:
+        raise EgressBlocked(f"the URL {problem}")
     origin = f"{parsed.scheme}://{f'[{host}]' if ':' in host else host}:{parsed.port or _DEFAULT_PORTS[parsed.scheme]}"
     if parsed.userinfo:
         raise EgressBlocked("URLs with userinfo (user:password@) are never contacted", origin=origin)

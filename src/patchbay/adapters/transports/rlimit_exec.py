@@ -1,15 +1,15 @@
 """A tiny launcher that runs a stdio server under setrlimit bounds (seed 003 addendum 2026-09-04).
 
 The SDK spawns a stdio server itself (``anyio.open_process``, new session) and offers no hook
-between fork and exec, so when a connector has resource limits Patchbay spawns this launcher
-instead::
+between fork and exec, so when a connector has resource limits, and on Linux always (to tie the
+server's life to Patchbay's, see below), Patchbay spawns this launcher instead::
 
     python -I -S .../rlimit_exec.py [--cpu-seconds N] [--address-space-bytes N] [--open-files N] \\
-        -- /resolved/server arg...
+        [--parent-pid N] -- /resolved/server arg...
 
 What it does:
 
-* It forks once. The child resets the signal state Python changed (``SIGPIPE``/``SIGXFSZ``
+* With limits it forks once. The child resets the signal state Python changed (``SIGPIPE``/``SIGXFSZ``
   ignored, handlers, mask), applies the limits with ``setrlimit`` (soft and hard, so the server
   cannot raise them; a lower existing hard limit is kept) and ``execve``\\ s the server with
   exactly the environment the launcher was given: on Linux it is read back from
@@ -37,6 +37,15 @@ What it does:
 
   The marker is the last thing written to the pipe (nothing else holds its write end), so
   :func:`limit_from_marker` trusts only the last line.
+
+**Dying with Patchbay** (``--parent-pid``, Linux): the launcher asks the kernel for ``SIGKILL``
+when its parent dies (``prctl(PR_SET_PDEATHSIG)``, through ``ctypes``), then checks ``getppid()``
+against the pid it was given, so a parent that died before the request took effect is noticed
+too (exit status 125); the server it forks does the same against the launcher. So stdio servers
+go when Patchbay goes, even when it is SIGKILLed. The signal follows the *thread* that spawned
+the launcher: spawn from the event loop's thread, never from a worker thread that may exit.
+Without limits the launcher forks nothing: it sets the death signal and ``execve``\\ s the server
+in place (same pid, same process group; the signals Python ignores at start-up put back).
 
 It imports a few standard-library modules only (not ``argparse`` and not Patchbay: ``python -m
 patchbay...`` would import the SDK, seconds of start-up) and runs with ``-I -S``, so nothing in the
@@ -73,6 +82,7 @@ def launcher_argv(
     cpu_seconds: int | None = None,
     address_space_bytes: int | None = None,
     open_files: int | None = None,
+    parent_pid: int | None = None,
     python: str | None = None,
 ) -> list[str]:
     """The argv that runs ``command *args`` through this launcher under the given limits.
@@ -81,6 +91,8 @@ def launcher_argv(
         command: the resolved executable path (it is ``execve``\\ d, never looked up on PATH).
         args: its arguments, passed as they are.
         cpu_seconds / address_space_bytes / open_files: positive limits; ``None`` = not limited.
+        parent_pid: the pid of the process spawning the launcher (``os.getpid()``): on Linux the
+            server then dies with it (``PR_SET_PDEATHSIG``), even when it is SIGKILLed.
         python: the interpreter to run the launcher with; default ``sys.executable``.
 
     Raises:
@@ -94,6 +106,7 @@ def launcher_argv(
         ("--cpu-seconds", cpu_seconds),
         ("--address-space-bytes", address_space_bytes),
         ("--open-files", open_files),
+        ("--parent-pid", parent_pid),
     ):
         if value is not None:
             argv += [option, str(int(value))]
@@ -141,6 +154,35 @@ def _given_environ() -> dict[bytes, bytes]:
     return env
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent_pid: int | None) -> None:
+    """Ask the kernel for SIGKILL when our parent dies, then make sure it has not died already.
+
+    ``PR_SET_PDEATHSIG`` survives ``execve`` (for a binary that is not set-user-ID) but not
+    ``fork``, so the launcher and the server it forks each set it. Linux only; elsewhere nothing.
+
+    Raises:
+        _ParentGone: the parent had already exited before the request took effect.
+    """
+    if parent_pid is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes  # Linux only, and only when asked: keeps the launcher's start-up small
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    # The parent may have died between fork and prctl: then we were re-parented already and
+    # the death signal will never come.
+    if os.getppid() != parent_pid:
+        raise _ParentGone
+
+
+class _ParentGone(Exception):
+    pass
+
+
 def _set_limit(which: str, soft: int, hard: int) -> None:
     import resource  # POSIX only; this module stays importable elsewhere for its helpers
 
@@ -159,8 +201,11 @@ def _exec_child(
     close: tuple[int, ...] | list[int],
     mask: set[signal.Signals],
     ignored: tuple[int, ...] | list[int],
+    launcher: int | None,
 ) -> None:
-    """In the forked child: restore signals, move stderr, apply the limits, exec. Never returns."""
+    """In the forked child: restore signals, move stderr, apply the limits, tie its life to the
+    launcher's (``launcher``: its pid, when the launcher itself is tied to Patchbay's), exec.
+    Never returns."""
     try:
         signal.set_wakeup_fd(-1)
         for name in (*_FORWARDED, "SIGCHLD", "SIGPIPE", "SIGXFSZ"):
@@ -177,7 +222,10 @@ def _exec_child(
         if options.open_files is not None:
             _set_limit("RLIMIT_NOFILE", options.open_files, options.open_files)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        _die_with_parent(launcher)
         os.execve(options.command[0], options.command, env)
+    except _ParentGone:
+        os._exit(125)
     except BaseException as exc:  # nothing may escape a forked child
         os.write(2, f"patchbay: could not start {options.command[0]}: {exc}\n".encode(errors="replace"))
         os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
@@ -228,6 +276,11 @@ class _Options:
         self.cpu_seconds = limits["cpu_seconds"]
         self.address_space_bytes = limits["address_space_bytes"]
         self.open_files = limits["open_files"]
+        self.parent_pid = limits["parent_pid"]
+
+    @property
+    def limited(self) -> bool:
+        return any(getattr(self, name) is not None for name in LIMIT_NAMES)
 
 
 class _UsageError(Exception):
@@ -235,8 +288,8 @@ class _UsageError(Exception):
 
 
 def _parse(argv: list[str] | tuple[str, ...]) -> _Options:
-    """``[--cpu-seconds N] [--address-space-bytes N] [--open-files N] -- command [args...]``."""
-    limits: dict[str, int | None] = dict.fromkeys(LIMIT_NAMES)
+    """``[--cpu-seconds N] [--address-space-bytes N] [--open-files N] [--parent-pid N] -- command [args...]``."""
+    limits: dict[str, int | None] = dict.fromkeys((*LIMIT_NAMES, "parent_pid"))
     index = 0
     while index < len(argv) and argv[index] != "--":
         option = argv[index]
@@ -265,10 +318,19 @@ def main(argv: list[str] | tuple[str, ...] | None = None) -> int:
         os.write(
             2,
             f"rlimit_exec: {exc}\nusage: rlimit_exec [--cpu-seconds N] [--address-space-bytes N] "
-            "[--open-files N] -- command [args...]\n".encode(),
+            "[--open-files N] [--parent-pid N] -- command [args...]\n".encode(),
         )
         return 2
     env = _given_environ()
+    try:
+        _die_with_parent(options.parent_pid)
+    except _ParentGone:
+        return 125
+    except OSError as exc:
+        os.write(2, f"patchbay: could not tie {options.command[0]} to its parent: {exc}\n".encode(errors="replace"))
+        return 126
+    if not options.limited:
+        return _exec_in_place(options, env)
     err_r, err_w = os.pipe()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -294,13 +356,14 @@ def main(argv: list[str] | tuple[str, ...] | None = None) -> int:
     signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
     for signum in forwarded:
         signal.signal(signum, forward)
+    launcher = os.getpid() if options.parent_pid is not None else None  # read before the fork
     try:
         child = os.fork()
     except OSError as exc:
         os.write(2, f"patchbay: could not start {options.command[0]}: {exc}\n".encode(errors="replace"))
         return 126
     if child == 0:
-        _exec_child(options, env, err_w, (err_r, err_w, wake_r, wake_w), mask, ignored)
+        _exec_child(options, env, err_w, (err_r, err_w, wake_r, wake_w), mask, ignored, launcher)
     os.close(err_w)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
@@ -347,6 +410,18 @@ def main(argv: list[str] | tuple[str, ...] | None = None) -> int:
         except OSError:
             pass
     return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def _exec_in_place(options: _Options, env: dict[bytes, bytes]) -> int:
+    """Without limits there is nothing to watch: become the server (same pid, same group), with
+    the signal dispositions Python changed at start-up put back. Returns only on failure."""
+    for name in ("SIGPIPE", "SIGXFSZ"):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+    try:
+        os.execve(options.command[0], options.command, env)
+    except OSError as exc:
+        os.write(2, f"patchbay: could not start {options.command[0]}: {exc}\n".encode(errors="replace"))
+        return 127 if isinstance(exc, FileNotFoundError) else 126
 
 
 if __name__ == "__main__":

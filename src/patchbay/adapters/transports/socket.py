@@ -19,16 +19,17 @@ from dataclasses import dataclass
 import anyio
 import mcp_types as types
 from anyio.abc import ByteStream
-from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
 
+from patchbay.adapters.transports.budget import ByteBudget, process_budget
 from patchbay.core.errors import ErrorCode, ProbeError
 from patchbay.core.models import SocketTarget
 
 __all__ = ["SocketLink", "check_socket_ownership", "ndjson_streams", "open_socket"]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
+_READ_BYTES = 64 * 1024
 _logger = logging.getLogger(__name__)
 
 
@@ -99,51 +100,88 @@ async def open_socket(target: SocketTarget) -> AsyncIterator[SocketLink]:
 
 @asynccontextmanager
 async def ndjson_streams(
-    sock: ByteStream, *, close: Callable[[], Awaitable[None]] | None = None
+    sock: ByteStream, *, close: Callable[[], Awaitable[None]] | None = None, budget: ByteBudget | None = None
 ) -> AsyncIterator[TransportStreams]:
     """Frame a byte stream as newline-delimited JSON-RPC and yield SDK session streams.
 
     Works for either end (client or server): messages read become ``SessionMessage`` (parse
     errors are delivered as exception values, like the SDK's stdio transport); messages written
     are serialised by alias, one per line. Reading is linear in the message size (one growing
-    buffer, one copy per line), so a 50 MiB line costs about 2x its size at peak.
+    buffer, one copy per line), so a 50 MiB line costs about 2x its size at peak. A line longer
+    than ``MAX_LINE_BYTES`` is delivered as ``anyio.DelimiterNotFound`` and reading stops.
 
     Args:
         sock: the byte stream (a socket, or a process's stdin+stdout stapled together).
         close: run (shielded) on exit instead of ``sock.aclose()``, while the reader still
             drains; the stdio transport uses it for the stdin-EOF / SIGTERM / SIGKILL sequence.
+        budget: the in-flight byte budget the reader charges for the message it is reading
+            (:mod:`patchbay.adapters.transports.budget`); default the process's budget. When it is
+            used up the reader stops reading until other messages were handed on.
     """
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
-    buffered = BufferedByteReceiveStream(sock)
+    lease = (budget if budget is not None else process_budget()).lease()
+
+    async def next_line(buffer: bytearray) -> bytes | None:
+        """Take the next line out of ``buffer``, reading more as needed; None at EOF. Before
+        each read the bytes held are charged to the budget, which may wait (backpressure).
+
+        Raises:
+            anyio.DelimiterNotFound: a line longer than ``MAX_LINE_BYTES``.
+        """
+        scanned = 0
+        while (end := buffer.find(b"\n", scanned)) < 0:
+            if len(buffer) > MAX_LINE_BYTES:
+                raise anyio.DelimiterNotFound(MAX_LINE_BYTES)
+            scanned = len(buffer)
+            await lease.hold(len(buffer))
+            try:
+                buffer += await sock.receive(_READ_BYTES)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return None
+        # One copy out (bytes: the parser would copy a bytearray again), then the big buffer is
+        # freed at once rather than kept at its largest size for the next message.
+        with memoryview(buffer) as view:
+            line = bytes(view[:end])
+            rest = bytes(view[end + 1 :])
+        buffer.clear()
+        buffer += rest
+        return line
 
     async def reader() -> None:
         deliver = True
-        async with read_writer:
-            while True:
-                try:
-                    line = await buffered.receive_until(b"\n", MAX_LINE_BYTES)
-                except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    return
-                except anyio.DelimiterNotFound as exc:
-                    if deliver:
-                        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                            await read_writer.send(exc)
-                    return
-                if not deliver or not line.strip():
-                    continue  # once the session is gone, keep draining so a flushing peer can exit
-                try:
-                    message: SessionMessage | Exception = SessionMessage(
-                        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    )
-                except ValueError as exc:
-                    _logger.debug("Failed to parse JSONRPC message from server: %s", exc)
-                    message = exc
-                del line  # the parsed message is all that stays (peak ~2x a big line, not 3x)
-                try:
-                    await read_writer.send(message)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    deliver = False
+        buffer = bytearray()
+        try:
+            async with read_writer:
+                while True:
+                    try:
+                        line = await next_line(buffer)
+                    except anyio.DelimiterNotFound as exc:
+                        if deliver:
+                            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                                await read_writer.send(exc)
+                        return
+                    if line is None:
+                        return
+                    if not deliver or not line.strip():
+                        lease.release()
+                        continue  # once the session is gone, keep draining so a flushing peer can exit
+                    try:
+                        message: SessionMessage | Exception = SessionMessage(
+                            types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                        )
+                    except ValueError as exc:
+                        _logger.debug("Failed to parse JSONRPC message from server: %s", exc)
+                        message = exc
+                    del line  # the parsed message is all that stays (peak ~2x a big line, not 3x)
+                    try:
+                        await read_writer.send(message)
+                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        deliver = False
+                    # Parsed and handed on: the bytes of this message are held no longer.
+                    lease.release()
+        finally:
+            lease.release()
 
     async def writer() -> None:
         try:

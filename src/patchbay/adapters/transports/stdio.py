@@ -25,6 +25,9 @@ Contract:
   leader, whose fd 2 is our stderr pipe), applies ``setrlimit`` in its child before exec, passes
   the environment on unchanged and, when a limit stopped the server, writes a marker line as the
   last line of stderr; :meth:`StdioLink.limit_exceeded` reads it.
+* On Linux every server is spawned through that launcher, limits or not, so that it dies with
+  this process even when this process is SIGKILLed (``PR_SET_PDEATHSIG``; without limits the
+  launcher execs the server in place: same pid, same group).
 """
 
 from __future__ import annotations
@@ -311,6 +314,10 @@ async def _kill_group(pgid: int) -> None:
     await _wait_until(unreaped, _GROUP_REAP_GRACE)
 
 
+_DIES_WITH_PARENT = sys.platform.startswith("linux")
+"""Whether servers are tied to this process's life (``PR_SET_PDEATHSIG`` through the launcher)."""
+
+
 @asynccontextmanager
 async def open_stdio(
     target: StdioTarget,
@@ -346,22 +353,28 @@ async def open_stdio(
     search_path = (env or {}).get("PATH", os.environ.get("PATH", os.defpath))
     executable = resolve_command(target.command, search_path, base=cwd)
     command, args = executable, list(target.args)
-    if limits is not None and limits.any:
-        if sys.platform == "win32":  # pragma: no cover - no setrlimit on Windows
-            raise ProbeError(
-                "resource limits need setrlimit (POSIX)", code=ErrorCode.SPAWN_FAILED, details={"field": "limits"}
-            )
+    limited = limits is not None and limits.any
+    if limited and sys.platform == "win32":  # pragma: no cover - no setrlimit on Windows
+        raise ProbeError(
+            "resource limits need setrlimit (POSIX)", code=ErrorCode.SPAWN_FAILED, details={"field": "limits"}
+        )
+    if limited or _DIES_WITH_PARENT:
         try:
             command, *args = launcher_argv(
                 executable,
                 args,
-                cpu_seconds=limits.cpu_seconds,
-                address_space_bytes=limits.address_space_bytes,
-                open_files=limits.open_files,
+                cpu_seconds=limits.cpu_seconds if limited else None,
+                address_space_bytes=limits.address_space_bytes if limited else None,
+                open_files=limits.open_files if limited else None,
+                # The server dies with this process even if it is SIGKILLed. The death signal
+                # follows the spawning thread: anyio spawns on the event loop's own thread.
+                parent_pid=os.getpid() if _DIES_WITH_PARENT else None,
             )
         except RuntimeError as exc:
-            raise ProbeError(str(exc), code=ErrorCode.SPAWN_FAILED, details={"field": "limits"}) from None
-    else:
+            if limited:
+                raise ProbeError(str(exc), code=ErrorCode.SPAWN_FAILED, details={"field": "limits"}) from None
+            # No interpreter to run the launcher with (an embedded Python): spawn directly, untied.
+    if not limited:
         limits = None
     child_env = get_default_environment() | (env or {})
 

@@ -114,7 +114,45 @@ def run_runtime(settings: Any, config: Any, operation: Callable[[Any], Awaitable
         async with Runtime(config, settings=settings) as runtime:
             return await operation(runtime)
 
-    return anyio.run(run)
+    return _run_stoppable(run)
+
+
+def _run_stoppable(run: Callable[[], Awaitable[_T]]) -> _T:
+    """``anyio.run(run)``, where SIGTERM stops it the way Ctrl-C does: the operation is cancelled
+    (a call in flight ends ``cancelled``), the runtime exits and stops its servers, then
+    KeyboardInterrupt is raised (the CLI reports ``cancelled``)."""
+    import signal
+
+    stopped: list[int] = []
+    results: list[_T] = []
+    errors: list[Exception] = []
+
+    async def main() -> None:
+        operation = anyio.CancelScope()
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                async for signum in signals:
+                    stopped.append(signum)
+                    operation.cancel()
+                    return
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch)
+            try:
+                with operation:
+                    results.append(await run())
+            except Exception as exc:  # kept apart: the task group would wrap it in a group
+                errors.append(exc)
+            finally:
+                group.cancel_scope.cancel()
+
+    anyio.run(main)
+    if errors:
+        raise errors[0]
+    if stopped or not results:
+        raise KeyboardInterrupt
+    return results[0]
 
 
 def run_governed(
@@ -151,7 +189,7 @@ def run_governed(
             except ToolCallError as exc:
                 return runtime.session_id, None, exc
 
-    session_id, result, failure = anyio.run(run)
+    session_id, result, failure = _run_stoppable(run)
     if failure is not None:
         report_failure(session_id, failure, as_json, hint=explain(failure) if explain is not None else None)
     return session_id, cast(_T, result)  # no failure: the operation returned it

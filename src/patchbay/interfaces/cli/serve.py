@@ -11,6 +11,10 @@ object with ``token`` and ``login_url``), then serves until interrupted (Ctrl-C 
 
 ``patchbay api-token`` prints the token, the login URL and the header for the data home, whether
 or not a server runs (the token is created on first use).
+
+Stopping is bounded: calls in flight get ``shutdown_grace`` seconds
+(``PATCHBAY_SHUTDOWN_GRACE``, default 5), then are cancelled and answered ``cancelled``, and every
+session's servers are stopped with their process groups.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import secrets
 import signal
 import socket
 import sys
+from typing import Any
 
+import anyio
 import typer
 from rich.text import Text
 
@@ -143,7 +149,11 @@ def serve(
     url = _url(sock)
     database = database_label(settings.resolved_database_url)
     # lifespan "on": the app's lifespan runs the session host (sessions, runtime reload; seed 003 §10.5)
-    config = uvicorn.Config(app, log_config=None, lifespan="on", server_header=False)
+    grace = settings.shutdown_grace
+    # The backstop after the grace: uvicorn cancels request tasks whose answer still has not gone out.
+    config = uvicorn.Config(
+        app, log_config=None, lifespan="on", server_header=False, timeout_graceful_shutdown=grace + _ANSWER_GRACE
+    )
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal to the handler
     # that was there before: make SIGTERM's one end the command like Ctrl-C, with exit status 0.
     previous = signal.signal(signal.SIGTERM, _interrupt)
@@ -189,7 +199,7 @@ def serve(
             out_console.print(Text(f"Data home: {settings.home}"))
             out_console.print(Text(f"Database: {database}"))
             out_console.print(Text("Press Ctrl-C to stop."))
-        uvicorn.Server(config).run(sockets=[sock])
+        _bounded_server(config, context, grace).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
@@ -241,3 +251,27 @@ def api_token_command(
             for label, key in (("Token", "token"), ("Login URL", "login_url"), ("Header", "header"), ("File", "file"))
         )
     )
+
+
+_ANSWER_GRACE = 5.0
+"""Seconds after the shutdown grace for cancelled calls to send their ``cancelled`` answers."""
+
+
+def _bounded_server(config: Any, context: Any, grace: float) -> Any:
+    """A uvicorn server whose shutdown gives calls in flight ``grace`` seconds, then cancels them
+    (answered ``cancelled``) rather than waiting out their own timeouts; uvicorn is imported
+    here, as in :func:`serve`, to keep the other commands' start-up short."""
+    import uvicorn
+
+    class BoundedServer(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            host = context.host
+            async with anyio.create_task_group() as group:
+                if host is not None:
+                    group.start_soon(host.drain, grace)
+                # Waits for the open requests (the drain ends the hung ones), then the lifespan
+                # closes the sessions: every server and its process group is stopped.
+                await super().shutdown(sockets)
+                group.cancel_scope.cancel()
+
+    return BoundedServer(config)

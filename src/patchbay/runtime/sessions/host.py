@@ -236,6 +236,18 @@ class SessionHost:
         """
         await self._close(self._get(session_id))
 
+    async def drain(self, grace: float) -> None:
+        """Let the calls in flight of every session run for up to ``grace`` seconds, then cancel
+        those still running (they fail with ``cancelled``); the sessions stay open. For a
+        bounded shutdown: the servers stop when the host exits.
+        """
+        with anyio.move_on_after(grace):
+            for session in list(self._sessions.values()):
+                await session.until(lambda session=session: session.in_flight == 0)
+        for session in list(self._sessions.values()):
+            for scope in list(session.scopes):
+                scope.cancel()
+
     async def _close(self, session: _Session) -> None:
         session.closing = True
         for scope in list(session.scopes):

@@ -156,6 +156,8 @@ class RuntimeOptionsChange(_Request):
     """Seconds."""
     max_call_seconds: float | None = None
     """Seconds."""
+    unresponsive_timeouts: int | None = None
+    """Request timeouts in a row after which the server is restarted as unresponsive (0: never)."""
     restart: RestartChange | None = None
     limits: LimitsChange | None = None
     allow_private: bool | None = None
@@ -169,6 +171,7 @@ class RuntimeOptionsView(_Response):
     idle_timeout: float | None
     request_timeout: float | None
     max_call_seconds: float | None
+    unresponsive_timeouts: int | None
     restart: dict[str, Any]
     limits: dict[str, Any]
     allow_private: bool

@@ -1,0 +1,181 @@
+"""The in-flight byte budget: how many bytes of incoming messages all connections of a process may
+buffer at once.
+
+Each message is bounded on its own (``MAX_LINE_BYTES``), but big results from several servers at
+the same moment add up. The NDJSON reader (:func:`patchbay.adapters.transports.socket.ndjson_streams`,
+used by stdio and socket connectors) takes a :class:`BudgetLease` and charges it for the bytes of
+the incomplete message it holds, before it reads more; when the budget is used up it stops reading
+(the server's writes then block on the full pipe: backpressure, nothing is dropped) until another
+reader's message has been parsed and handed on, which releases that reader's charge.
+
+Rules, so that waiting never deadlocks:
+
+* A reader may hold up to ``share`` bytes (default ``limit // 64``, at least 64 KiB) like any other.
+  Past that, it must be the budget's one *owner* (first come, first served): only one message at a
+  time grows large, so the others, each below ``share``, cannot starve it. With messages of at
+  most ``limit - (readers - 1) * share`` bytes the budget is never exceeded.
+* The owner proceeds past the limit only when nothing else can move: when it holds all there is
+  (a single message larger than the budget goes through alone) or when every other holder is
+  itself waiting. Then :attr:`ByteBudget.high_water` shows it.
+
+The accounting is per read (64 KiB): a chunk is charged right after it is read, so the bytes held
+are exact to within one read per connection. The copy a parse makes is not counted.
+"""
+
+from __future__ import annotations
+
+import anyio
+
+__all__ = ["BudgetLease", "ByteBudget", "process_budget"]
+
+_MIN_SHARE = 64 * 1024
+
+
+class ByteBudget:
+    """A budget of ``limit`` bytes shared by readers; inspectable for tests and diagnostics.
+
+    Args:
+        limit: bytes all readers together may hold (positive).
+        share: bytes one reader may hold without owning the budget; default ``limit // 64``
+            (at least 64 KiB, at most ``limit``).
+
+    Attributes:
+        held: bytes charged now.
+        high_water: the most bytes ever charged at once.
+        waits: how many times a reader had to wait (once per wait, however often it woke).
+
+    Raises:
+        ValueError: ``limit`` is not positive.
+    """
+
+    def __init__(self, limit: int, *, share: int | None = None):
+        if limit <= 0:
+            raise ValueError("a byte budget needs a positive limit")
+        self.limit = limit
+        self.share = min(limit, share if share is not None else max(_MIN_SHARE, limit // 64))
+        self.held = 0
+        self.high_water = 0
+        self.waits = 0
+        self._owner: BudgetLease | None = None
+        self._holders: set[BudgetLease] = set()
+        self._waiting: set[BudgetLease] = set()
+        self._sleepers: dict[BudgetLease, anyio.Event] = {}
+
+    def lease(self) -> BudgetLease:
+        """A new reader's account (one per connection)."""
+        return BudgetLease(self)
+
+    def resize(self, limit: int) -> None:
+        """Change the limit (the process's setting changed); waiting readers look again."""
+        if limit <= 0:
+            raise ValueError("a byte budget needs a positive limit")
+        self.limit = limit
+        self.share = min(limit, max(_MIN_SHARE, limit // 64))
+        self._notify()
+
+    def _may_take(self, lease: BudgetLease, total: int) -> bool:
+        if total > self.share and self._owner is not lease:
+            if self._owner is not None:
+                return False
+            self._owner = lease
+        if self.held - lease.held + total <= self.limit:
+            return True
+        if self._owner is not lease:
+            return False
+        others = self._holders - {lease}
+        return not others or others <= self._waiting
+
+    async def _charge(self, lease: BudgetLease, total: int) -> None:
+        if not self._may_take(lease, total):
+            self.waits += 1
+            if lease.held:
+                self._waiting.add(lease)
+                if self._owner is not None and self._owner is not lease:
+                    self._wake(self._owner)  # this may be what the owner's deadlock rule waits for
+            try:
+                while not self._may_take(lease, total):
+                    wakeup = self._sleepers[lease] = anyio.Event()
+                    try:
+                        await wakeup.wait()
+                    finally:
+                        if self._sleepers.get(lease) is wakeup:
+                            del self._sleepers[lease]
+            finally:
+                self._waiting.discard(lease)
+        self.held += total - lease.held
+        lease.held = total
+        if total:
+            self._holders.add(lease)
+        self.high_water = max(self.high_water, self.held)
+
+    def _release(self, lease: BudgetLease) -> None:
+        self.held -= lease.held
+        lease.held = 0
+        self._holders.discard(lease)
+        if self._owner is lease:
+            self._owner = None
+        self._notify()
+
+    def _wake(self, lease: BudgetLease) -> None:
+        wakeup = self._sleepers.pop(lease, None)
+        if wakeup is not None:
+            wakeup.set()
+
+    def _notify(self) -> None:
+        sleepers, self._sleepers = self._sleepers, {}
+        for wakeup in sleepers.values():
+            wakeup.set()
+
+
+class BudgetLease:
+    """One reader's charge on a :class:`ByteBudget`.
+
+    Usage (what the NDJSON reader does)::
+
+        lease = budget.lease()
+        await lease.hold(len(buffer))  # after each read, before the next
+        ...  # a whole message was parsed and handed on
+        lease.release()
+        await lease.hold(len(rest))    # what is left of the next message
+    """
+
+    def __init__(self, budget: ByteBudget):
+        self.budget = budget
+        self.held = 0
+
+    async def hold(self, total: int) -> None:
+        """Hold ``total`` bytes in all (more or less than now), waiting while the budget is used
+        up (see the module docstring). Cancellation leaves the charge as it was."""
+        if total <= self.held:
+            if total < self.held:
+                self.budget.held -= self.held - total
+                self.held = total
+                if not total:
+                    self.budget._release(self)
+                else:
+                    self.budget._notify()
+            return
+        await self.budget._charge(self, total)
+
+    def release(self) -> None:
+        """Give back everything this reader holds (its message was handed on, or it stopped)."""
+        if self.held or self.budget._owner is self:
+            self.budget._release(self)
+
+
+_process: ByteBudget | None = None
+
+
+def process_budget(limit: int | None = None) -> ByteBudget:
+    """The budget every connection of this process shares.
+
+    Args:
+        limit: bytes (the ``inflight_budget_bytes`` setting); given, it sets the size (the first
+            call creates the budget with it); None: the current budget, 256 MiB if none yet.
+    """
+    global _process
+    if _process is None:
+        _process = ByteBudget(limit or 256 * 1024 * 1024)
+    elif limit is not None and limit != _process.limit:
+        _process.resize(limit)
+    return _process
