@@ -19,7 +19,7 @@ import psutil
 import pytest
 import requests
 
-from conftest import serve_process
+from conftest import Served, serve_process
 from patchbay.adapters.transports.rlimit_exec import launcher_argv
 from patchbay.control.connectors import ConnectorService
 from support import FIXTURES
@@ -49,15 +49,15 @@ def add_life(service: ConnectorService, workspace: Path, record: Path) -> None:
     service.update_settings("life", approval_mode="allow_all")
 
 
-def open_session(url: str, workspace: Path) -> str:
-    answer = requests.post(f"{url}/api/sessions", json={"cwd": str(workspace)}, timeout=60)
+def open_session(served: Served, workspace: Path) -> str:
+    answer = requests.post(f"{served.url}/api/sessions", json={"cwd": str(workspace)}, headers=served.headers, timeout=60)
     assert answer.status_code == 201, answer.text
     return answer.json()["session_id"]
 
 
-def call(url: str, session: str, tool: str, arguments: dict[str, Any]) -> requests.Response:
+def call(served: Served, session: str, tool: str, arguments: dict[str, Any]) -> requests.Response:
     body = {"tool": tool, "arguments": arguments}
-    return requests.post(f"{url}/api/sessions/{session}/call", json=body, timeout=300)
+    return requests.post(f"{served.url}/api/sessions/{session}/call", json=body, headers=served.headers, timeout=300)
 
 
 def server_pids(record: Path) -> list[int]:
@@ -72,9 +72,9 @@ def test_sigterm_cancels_a_hung_call_within_the_grace_and_stops_every_server(
     env = {**os.environ, "PATCHBAY_SHUTDOWN_GRACE": "1"}
     answers: list[requests.Response] = []
     with serve_process(service.settings.home, workspace, env=env) as served:
-        session = open_session(served.url, workspace)
+        session = open_session(served, workspace)
         caller = threading.Thread(
-            target=lambda: answers.append(call(served.url, session, "mcp.life.sleep", {"seconds": 900, "tag": "hung"}))
+            target=lambda: answers.append(call(served, session, "mcp.life.sleep", {"seconds": 900, "tag": "hung"}))
         )
         caller.start()
         wait_for(lambda: {"started": "hung"} in records(record))
@@ -96,8 +96,8 @@ def test_sigkill_of_serve_takes_its_stdio_servers_with_it(
     record = tmp_path / "life.jsonl"
     add_life(service, workspace, record)
     with serve_process(service.settings.home, workspace) as served:
-        session = open_session(served.url, workspace)
-        answer = call(served.url, session, "mcp.life.pid", {})
+        session = open_session(served, workspace)
+        answer = call(served, session, "mcp.life.pid", {})
         assert answer.status_code == 200, answer.text
         (pid,) = server_pids(record)
         server = psutil.Process(pid)
@@ -105,7 +105,7 @@ def test_sigkill_of_serve_takes_its_stdio_servers_with_it(
         # Frozen, the server will not notice its stdin closing: only the death signal can end it.
         def freeze() -> None:
             with contextlib.suppress(requests.ConnectionError):  # serve dies under it
-                call(served.url, session, "mcp.life.freeze", {})
+                call(served, session, "mcp.life.freeze", {})
 
         caller = threading.Thread(target=freeze, daemon=True)
         caller.start()
