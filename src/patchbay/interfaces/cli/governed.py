@@ -110,7 +110,9 @@ def grant(
     tool: str,
     decision: str | None = typer.Argument(None, help="allow, ask or deny"),
     clear: bool = typer.Option(False, "--clear", help="Remove the grant so the tool inherits again."),
-    project: Path | None = PROJECT_OPTION,
+    project: Path | None = typer.Option(
+        None, "--project", help="Set the grant in this workspace's project (default: the global grant)."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Set or clear a tool grant, globally or for one project."""
@@ -148,7 +150,7 @@ def _tool_question(request: Any) -> tuple[Text, Text]:
     """What a terminal asks before a tool runs."""
     described = Text.assemble(
         (safe_text(request.tool), "bold"),
-        f" wants to run (risk: {request.risk}) with arguments ",
+        f" from connector {safe_text(request.connector)} wants to run (risk: {request.risk}) with arguments ",
         one_line(json.dumps(request.arguments, ensure_ascii=False), 2000),
     )
     return described, Text("Allow? [o]nce, for this [s]ession, [d]eny")
@@ -170,6 +172,11 @@ def call(
 
     def explain(failure: ToolCallError) -> str | None:
         _explain_disabled(service, tool, failure, project)
+        if failure.reason == "approval_unavailable" and not yes:
+            failure.message = (
+                f"{tool[:200]} needs approval (its decision is ask) and there is no terminal to ask on: "
+                "pass --yes to approve this call once"
+            )
         if failure.reason == "mcp_server_unavailable" and failure.details.get("connector"):
             return f"hint: patchbay probe {failure.details['connector']} --project {project}"
         return None
