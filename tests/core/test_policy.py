@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from patchbay.core.policy import decide, risk_of
+from patchbay.core.policy import decide, risk_of, risk_reason
 
 DESTRUCTIVE = {"destructiveHint": True}
 READ_ONLY = {"readOnlyHint": True}
@@ -61,3 +61,9 @@ def test_risk_comes_from_annotations_and_defaults_to_network() -> None:
     assert risk_of(DESTRUCTIVE) == "destructive"
     assert risk_of(None) == "network"
     assert decide("t", annotations=READ_ONLY).risk == "read"
+
+
+def test_the_risk_reason_says_which_annotation_decided_or_that_none_did() -> None:
+    assert risk_reason(READ_ONLY) == "annotated readOnlyHint"
+    assert risk_reason(DESTRUCTIVE) == "annotated destructiveHint"
+    assert risk_reason(None) == risk_reason({"readOnlyHint": False}) == "no annotation says otherwise"

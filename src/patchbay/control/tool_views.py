@@ -28,7 +28,7 @@ from patchbay.core.models import (
     ToolSummary,
 )
 from patchbay.core.names import canonical_tool_name
-from patchbay.core.policy import decide_for
+from patchbay.core.policy import decide_for, risk_reason
 
 if TYPE_CHECKING:
     from patchbay.adapters.store import Repository
@@ -170,6 +170,7 @@ class ToolViewsMixin:
             risk=d.risk,
             global_grant=global_grants.get(tool.name),
             project_grant=project_grants.get(tool.name),
+            risk_reason=risk_reason(tool.annotations),
         )
 
     def runtime_config(self, workspace: Path | Project) -> RuntimeConfig:

@@ -23,6 +23,8 @@ class ToolView:
     risk: str
     global_grant: GrantDecision | None = None
     project_grant: GrantDecision | None = None
+    risk_reason: str = ""
+    """Why the tool has its risk (:func:`patchbay.core.policy.risk_reason`)."""
 
 
 @dataclass(frozen=True)

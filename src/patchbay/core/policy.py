@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from patchbay.core.models import ApprovalMode, ConnectorSettings, GrantDecision
 
-__all__ = ["Decision", "DecisionSource", "Risk", "decide", "decide_for", "is_visible", "risk_of"]
+__all__ = ["Decision", "DecisionSource", "Risk", "decide", "decide_for", "is_visible", "risk_of", "risk_reason"]
 
 Risk = Literal["read", "destructive", "network"]
 DecisionSource = Literal[
@@ -57,6 +57,18 @@ def risk_of(annotations: dict[str, Any] | None) -> Risk:
     if annotations.get("destructiveHint"):
         return "destructive"
     return "network"
+
+
+def risk_reason(annotations: dict[str, Any] | None) -> str:
+    """Why :func:`risk_of` gives what it gives, in words (``network`` is the default for a tool
+    whose annotations claim neither read-only nor destructive; it does not mean the tool was
+    seen using the network)."""
+    annotations = annotations or {}
+    if annotations.get("readOnlyHint"):
+        return "annotated readOnlyHint"
+    if annotations.get("destructiveHint"):
+        return "annotated destructiveHint"
+    return "no annotation says otherwise"
 
 
 def is_visible(tool: str, include_tools: tuple[str, ...] | list[str], exclude_tools: tuple[str, ...] | list[str]) -> bool:

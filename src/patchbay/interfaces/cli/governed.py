@@ -96,7 +96,8 @@ def tools(name: str, project: Path | None = PROJECT_OPTION, as_json: bool = JSON
     table = Table("tool", "decision", "source", "risk", "global", "project")
     for t in view.tools:
         decision = t.decision if t.visible else "hidden"
-        table.add_row(t.canonical_name, decision, t.source, t.risk, t.global_grant or "-", t.project_grant or "-")
+        risk = f"{t.risk} ({t.risk_reason})" if t.risk_reason else t.risk
+        table.add_row(t.canonical_name, decision, t.source, risk, t.global_grant or "-", t.project_grant or "-")
     if view.tools:
         out_console.print(table)
     for g in view.unmatched_grants:

@@ -439,6 +439,9 @@ class ToolDecisionView(_Response):
     risk: Risk
     global_grant: GrantDecision | None
     project_grant: GrantDecision | None
+    risk_reason: str
+    """Why the tool has its risk: ``annotated readOnlyHint``, ``annotated destructiveHint``, or
+    ``no annotation says otherwise`` (then the risk is ``network``, the default for MCP tools)."""
 
 
 class ToolGrantView(_Response):
