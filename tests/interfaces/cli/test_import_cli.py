@@ -171,6 +171,15 @@ def test_a_second_name_after_one_select_is_a_missing_file_and_the_error_says_how
     assert [i["name"] for i in both["imported"]] == ["api", "fetch"]
 
 
+def test_a_refused_definition_names_its_field_once(run, dirs: dict[str, Path]) -> None:
+    (dirs["workspace"] / ".mcp.json").write_text('{"mcpServers": {"shell": {"command": "npx -y some-server"}}}')
+    error = json.loads(run("import", "commit", "--select", "shell", "--json", code=1).stdout)["error"]
+    assert error["message"].startswith("select: shell cannot be imported: command: must be one executable")
+    assert "command: command:" not in error["message"]
+    problem = error["details"]["problems"][0]
+    assert problem["field"] == "command" and not problem["message"].startswith("command:")
+
+
 def test_terminal_escapes_in_a_file_are_shown_not_obeyed(run, dirs: dict[str, Path]) -> None:
     (dirs["workspace"] / ".mcp.json").write_text(json.dumps({"mcpServers": {"evil\x1b[2J": {"command": "x"}}}))
     out = run("import", "preview").stdout
