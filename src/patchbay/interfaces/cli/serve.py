@@ -5,7 +5,9 @@ Binds ``127.0.0.1:8765`` by default (``PATCHBAY_API_HOST`` / ``PATCHBAY_API_PORT
 refused unless ``--allow-remote`` is given, and then a warning is printed: the API registers
 local commands, so whoever reaches it can make this machine run programs. At start it prints the
 URL, the data home and the database (``--json``: one JSON object), then serves until
-interrupted (Ctrl-C or SIGTERM).
+interrupted (Ctrl-C or SIGTERM). While it starts, each step is a ``patchbay serve: [<s>] ...``
+line on stderr with the seconds since the command began: loading the API, opening the store
+(and migrating it), the session host.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import signal
 import socket
+import time
 
 import typer
 from rich.text import Text
@@ -61,6 +64,16 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _Progress:
+    """Start-up steps on stderr, timed from the command's start (a slow start says where it is)."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+
+    def step(self, what: str) -> None:
+        err_console.print(Text(f"patchbay serve: [{time.monotonic() - self._started:5.1f}s] {what}"))
+
+
 def _url(sock: socket.socket) -> str:
     address, port = sock.getsockname()[:2]
     return f"http://[{address}]:{port}" if ":" in address else f"http://{address}:{port}"
@@ -80,11 +93,7 @@ def serve(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Serve the REST API (connectors, settings, probe, tools, grants) until interrupted."""
-    import uvicorn
-
-    from patchbay.adapters.store._errors import database_label
-    from patchbay.interfaces.api import LOOPBACK_HOSTS, create_app
-
+    progress = _Progress()
     settings = state.settings
     host = host if host is not None else settings.api_host
     port = port if port is not None else settings.api_port
@@ -95,16 +104,23 @@ def serve(
             f"{host} is not a loopback address; the API can make this machine run commands, "
             "so serving it beyond this machine needs --allow-remote",
         )
+    progress.step("loading the API")
+    import uvicorn
+
+    from patchbay.adapters.store._errors import database_label
+    from patchbay.interfaces.api import LOOPBACK_HOSTS, create_app
+
     app = create_app(settings, allowed_hosts=LOOPBACK_HOSTS if not allow_remote else None)
     context = app.state.context
     store_problem = None
+    database = database_label(settings.resolved_database_url)
+    progress.step(f"opening the store ({database}; migrations run if it is not at the latest schema)")
     try:
         context.connector_service()
     except CanonicalStateUnavailable as exc:
         store_problem = exc.message  # routes answer 503 and try again; say so now
     sock = _bind(host, port)
     url = _url(sock)
-    database = database_label(settings.resolved_database_url)
     # lifespan "on": the app's lifespan runs the session host (sessions, runtime reload; seed 003 §10.5)
     config = uvicorn.Config(app, log_config=None, lifespan="on", server_header=False)
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal to the handler
@@ -130,6 +146,7 @@ def serve(
             out_console.print(Text(f"Data home: {settings.home}"))
             out_console.print(Text(f"Database: {database}"))
             out_console.print(Text("Press Ctrl-C to stop."))
+        progress.step("starting the session host; requests are answered once it runs")
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
