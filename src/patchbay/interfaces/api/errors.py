@@ -103,8 +103,8 @@ _DESCRIPTIONS = {
     ),
     404: "No such connector, project, session or path (`not_found`).",
     409: (
-        "The revision named is stale; nothing was changed (`revision_conflict`); for a tool call "
-        "`cancelled` (the session was closed during it)."
+        "The revision named is stale, or the connector name is taken (`details.cause` `name_taken`); "
+        "nothing was changed (`revision_conflict`); for a tool call `cancelled` (the session was closed during it)."
     ),
     422: (
         "The request is malformed or breaks a validation rule (`validation_error`, `details.field`); "
