@@ -258,7 +258,8 @@ async def run_scenario(scenario: str, url: str, context: Mapping[str, Any], home
         tools = [tool.tool for tool in await runtime.list_tools() if tool.connector == CONNECTOR]
         state = runtime.server_states().get(CONNECTOR)
         if state != "connected":
-            raise DriverError(f"Patchbay could not connect to {url} (connector state {state!r})")
+            code, message = runtime.server_failure(CONNECTOR) or ("?", "no failure recorded")
+            raise DriverError(f"Patchbay could not connect to {url} (connector state {state!r}, {code}: {message})")
         if call.tool is None:
             return f"connected, {len(tools)} tools"
         if call.tool not in tools:

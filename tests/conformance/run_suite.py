@@ -25,6 +25,11 @@ line (``patchbay-conformance: ok``), except for the scenarios where the suite al
 fail (:data:`CLIENT_ERROR_ALLOWED`) -- but never when the driver said it does not support the
 scenario. A scenario of the suite without results fails.
 
+Output: one line per scenario on stderr as soon as the harness saved its results (``PASS  name
+(checks; client ...)``, with the first problem of a failure; ``-q`` turns them off), then the
+table (or ``--json``) on stdout. ``client: failed`` with verdict ``PASS`` appears for the scenarios
+of :data:`EXPECTED_CLIENT_FAILURES` only: there the right client gives up, and the table says why.
+
 ``sse-retry`` measures the client's reconnect delay (450-700 ms) and runs late when 26 scenarios
 start at once on a small machine (notes/mcp-sdk-2.3-client.md §2.4), so when it fails in a
 multi-scenario run it is re-run once on its own; the output says so.
@@ -44,8 +49,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,7 +68,20 @@ DRIVER = Path(__file__).resolve().with_name("patchbay_client.py")
 MARKER = "patchbay-conformance:"
 """The driver's verdict prefix (see patchbay_client.py)."""
 
-CLIENT_ERROR_ALLOWED = frozenset({"auth/scope-retry-limit", "auth/resource-mismatch"})
+EXPECTED_CLIENT_FAILURES: dict[str, str] = {
+    "auth/scope-retry-limit": (
+        "the server answers every token with 403 insufficient_scope; a correct client re-authorizes "
+        "a bounded number of times, then gives up (the checks count its attempts)"
+    ),
+    "auth/resource-mismatch": (
+        "the protected-resource metadata names another resource than the server's URL; a correct "
+        "client refuses to authorize there and fails to connect (the checks see no authorization request)"
+    ),
+}
+"""Scenarios whose right outcome is a client that gives up: why the client fails there. The suite
+marks them ``allowClientError``; the checks judge how the client gave up."""
+
+CLIENT_ERROR_ALLOWED = frozenset(EXPECTED_CLIENT_FAILURES)
 """Scenarios where the suite accepts a client that gives up with a non-zero exit."""
 
 RETRY_SOLO = frozenset({"sse-retry"})
@@ -79,6 +98,8 @@ HARNESS_DEADLINE_S = 600.0
 
 _RESULT_DIR = re.compile(r"^(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
 _SCENARIO_LINE = re.compile(r"^\s+-\s+(?P<name>\S+)")
+_RESULTS_SAVED = re.compile(r"^Results saved to (?P<path>.+?)\s*$")
+"""The harness's line once a scenario's checks.json, stdout.txt and stderr.txt are written."""
 
 
 class SuiteUnavailable(Exception):
@@ -206,17 +227,38 @@ def _kill_group(process: subprocess.Popen) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def run_harness(argv: Sequence[str], log_path: Path) -> tuple[int, ListenerWatch]:
+def _copy_output(stream: Any, log: Any, on_result: Callable[[Path], None] | None) -> None:
+    """Copy the harness's output to its log line by line; hand each saved result dir to ``on_result``."""
+    for raw in iter(stream.readline, b""):
+        log.write(raw)
+        log.flush()
+        saved = _RESULTS_SAVED.match(raw.decode("utf-8", errors="replace"))
+        if saved and on_result is not None:
+            with contextlib.suppress(Exception):  # a progress line must never stop the run
+                on_result(Path(saved["path"]))
+
+
+def run_harness(
+    argv: Sequence[str], log_path: Path, on_result: Callable[[Path], None] | None = None
+) -> tuple[int, ListenerWatch]:
     """Run the harness (own process group, output to ``log_path``); sample its listeners meanwhile.
 
-    Every process of its group is killed afterwards (the harness kills only the shell of a client
-    that timed out). Returns the harness's exit status and the listener watch.
+    ``on_result(result_dir)`` is called (from a reader thread) as each scenario's results are
+    saved. Every process of its group is killed afterwards (the harness kills only the shell of a
+    client that timed out). Returns the harness's exit status and the listener watch.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            list(argv), cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            list(argv),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
+        reader = threading.Thread(target=_copy_output, args=(process.stdout, log, on_result), daemon=True)
+        reader.start()
         try:
             with ListenerWatch(process.pid) as watch:
                 returncode = process.wait(timeout=HARNESS_DEADLINE_S)
@@ -225,6 +267,8 @@ def run_harness(argv: Sequence[str], log_path: Path) -> tuple[int, ListenerWatch
         finally:
             _kill_group(process)
             process.wait()
+            reader.join(timeout=30)  # the pipe closes once the whole group is gone
+            process.stdout.close()  # type: ignore[union-attr]
     return returncode, watch
 
 
@@ -308,6 +352,7 @@ def run(
     python: str = sys.executable,
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
     retry_solo: bool = True,
+    progress: Callable[[ScenarioResult], None] | None = None,
 ) -> Report:
     """Run the whole client suite (or one ``scenario``) against Patchbay and judge it.
 
@@ -317,6 +362,8 @@ def run(
         python: the interpreter that runs the driver (default: this one, the venv's).
         timeout_ms: the harness's per-scenario client timeout.
         retry_solo: re-run a failed :data:`RETRY_SOLO` scenario once on its own after a suite run.
+        progress: called with each scenario's judged result as soon as the harness saved it (a
+            re-run solo is reported again, with its note).
 
     Raises:
         SuiteUnavailable: Node 22 or the suite is not installed, a path contains whitespace, or
@@ -331,8 +378,24 @@ def run(
     expected = [scenario] if scenario else known
     started = time.monotonic()
     suite_dir = root / "suite"
+
+    def reporter(base: Path, note: str = "") -> Callable[[Path], None] | None:
+        if progress is None:
+            return None
+
+        def report_one(result_dir: Path) -> None:
+            name = _scenario_of(result_dir, base)
+            if name is not None:
+                result = judge(name, result_dir)
+                result.note = note
+                progress(result)
+
+        return report_one
+
     _, watch = run_harness(
-        harness_argv(python, suite_dir, scenario=scenario, timeout_ms=timeout_ms), root / "harness.log"
+        harness_argv(python, suite_dir, scenario=scenario, timeout_ms=timeout_ms),
+        root / "harness.log",
+        reporter(suite_dir),
     )
     results = collect(suite_dir, expected)
     listeners = set(watch.seen)
@@ -346,6 +409,7 @@ def run(
             _, solo_watch = run_harness(
                 harness_argv(python, solo_dir, scenario=first.scenario, timeout_ms=timeout_ms),
                 root / f"harness-retry-{first.scenario.replace('/', '_')}.log",
+                reporter(solo_dir, "re-run solo"),
             )
             listeners |= solo_watch.seen
             non_loopback |= set(solo_watch.non_loopback)
@@ -370,6 +434,23 @@ def run(
 # -- output -----------------------------------------------------------------------------------
 
 
+def format_progress(result: ScenarioResult) -> str:
+    """One line for a scenario as it finishes: verdict, name, checks, the client's outcome."""
+    counts = f"{result.passed} passed, {result.failed} failed, {result.warnings} warnings"
+    if result.client == "ok":
+        client = "client ok"
+    elif result.ok and result.scenario in EXPECTED_CLIENT_FAILURES:
+        client = "client failed, as it should here"
+    else:
+        client = f"client {result.client}"
+    line = f"{'PASS' if result.ok else 'FAIL'}  {result.scenario}  ({counts}; {client})"
+    if result.note:
+        line += f" [{result.note}]"
+    if not result.ok and result.problems:
+        line += f": {result.problems[0][:300]}"
+    return line
+
+
 def format_table(report: Report) -> str:
     """The per-scenario table, the problems of failed scenarios, notes and a summary line."""
     width = max([len("scenario"), *(len(r.scenario) for r in report.results)])
@@ -386,6 +467,12 @@ def format_table(report: Report) -> str:
         for r in failing:
             for problem in r.problems or ["(no details)"]:
                 lines.append(f"  {r.scenario}: {problem}")
+    expected = [r for r in report.results if r.ok and r.client != "ok" and r.scenario in EXPECTED_CLIENT_FAILURES]
+    if expected:
+        lines.append("")
+        lines.append("client: failed with verdict PASS is the right outcome there:")
+        for r in expected:
+            lines.append(f"  {r.scenario}: {EXPECTED_CLIENT_FAILURES[r.scenario]}")
     for note in report.notes:
         lines.append(f"note: {note}")
     lines.append(
@@ -407,7 +494,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_MS, help="per-scenario client timeout (ms)")
     parser.add_argument("--no-retry", action="store_true", help="do not re-run a failed sse-retry solo")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no line per scenario as it finishes (stderr)")
     args = parser.parse_args(argv)
+
+    def progress(result: ScenarioResult) -> None:
+        print(format_progress(result), file=sys.stderr, flush=True)
+
     try:
         report = run(
             scenario=args.scenario,
@@ -415,6 +507,7 @@ def main(argv: list[str] | None = None) -> int:
             python=args.python,
             timeout_ms=args.timeout,
             retry_solo=not args.no_retry,
+            progress=None if args.quiet else progress,
         )
     except SuiteUnavailable as exc:
         print(f"conformance: {exc}", file=sys.stderr)

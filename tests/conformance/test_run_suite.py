@@ -3,6 +3,7 @@ itself runs in test_client_suite.py.)"""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -68,3 +69,32 @@ def test_a_scenario_without_a_success_or_without_results_fails(tmp_path: Path) -
     assert not results["initialize"].ok and results["initialize"].problems == ["no SUCCESS check"]
     assert results["auth/metadata-var1"].ok
     assert not results["sse-retry"].ok and results["sse-retry"].problems == ["no results: the harness did not run it"]
+
+
+def test_each_saved_result_is_reported_as_the_harness_writes_it(tmp_path: Path) -> None:
+    done = _result_dir(tmp_path / "suite", "tools_call", ["SUCCESS"], stdout=OK.format(scenario="tools_call"))
+    output = io.BytesIO(f"Starting scenario: tools_call\nResults saved to {done}\nChecks: 1 passed\n".encode())
+    log, seen = io.BytesIO(), []
+    run_suite._copy_output(output, log, seen.append)
+    assert seen == [done]
+    assert log.getvalue() == output.getvalue()  # the log keeps everything the harness said
+    line = run_suite.format_progress(run_suite.judge("tools_call", done))
+    assert line == "PASS  tools_call  (1 passed, 0 failed, 0 warnings; client ok)"
+
+
+def test_an_expected_client_failure_says_why_it_passes(tmp_path: Path) -> None:
+    scenario = "auth/scope-retry-limit"
+    path = _result_dir(tmp_path, scenario, ["SUCCESS"], stderr=f"patchbay-conformance: FAILED {scenario}: 403\n")
+    result = run_suite.judge(scenario, path)
+    assert run_suite.format_progress(result).endswith("(1 passed, 0 failed, 0 warnings; client failed, as it should here)")
+    table = run_suite.format_table(run_suite.Report(results=[result], output_dir=str(tmp_path), duration_seconds=1.0))
+    assert f"  {scenario}: {run_suite.EXPECTED_CLIENT_FAILURES[scenario]}" in table
+
+
+def test_a_failed_scenario_shows_its_first_problem_as_it_finishes(tmp_path: Path) -> None:
+    path = _result_dir(
+        tmp_path, "initialize", ["SUCCESS"], stderr="patchbay-conformance: FAILED initialize: timeout: connecting took longer than 15s\n"
+    )
+    line = run_suite.format_progress(run_suite.judge("initialize", path))
+    assert line.startswith("FAIL  initialize  (1 passed, 0 failed, 0 warnings; client failed): client: ")
+    assert line.endswith("connecting took longer than 15s")

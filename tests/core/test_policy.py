@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from patchbay.core.models import ConnectorSettings
-from patchbay.core.policy import decide, decide_prompt, decide_resource_read, risk_of
+from patchbay.core.policy import decide, decide_prompt, decide_resource_read, risk_of, risk_reason
 
 DESTRUCTIVE = {"destructiveHint": True}
 READ_ONLY = {"readOnlyHint": True}
@@ -88,3 +88,9 @@ def test_prompts_are_user_triggered_and_only_a_deny_grant_refuses_them() -> None
     assert decide_prompt(plain, "p2", global_grants={}, project_grants={"*": "deny", "p1": "allow"}).decision == "deny"
     assert decide_prompt(plain, "p1", global_grants={"p1": "ask"}, project_grants={}).decision == "deny"
     assert not decide_prompt(ConnectorSettings(enabled=False), "p1", global_grants={}, project_grants={}).visible
+
+
+def test_the_risk_reason_says_which_annotation_decided_or_that_none_did() -> None:
+    assert risk_reason(READ_ONLY) == "annotated readOnlyHint"
+    assert risk_reason(DESTRUCTIVE) == "annotated destructiveHint"
+    assert risk_reason(None) == risk_reason({"readOnlyHint": False}) == "no annotation says otherwise"

@@ -188,3 +188,30 @@ def test_connector_names_in_events_are_never_masked_by_a_registered_value(tmp_pa
     crashed, started = read_events(path)
     assert crashed["payload"] == {"server": name, "stderrTail": f"mode={REDACTED}"}
     assert started["payload"] == {"tool": f"mcp.{name}.echo", "note": f"value {REDACTED}"}
+
+
+def test_tool_call_ids_are_consecutive_per_session_and_continue_when_it_is_reopened(tmp_path: Path) -> None:
+    from patchbay.runtime.calls import CallEvents
+
+    with _log(tmp_path) as log:
+        ids = []
+        for n in range(3):
+            call = CallEvents(log, f"mcp.t.tool{n}", {"n": n})
+            log.append("tool.failed", {"tool": call.tool, "toolCallId": call.id, "reason": "unknown_tool"})
+            log.append("mcp.server.connected", {"server": "t", "toolCount": 1})  # other events in between
+            ids.append(call.id)
+    assert ids == ["tc_1", "tc_2", "tc_3"]
+    with _log(tmp_path) as log:
+        assert CallEvents(log, "mcp.t.again", {}).id == "tc_4"
+    requested = [e for e in read_events(log.path) if e["type"] == "model.tool_call_requested"]
+    assert [e["payload"]["toolCallId"] for e in requested] == ["tc_1", "tc_2", "tc_3", "tc_4"]
+
+
+def test_the_sessions_directory_is_created_0700(tmp_path: Path) -> None:
+    import stat
+
+    path = session_log_path(tmp_path / "home" / "sessions", "ses_test")
+    with EventLog(path, "ses_test"):
+        pass
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

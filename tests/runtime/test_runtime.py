@@ -81,8 +81,12 @@ async def test_an_allowed_call_leaves_the_full_event_chain_in_order(tmp_path: Pa
     assert types_of(events) == [CHAIN[0], "mcp.server.connected", *CHAIN[1:], "mcp.server.shutdown"]
     by_type = {event["type"]: event["payload"] for event in events}
     call_id = result.tool_call_id
-    assert call_id == f"tc_{events[0]['seq']}"
-    assert by_type["model.tool_call_requested"] == {"tool": "mcp.rec.echo", "args": {"text": "hello"}}
+    assert call_id == "tc_1"  # the session's first call
+    assert by_type["model.tool_call_requested"] == {
+        "tool": "mcp.rec.echo",
+        "args": {"text": "hello"},
+        "toolCallId": call_id,
+    }
     assert by_type["permission.requested"] == {
         "tool": "mcp.rec.echo",
         "toolCallId": call_id,
@@ -130,10 +134,10 @@ async def test_an_explicitly_denied_call_never_reaches_the_server(tmp_path: Path
     assert records(record) == [{"tool": "read_thing", "args": {}}]
     events = read_events(runtime.event_log_path)
     denied = [event for event in events if event["payload"].get("toolCallId") == info.value.details["toolCallId"]]
-    assert types_of(denied) == ["permission.requested", "permission.resolved", "tool.failed"]
-    assert denied[1]["payload"]["decision"] == "deny"
-    assert denied[1]["payload"]["sourcedFrom"] == "global_deny"
-    assert denied[2]["payload"]["reason"] == "permission_denied"
+    assert types_of(denied) == ["model.tool_call_requested", "permission.requested", "permission.resolved", "tool.failed"]
+    assert denied[2]["payload"]["decision"] == "deny"
+    assert denied[2]["payload"]["sourcedFrom"] == "global_deny"
+    assert denied[3]["payload"]["reason"] == "permission_denied"
 
 
 async def test_a_headless_ask_is_denied_and_never_reaches_the_server(tmp_path: Path, settings: Settings) -> None:
@@ -402,7 +406,8 @@ async def test_concurrent_calls_each_keep_their_own_chain_and_seq_stays_ordered(
     assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
     for result in results.values():
         own = [e for e in events if e["payload"].get("toolCallId") == result.tool_call_id]
-        assert types_of(own) == CHAIN[1:]
+        assert types_of(own) == CHAIN
+    assert sorted(int(r.tool_call_id.removeprefix("tc_")) for r in results.values()) == list(range(1, 9))
 
 
 async def test_every_logged_payload_is_already_redacted(tmp_path: Path, settings: Settings) -> None:

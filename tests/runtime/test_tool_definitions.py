@@ -261,8 +261,7 @@ async def test_call_wire_maps_a_name_longer_than_64_characters_back_through_the_
     assert result.text == "long ok" and result.name == f"mcp.refs.{LONG_TOOL}"
     assert echoed.text == "by wire"
     events = read_events(runtime.event_log_path)
-    call_seq = int(result.tool_call_id.removeprefix("tc_"))
-    first = [e for e in events if e["seq"] == call_seq or e["payload"].get("toolCallId") == result.tool_call_id]
+    first = [e for e in events if e["payload"].get("toolCallId") == result.tool_call_id]
     assert [e["type"] for e in first if e["type"] != "mcp.server.connected"] == CALL_CHAIN
     assert first[0]["payload"]["tool"] == f"mcp.refs.{LONG_TOOL}"
     assert {e["payload"]["tool"] for e in first if "tool" in e["payload"]} == {f"mcp.refs.{LONG_TOOL}"}
@@ -337,8 +336,8 @@ async def test_a_proxy_call_goes_through_the_governed_path(tmp_path: Path) -> No
     assert chain == CALL_CHAIN + CALL_CHAIN
     requested = [e["payload"] for e in events if e["type"] == "model.tool_call_requested"]
     assert requested == [
-        {"tool": "mcp.refs.echo", "args": {"text": "via proxy"}},
-        {"tool": "mcp.refs.echo", "args": {"text": "json text"}},
+        {"tool": "mcp.refs.echo", "args": {"text": "via proxy"}, "toolCallId": "tc_1"},
+        {"tool": "mcp.refs.echo", "args": {"text": "json text"}, "toolCallId": "tc_2"},
     ]
 
 

@@ -29,7 +29,7 @@ from patchbay.core.models import (
     ToolSummary,
 )
 from patchbay.core.names import canonical_tool_name, tool_name_problem
-from patchbay.core.policy import decide_for, decide_resource_read
+from patchbay.core.policy import decide_for, decide_resource_read, risk_reason
 
 if TYPE_CHECKING:
     from patchbay.adapters.store import Repository
@@ -191,6 +191,7 @@ class ToolViewsMixin:
             project_grant=project_grants.get(tool.name),
             input_schema=tool.input_schema,
             name_flag=tool_name_problem(tool.name),
+            risk_reason=risk_reason(tool.annotations),
         )
 
     def _resource_grant(self, connector: Connector, project: Project | None) -> GrantDecision | None:

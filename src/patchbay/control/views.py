@@ -29,6 +29,8 @@ class ToolView:
     name_flag: str | None = None
     """Why the server's name for the tool is flagged (outside MCP's ``[A-Za-z0-9_.-]``, 1-128, or
     starting ``mcp.``), completing "its name ..."; None for a clean name."""
+    risk_reason: str = ""
+    """Why the tool has its risk (:func:`patchbay.core.policy.risk_reason`)."""
 
 
 @dataclass(frozen=True)

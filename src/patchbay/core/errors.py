@@ -27,6 +27,7 @@ __all__ = [
     "ConfigError",
     "ErrorCode",
     "FailureReason",
+    "NameTakenError",
     "NotFoundError",
     "PatchbayError",
     "ProbeError",
@@ -110,6 +111,14 @@ class ConfigError(PatchbayError):
     def __init__(self, field: str, message: str):
         super().__init__(f"{field}: {message}", details={"field": field})
         self.field = field
+
+
+class NameTakenError(ConfigError):
+    """A connector name is taken (names compare ignoring case); ``details["field"]`` is ``name``.
+    The API answers 409 ``revision_conflict``: the request is fine, the registry's state is not."""
+
+    def __init__(self, name: str):
+        super().__init__("name", f"a connector named {name!r} already exists (names are case-insensitive)")
 
 
 class ValidationError(PatchbayError):

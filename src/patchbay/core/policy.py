@@ -45,6 +45,7 @@ __all__ = [
     "decide_resource_read",
     "is_visible",
     "risk_of",
+    "risk_reason",
 ]
 
 ALL_PROMPTS = "*"
@@ -83,6 +84,18 @@ def risk_of(annotations: dict[str, Any] | None) -> Risk:
     if annotations.get("destructiveHint"):
         return "destructive"
     return "network"
+
+
+def risk_reason(annotations: dict[str, Any] | None) -> str:
+    """Why :func:`risk_of` gives what it gives, in words (``network`` is the default for a tool
+    whose annotations claim neither read-only nor destructive; it does not mean the tool was
+    seen using the network)."""
+    annotations = annotations or {}
+    if annotations.get("readOnlyHint"):
+        return "annotated readOnlyHint"
+    if annotations.get("destructiveHint"):
+        return "annotated destructiveHint"
+    return "no annotation says otherwise"
 
 
 def is_visible(tool: str, include_tools: tuple[str, ...] | list[str], exclude_tools: tuple[str, ...] | list[str]) -> bool:

@@ -53,7 +53,8 @@ class Settings(BaseSettings):
     request_timeout: float = 60.0
     """Seconds a tool call may wait for its result before it fails with reason ``timeout``."""
     connect_timeout: float = 15.0
-    """Seconds the runtime waits for a connection (spawn + initialize)."""
+    """Seconds the runtime waits for a connection (spawn + initialize), counted afresh from each
+    OAuth request of the connect (authorization-server round trips have their own HTTP timeout)."""
     result_preview_chars: int = 500
     """Characters of a tool result kept as ``resultPreview`` in events."""
     idle_timeout: float = 300.0

@@ -9,7 +9,7 @@ lines of its connects and tool calls.
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -56,6 +56,9 @@ class ConnectorAccess:
         self._refused = 0
         self.known: tuple[str, ...] = ()
         """The credential values resolved at the last connect (for redaction)."""
+        self.on_oauth_request: Callable[[], None] | None = None
+        """Called as the guard lets each OAuth request out (discovery, token, IdP exchange);
+        the connection restarts its connect deadline there."""
         # Only a literal true opens private addresses (the lax options parse would take "yes").
         allow_private = server.runtime_config.get("allow_private") is True
         self.egress = EgressPolicy(allow_private=allow_private, observer=self._observe)
@@ -134,6 +137,8 @@ class ConnectorAccess:
         if not decision.approved:
             self._refused += 1
         note = decision.request.extensions.get(AUDIT_NOTE)
+        if note is not None and decision.approved and self.on_oauth_request is not None:
+            self.on_oauth_request()
         if note is not None:
             # One line per OAuth request, naming the server it went to (seed 003 §14.2).
             self._audit.record(

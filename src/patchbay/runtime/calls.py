@@ -3,7 +3,7 @@
 :class:`CallEvents` appends the chain of one call to the session log. It redacts and JSON-encodes
 the call's variable parts once (tool name, arguments, connector name; names are memoised across
 calls) and renders each payload from them plus values the runtime generates itself (the
-``tc_<seq>`` id, numbers, fixed literals such as ``"tools/call"`` or ``"allow"``), which redaction
+``tc_<n>`` id, numbers, fixed literals such as ``"tools/call"`` or ``"allow"``), which redaction
 leaves unchanged (a test pins that every payload written is a fixed point of ``redact_value``).
 This keeps the seven events of a call cheap; the events before a request go out in one write.
 """
@@ -22,7 +22,7 @@ from patchbay.runtime.events import EventLog, encode_json
 from patchbay.runtime.output_guard import GuardedOutput, OutputGuard, measure_output
 from patchbay.runtime.permissions import Resolution
 
-__all__ = ["CallEvents", "ToolCallResult", "local_result", "mcp_result", "to_result", "tool_error"]
+__all__ = ["CallEvents", "ToolCallResult", "local_result", "mcp_result", "preview_text", "to_result", "tool_error"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +30,7 @@ class ToolCallResult:
     """The result of one successful (or, attached to a ``tool_error``, failed) tool call.
 
     Attributes:
-        tool_call_id: the ``toolCallId`` of its events (``tc_<seq of model.tool_call_requested>``).
+        tool_call_id: the ``toolCallId`` of its events (``tc_<n>``: the session's n-th call).
         name: the canonical tool name.
         content: the content blocks as JSON dicts (wire/camelCase form); for a ``truncated``
             result, the bounded blocks (a head + tail preview, notes for binary blocks left out).
@@ -138,9 +138,22 @@ def local_result(call_id: str, name: str, value: Any, guard: OutputGuard | None 
     return to_result(call_id, name, [types.TextContent(type="text", text=text)] if text else [], None, False, guard)
 
 
+def preview_text(text: str, limit: int = 200) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis when cut
+    (a cut inside a word -- a URL -- would leave a misleading fragment)."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    boundary = max(cut.rfind(" "), cut.rfind("\n"), cut.rfind("\t"))
+    if boundary > limit // 2:
+        cut = cut[:boundary]
+    return cut.rstrip() + "…"
+
+
 def tool_error(name: str, outcome: ToolCallResult) -> ToolCallError:
-    """``ToolCallError(tool_error)`` with the failed result attached as ``.result``."""
-    preview = outcome.text[:200] or "no details"
+    """``ToolCallError(tool_error)`` with the failed result attached as ``.result``; its message
+    quotes at most 200 characters of the result's text (cut at a word boundary)."""
+    preview = preview_text(outcome.text) or "no details"
     error = ToolCallError(FailureReason.TOOL_ERROR, f"{name} returned an error: {preview}", details={"tool": name})
     error.result = outcome  # type: ignore[attr-defined]
     return error
@@ -166,10 +179,12 @@ class CallEvents:
         self._jtool = log.redact_json(name)
         self._jargs = encode_json(log.redact(args))
         self._jserver = '""'
-        seq = log.append_json(
-            "model.tool_call_requested", '{"tool":' + self._jtool + ',"args":' + self._jargs + "}", defer=True
+        self.id = log.next_tool_call_id()
+        log.append_json(
+            "model.tool_call_requested",
+            '{"tool":' + self._jtool + ',"args":' + self._jargs + ',"toolCallId":"' + self.id + '"}',
+            defer=True,
         )
-        self.id = f"tc_{seq}"
 
     def _head(self, key: str, value: str) -> str:
         return '{"' + key + '":' + value + ',"toolCallId":"' + self.id + '"'

@@ -3,7 +3,7 @@
 **One owner task per connection.** The SDK requires a ``Client`` to be entered and exited in the
 same task, so each connection's lifecycle runs in one long-lived task in the runtime's task group:
 it connects (spawn/connect, initialize, tools/list with every page, all within
-``settings.connect_timeout``), publishes the live catalog, then sleeps until something needs it —
+``settings.connect_timeout``, counted afresh from each OAuth request), publishes the live catalog, then sleeps until something needs it —
 a stop request, the end of the server's message stream, a call that saw the connection die, or
 the idle deadline — and closes the client itself (for stdio: the SDK's stdin-close / SIGTERM /
 SIGKILL sequence plus a sweep of the whole process group, so grandchildren go too).
@@ -345,6 +345,16 @@ class ServerConnection(CrashPolicy, RequestExchange):
         outcome: _Outcome = "stopped"
         closing = False  # set once the connection is being closed: errors from then on are moot
         scope = self._scope = anyio.CancelScope(deadline=anyio.current_time() + settings.connect_timeout)
+
+        def oauth_request() -> None:
+            # The authorization server's round trips (each bounded by its own HTTP timeout) are
+            # not the MCP server being slow: the handshake gets the whole connect timeout from
+            # the last OAuth request on. A lifted deadline (a person is logging in, or connected:
+            # a token refresh) stays lifted.
+            if self._state == "connecting" and scope.deadline != math.inf:
+                scope.deadline = max(scope.deadline, anyio.current_time() + settings.connect_timeout)
+
+        self._access.on_oauth_request = oauth_request
         try:
             with scope:
                 env, headers = await self._access.resolve()

@@ -208,6 +208,18 @@ def _scan_last_seq(path: Path) -> tuple[int, int | None]:
     return 0, torn
 
 
+_CALL_ID = re.compile(rb'"toolCallId":"tc_(\d+)"')
+
+
+def _last_call_number(path: Path) -> int:
+    """The highest ``tc_<n>`` in an existing log (read once, when a session is appended to)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return 0
+    return max((int(m.group(1)) for m in _CALL_ID.finditer(data)), default=0)
+
+
 class Redacted(dict):  # type: ignore[type-arg]
     """A payload (or part of one) whose values are already redacted; ``append`` does not re-scan it.
 
@@ -229,8 +241,8 @@ class EventLog:
             log.append("tool.started", {"tool": "mcp.time.get_current_time", "toolCallId": "tc_1"})
 
     Args:
-        path: the log file (created with mode 0600; parent directories are created). Opened for
-            appending at construction.
+        path: the log file (created with mode 0600; its directory, when missing, with mode
+            0700). Opened for appending at construction.
         session_id: written into every event as ``sessionId``.
         known_secrets: exact secret values to redact in addition to the pattern rules.
         metadata: what describes a new session in its metadata record (``workspace``,
@@ -267,7 +279,9 @@ class EventLog:
         self._ts = ""
         self._session_json = json.dumps(session_id)
         self._pending: list[str] = []
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.parent.is_dir():  # the logs hold call arguments: only the owner may list them
+            self.path.parent.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, exist_ok=True)
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             self._claim(self._fd)
@@ -277,6 +291,7 @@ class EventLog:
                 os.ftruncate(self._fd, torn)
             self._calls = 0
             self._meta = self._open_meta(metadata or {})
+            self._tool_calls = _last_call_number(self.path) if self._seq else 0
         except BaseException:
             os.close(self._fd)
             self._fd = None
@@ -306,6 +321,13 @@ class EventLog:
     def seq(self) -> int:
         """The seq of the last event written (0 for an empty log)."""
         return self._seq
+
+    def next_tool_call_id(self) -> str:
+        """A new ``toolCallId``: ``tc_<n>`` for the session's n-th tool call (an appended log
+        continues after the highest id already in it)."""
+        with self._lock:
+            self._tool_calls += 1
+            return f"tc_{self._tool_calls}"
 
     @property
     def closed(self) -> bool:

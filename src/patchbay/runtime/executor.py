@@ -3,10 +3,10 @@ ToolRouter → PermissionEngine → MCP connection (seed 000 §2, §5, §6). :cl
 the part of :class:`patchbay.runtime.runtime.Runtime` that runs calls; ``Runtime`` owns the state it
 uses (connections, router, permissions, output guard) and its lifecycle.
 
-The chain of one allowed MCP call; ``toolCallId`` is ``tc_<seq of the request event>``, and every
-later event of the call carries it::
+The chain of one allowed MCP call; ``toolCallId`` is ``tc_<n>`` for the session's n-th call
+(consecutive), and every event of the call carries it::
 
-    model.tool_call_requested {tool, args}
+    model.tool_call_requested {tool, args, toolCallId}
     [mcp.server.connected {server, toolCount, protocolVersion}]        first use of the connector
     permission.requested      {tool, args, riskAtDecision, sourcedFrom}
     permission.resolved       {decision, actor, sourcedFrom}

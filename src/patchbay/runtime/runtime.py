@@ -430,6 +430,14 @@ class Runtime(ToolExecutor):
         ``permanently_failed``, ``closed``)."""
         return {name: connection.state for name, connection in self._connections.items()}
 
+    def server_failure(self, name: str) -> tuple[str, str] | None:
+        """``(code, message)`` of connector ``name``'s last failed connect (e.g. ``("timeout",
+        "connecting took longer than 15s")``), None when it has not failed or is not in this
+        runtime."""
+        connection = self._connections.get(name)
+        failure = connection.failure if connection is not None else None
+        return (str(failure[0]), failure[1]) if failure else None
+
     async def shutdown_server(self, name: str) -> None:
         """User-initiated shutdown of one connector (seed 000 §3.1): its connection closes,
         ``mcp.server.shutdown`` is emitted, its tools leave the router, and it never restarts in

@@ -6,6 +6,7 @@ check."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import anyio
@@ -232,3 +233,26 @@ async def test_a_refusal_other_than_invalid_grant_keeps_the_refresh_token(tmp_pa
 
         fixture.control(refresh="ok")
         assert (await whoami(plane, NAME))["scopes"] == ["mcp"]
+
+
+async def test_a_slow_authorization_server_does_not_use_up_the_connect_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two held authorization-server answers (metadata, token) take longer together than the
+    # connect timeout, each alone well within it: the MCP server itself is quick. Charging the
+    # authorization server's round trips to the connect deadline made machine grants fail under
+    # load although every token request succeeded.
+    connect_timeout, held = 5.0, 3.0
+    monkeypatch.setenv("PB_TEST_M2M_SECRET", "m2m-secret")
+    with oauth_server(separate_as=True) as fixture:
+        plane = control_plane(tmp_path / "home")
+        plane = dataclasses.replace(plane, settings=plane.settings.model_copy(update={"connect_timeout": connect_timeout}))
+        add_oauth_connector(
+            plane, NAME, fixture.url, grant="client_credentials", client_id="m2m", client_secret="@env:PB_TEST_M2M_SECRET"
+        )
+        fixture.control(as_delay=held)
+        started = anyio.current_time()
+        assert (await whoami(plane, NAME))["client_id"] == "m2m"
+        assert anyio.current_time() - started > connect_timeout  # the fault really outlasted the old deadline
+        counts = fixture.counts("main")
+        assert counts["client_credentials"] == 1 and counts["metadata"] >= 1

@@ -271,3 +271,28 @@ def test_downgrade_from_grant_kinds_restores_the_old_resource_key(dialect: str, 
         rows = conn.exec_driver_sql("SELECT tool_name, decision FROM mcp_global_tool_grants ORDER BY 1").all()
     assert [tuple(r) for r in rows] == [("get", "allow"), ("resources/read", "deny")]
     engine.dispose()
+
+
+def test_the_cheap_head_check_agrees_with_alembic() -> None:
+    from alembic.script import ScriptDirectory
+
+    from patchbay.adapters.store.db import script_heads
+
+    config = Config()
+    config.set_main_option("script_location", SCRIPT_LOCATION)
+    assert script_heads() == frozenset(ScriptDirectory.from_config(config).get_heads())
+
+
+def test_a_store_at_head_opens_without_loading_alembic(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    open_store(Settings(home=home, database_url=None)).close()  # creates and migrates it
+    probe = (
+        "import sys; from patchbay.adapters.store import open_store; from patchbay.core.settings import Settings;"
+        f"open_store(Settings(home={str(home)!r}, database_url=None)).close();"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]", done.stderr

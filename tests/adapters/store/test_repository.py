@@ -92,6 +92,7 @@ def test_stale_revision_is_a_conflict_and_changes_nothing(any_repo: Repository) 
 
     assert info.value.code == ErrorCode.REVISION_CONFLICT
     assert info.value.details == {"expected": 1, "actual": 2}
+    assert info.value.message.startswith("connector 'time' is at revision 2, not 1 (its definition's revision;")
     assert any_repo.get_connector(created.connector_id) == current
     with pytest.raises(NotFoundError):
         any_repo.update_connector("con_missing", 1, description="x")
@@ -118,6 +119,7 @@ def test_settings_revision_is_independent_of_connector_revision(any_repo: Reposi
     with pytest.raises(RevisionConflictError) as info:
         any_repo.update_settings(created.connector_id, 1, enabled=True)
     assert info.value.details == {"expected": 1, "actual": 2}
+    assert info.value.message.startswith("connector 'time': its settings are at settings revision 2, not 1")
     assert any_repo.get_connector(created.connector_id).settings.enabled is False
 
 

@@ -41,9 +41,25 @@ def test_host_keywords_resolve_under_the_given_home_only(home: Path, tmp_path: P
         ("claude_desktop", home / ".config/Claude/claude_desktop_config.json"),  # the one that exists
         ("claude_code", home / ".claude.json"),
         ("cursor", home / ".cursor/mcp.json"),
-        ("vscode", home / "Library/Application Support/Code/User/mcp.json"),  # none exists: the first
+        ("vscode", home / ".config/Code/User/mcp.json"),  # none exists: this platform's (Linux here)
     ]
     assert [load_source(s).status for s in sources] == ["ok", "missing", "missing", "missing"]
+
+
+@pytest.mark.parametrize(
+    ("platform", "expected"),
+    [
+        ("linux", ".config/Claude/claude_desktop_config.json"),
+        ("darwin", "Library/Application Support/Claude/claude_desktop_config.json"),
+        ("win32", "AppData/Roaming/Claude/claude_desktop_config.json"),
+    ],
+)
+def test_a_missing_host_file_is_looked_for_where_this_platform_keeps_it(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, platform: str, expected: str
+) -> None:
+    monkeypatch.setattr(discovery.sys, "platform", platform)
+    (source,) = named_sources(["claude-desktop"], home=home, cwd=tmp_path)
+    assert source.path == home / expected and load_source(source).status == "missing"
 
 
 def test_named_paths_are_relative_to_cwd_and_tilde_is_the_given_home(home: Path, tmp_path: Path) -> None:

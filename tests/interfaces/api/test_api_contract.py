@@ -141,3 +141,25 @@ def test_the_runtime_options_view_shows_every_runtime_option() -> None:
 
     assert set(RuntimeOptionsView.model_fields) == set(RuntimeOptions.model_fields)
     assert set(RuntimeOptionsChange.model_fields) == set(RuntimeOptions.model_fields)
+
+
+async def test_request_errors_say_what_is_wrong_in_words(api: Api) -> None:
+    broken = await api.client.post(
+        "/api/mcp/connectors", content=b'{\n  "name": "x",\n  oops}', headers={"content-type": "application/json"}
+    )
+    error = error_of(broken)
+    assert broken.status_code == 422 and error["code"] == "validation_error"
+    assert error["message"] == "the body is not valid JSON (line 3, column 3)"
+    assert error["details"]["field"] == "body" and (error["details"]["line"], error["details"]["column"]) == (3, 3)
+
+    bare = await api.client.post("/api/mcp/connectors", content=b'{"name": "x"}', headers={"content-type": ""})
+    assert bare.status_code == 422
+    assert error_of(bare)["message"] == "body: send a JSON object with content-type: application/json"
+
+    relative = await api.client.post("/api/sessions", json={"cwd": "work/repo"})
+    assert relative.status_code == 422
+    assert error_of(relative)["message"] == "cwd: must be an absolute path"
+    assert error_of(relative)["details"]["field"] == "body.cwd"
+    bad_name = await api.client.post("/api/mcp/connectors", json={"name": "Bad Name", "target": TIME})
+    assert error_of(bad_name)["message"].startswith("name: must be 1-64 characters of a-z, 0-9 and -")
+    assert "pattern" not in error_of(bad_name)["message"]

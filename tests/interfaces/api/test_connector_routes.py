@@ -107,7 +107,9 @@ async def test_validation_failures_are_422_naming_the_field(api: Api) -> None:
 async def test_a_taken_name_is_refused_whatever_its_case(api: Api) -> None:
     await api.create("time", TIME)
     again = await api.client.post("/api/mcp/connectors", json={"name": "time", "target": REMOTE})
-    assert again.status_code == 422 and error_of(again)["details"] == {"field": "name", "cause": "invalid_config"}
+    assert again.status_code == 409 and error_of(again)["code"] == "revision_conflict"
+    assert error_of(again)["details"] == {"field": "name", "cause": "name_taken"}
+    assert "already exists" in error_of(again)["message"]
 
 
 async def test_a_stale_revision_is_409_and_changes_nothing(api: Api) -> None:
@@ -128,6 +130,7 @@ async def test_a_stale_revision_is_409_and_changes_nothing(api: Api) -> None:
 
     settings = await api.client.put("/api/mcp/connectors/time/settings", json={"revision": 7, "enabled": True})
     assert settings.status_code == 409 and error_of(settings)["code"] == "revision_conflict"
+    assert error_of(settings)["message"].startswith("connector 'time': its settings are at settings revision 1, not 7")
     assert (await api.client.get("/api/mcp/connectors/time")).json()["settings"]["enabled"] is False
 
 

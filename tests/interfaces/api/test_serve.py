@@ -61,7 +61,12 @@ def test_the_readme_quick_start_serves_the_api_and_prints_url_and_data_home(tmp_
     finally:
         process.send_signal(2)  # Ctrl-C
         _, err = process.communicate(timeout=30)
-    assert process.returncode == 0 and err == "", err  # a quiet, clean stop
+    assert process.returncode == 0, err
+    # Start-up progress only (a clean stop adds nothing), step by step with the time since start.
+    steps = [re.sub(r"^patchbay serve: \[ *\d+\.\d+s\] ", "", line) for line in err.splitlines()]
+    assert all(line.startswith("patchbay serve: [") for line in err.splitlines()), err
+    assert [step.split(" ", 1)[0] for step in steps] == ["loading", "opening", "starting"], err
+    assert f"opening the store ({home / 'patchbay.db'};" in err and "the session host" in steps[-1]
 
 
 def test_serve_json_prints_one_start_document_and_serves_until_interrupted(tmp_path: Path) -> None:

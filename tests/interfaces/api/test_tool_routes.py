@@ -33,6 +33,17 @@ async def test_a_probe_of_a_real_server_caches_its_catalog(api: Api) -> None:
     assert shown["cache"]["server_info"]["name"]
 
 
+async def test_each_tool_says_why_it_has_its_risk(api: Api) -> None:
+    await _probed_time(api)
+    body = (await api.client.get("/api/mcp/connectors/time/tools")).json()
+    reasons = {t["name"]: (t["risk"], t["risk_reason"]) for t in body["tools"]}
+    assert reasons["get_current_time"] == ("read", "annotated readOnlyHint")
+    for risk, reason in reasons.values():
+        assert reason == {"read": "annotated readOnlyHint", "destructive": "annotated destructiveHint"}.get(
+            risk, "no annotation says otherwise"
+        )
+
+
 async def test_a_failing_server_is_a_200_with_its_stable_code(api: Api) -> None:
     await api.create("ghost", {"transport": "stdio", "command": "pb-no-such-command-for-api-tests"})
     response = await api.client.post("/api/mcp/connectors/ghost/probe")

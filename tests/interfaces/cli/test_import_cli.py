@@ -162,6 +162,27 @@ def test_bad_flags_are_invalid_config(run, all_samples) -> None:
     assert missing["code"] == "not_found"
 
 
+def test_a_second_name_after_one_select_is_a_missing_file_and_the_error_says_how_to_select_two(
+    run, all_samples
+) -> None:
+    error = json.loads(run("import", "commit", "--select", "api", "fetch", "--json", code=1).stdout)["error"]
+    assert error["code"] == "not_found" and error["details"]["path"].endswith("/fetch")
+    assert "no such file" in error["message"]
+    assert "--select api,fetch" in error["message"] and "repeat --select" in error["message"]
+    assert json.loads(run("connector", "list", "--json").stdout)["connectors"] == []
+    both = json.loads(run("import", "commit", "--select", "api", "--select", "fetch", "--json").stdout)
+    assert [i["name"] for i in both["imported"]] == ["api", "fetch"]
+
+
+def test_a_refused_definition_names_its_field_once(run, dirs: dict[str, Path]) -> None:
+    (dirs["workspace"] / ".mcp.json").write_text('{"mcpServers": {"shell": {"command": "npx -y some-server"}}}')
+    error = json.loads(run("import", "commit", "--select", "shell", "--json", code=1).stdout)["error"]
+    assert error["message"].startswith("select: shell cannot be imported: command: must be one executable")
+    assert "command: command:" not in error["message"]
+    problem = error["details"]["problems"][0]
+    assert problem["field"] == "command" and not problem["message"].startswith("command:")
+
+
 def test_terminal_escapes_in_a_file_are_shown_not_obeyed(run, dirs: dict[str, Path]) -> None:
     (dirs["workspace"] / ".mcp.json").write_text(json.dumps({"mcpServers": {"evil\x1b[2J": {"command": "x"}}}))
     out = run("import", "preview").stdout

@@ -15,13 +15,14 @@ VENV_BIN = Path(sys.executable).parent
 
 
 def quickstart_patchbay_steps() -> list[str]:
-    """The `patchbay ...` steps of the README's terminal walkthrough, the first command of its
-    "Command line" section (install steps dropped; the quick start itself runs `patchbay serve`,
-    tests/interfaces/api/test_serve.py)."""
+    """The `patchbay ...` steps of the README's terminal walkthrough: its "Command line" section
+    installs once in its first command and uses Patchbay in its second, which installs nothing
+    (the quick start itself runs `patchbay serve`, tests/interfaces/api/test_serve.py)."""
     readme = (REPO / "README.md").read_text()
-    blocks = re.findall(r"```bash\n(.*?)```", readme.split("## Command line", 1)[1], re.S)
-    first = blocks[0].strip()
-    steps = [step.strip() for step in first.split("&&")]
+    install, use = re.findall(r"```bash\n(.*?)```", readme.split("## Command line", 1)[1], re.S)[:2]
+    assert "pip install" in install and "patchbay " not in install
+    assert "pip install" not in use and "venv" not in use.replace(".venv/bin", "")
+    steps = [step.strip() for step in use.strip().split("&&")]
     return [s for s in steps if s.startswith("patchbay ")]
 
 

@@ -34,6 +34,7 @@ def recorded(tmp_path: Path) -> list[dict]:
 
 def test_answering_once_runs_the_call(env: dict[str, str], tmp_path: Path) -> None:
     child = spawn_call(env, tmp_path)
+    child.expect(r"echo from connector rec wants to run \(risk: \w+\)")
     child.expect(r"Allow\? \[o\]nce, for this \[s\]ession, \[d\]eny")
     child.sendline("o")
     child.expect("from a terminal")

@@ -29,23 +29,24 @@ Schema changes happen only through :func:`upgrade_to_head` (Alembic); nothing he
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import Connection, make_url
 
 from patchbay.adapters.store._errors import CANDIDATES, database_label, is_unavailable, unavailable
 
 if TYPE_CHECKING:
+    from alembic.config import Config
+
     from patchbay.adapters.store.repository import Repository
     from patchbay.core.settings import Settings
 
-__all__ = ["SCRIPT_LOCATION", "WRITE_OPTION", "create_engine_for", "open_store", "upgrade_to_head"]
+__all__ = ["SCRIPT_LOCATION", "WRITE_OPTION", "create_engine_for", "open_store", "script_heads", "upgrade_to_head"]
 
 #: Execution option marking a connection whose transactions write (``BEGIN IMMEDIATE`` on SQLite).
 WRITE_OPTION = "patchbay_write"
@@ -160,9 +161,41 @@ def create_engine_for(url: str) -> Engine:
 
 
 def _alembic_config() -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", SCRIPT_LOCATION)
     return config
+
+
+_VERSIONS_DIR = Path(__file__).resolve().parent / "migrations" / "versions"
+_REVISION = re.compile(r"^revision(?:\s*:[^=]*)?\s*=\s*[\"']([^\"']+)[\"']", re.MULTILINE)
+_DOWN_REVISION = re.compile(r"^down_revision(?:\s*:[^=]*)?\s*=\s*(.+)$", re.MULTILINE)
+_QUOTED = re.compile(r"[\"']([^\"']+)[\"']")
+
+
+def script_heads() -> frozenset[str]:
+    """The head revisions of the migration scripts, read from their ``revision`` and
+    ``down_revision`` lines without importing Alembic (its import costs more CPU than opening a
+    store at head). Empty when a script cannot be read that way: then Alembic decides."""
+    revisions: set[str] = set()
+    downs: set[str] = set()
+    for script in sorted(_VERSIONS_DIR.glob("*.py")):
+        source = script.read_text(encoding="utf-8")
+        revision, down = _REVISION.search(source), _DOWN_REVISION.search(source)
+        if revision is None or down is None:
+            return frozenset()
+        revisions.add(revision.group(1))
+        downs.update(_QUOTED.findall(down.group(1)))
+    return frozenset(revisions - downs)
+
+
+def _at_head(conn: Connection) -> bool:
+    """Whether the database's ``alembic_version`` rows are exactly the scripts' heads."""
+    heads = script_heads()
+    if not heads or not inspect(conn).has_table("alembic_version"):
+        return False
+    return set(conn.execute(text("SELECT version_num FROM alembic_version")).scalars()) == heads
 
 
 def upgrade_to_head(engine: Engine) -> None:
@@ -173,13 +206,20 @@ def upgrade_to_head(engine: Engine) -> None:
     to ``migrations/env.py``. Concurrent callers are serialised (``BEGIN IMMEDIATE`` on SQLite,
     a transaction-scoped advisory lock on PostgreSQL), so the loser finds the schema at head.
 
+    A database already at head (its ``alembic_version`` rows are the scripts' heads, see
+    :func:`script_heads`) is left alone without loading Alembic at all.
+
     Raises:
         sqlalchemy.exc.SQLAlchemyError: the database refused a migration; nothing was applied.
     """
-    config = _alembic_config()
     with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+        if _at_head(conn):
+            return
+        from alembic import command
+
+        config = _alembic_config()
         config.attributes["connection"] = conn
         command.upgrade(config, "head")
 

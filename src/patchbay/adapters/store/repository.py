@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypedDict, Unpack
+from typing import Any, Literal, TypedDict, Unpack
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection
@@ -38,7 +38,13 @@ from patchbay.adapters.store._base import UNSET, Unset
 from patchbay.adapters.store._grants import ProjectGrantCacheMixin, project_id_for
 from patchbay.adapters.store.probe_outcomes import ProbeOutcomeStore
 from patchbay.adapters.store.tables import APPROVAL_MODES, CONNECTOR_SOURCES, mcp_connectors
-from patchbay.core.errors import BuiltinConnectorError, ConfigError, NotFoundError, RevisionConflictError
+from patchbay.core.errors import (
+    BuiltinConnectorError,
+    ConfigError,
+    NameTakenError,
+    NotFoundError,
+    RevisionConflictError,
+)
 from patchbay.core.models import Connector, ConnectorSettings
 from patchbay.core.names import validate_connector_name
 
@@ -236,7 +242,7 @@ class Repository(ProjectGrantCacheMixin):
                     )
                 )
             if current.revision != expected_revision or not changes:
-                _check_revision(connector_id, expected_revision, current.revision)
+                _check_revision(current.name, "connector", expected_revision, current.revision)
                 return current
             result = conn.execute(
                 update(mcp_connectors)
@@ -244,7 +250,7 @@ class Repository(ProjectGrantCacheMixin):
                 .values(**changes, revision=_C.revision + 1, updated_at=self._clock())
             )
             if result.rowcount != 1:
-                self._raise_lost(conn, connector_id, expected_revision, _C.revision)
+                self._raise_lost(conn, connector_id, expected_revision, _C.revision, "connector")
             return _rows.connector_from_row(self._connector_row(conn, connector_id))
 
     def update_settings(
@@ -282,7 +288,7 @@ class Repository(ProjectGrantCacheMixin):
         with self._write() as conn:
             if not changes:
                 row = self._connector_row(conn, connector_id)
-                _check_revision(connector_id, expected_settings_revision, row["settings_revision"])
+                _check_revision(row["name"], "settings", expected_settings_revision, row["settings_revision"])
                 return _rows.connector_from_row(row)
             result = conn.execute(
                 update(mcp_connectors)
@@ -290,7 +296,7 @@ class Repository(ProjectGrantCacheMixin):
                 .values(**changes, settings_revision=_C.settings_revision + 1, updated_at=self._clock())
             )
             if result.rowcount != 1:
-                self._raise_lost(conn, connector_id, expected_settings_revision, _C.settings_revision)
+                self._raise_lost(conn, connector_id, expected_settings_revision, _C.settings_revision, "settings")
             return _rows.connector_from_row(self._connector_row(conn, connector_id))
 
     def delete_connector(self, connector_id: str) -> None:
@@ -312,23 +318,30 @@ class Repository(ProjectGrantCacheMixin):
     def _name_taken(conn: Connection, name: str) -> bool:
         return conn.execute(select(_C.connector_id).where(func.lower(_C.name) == name.lower())).first() is not None
 
-    def _raise_lost(self, conn: Connection, connector_id: str, expected: int, column: Any) -> None:
-        actual = conn.execute(select(column).where(_C.connector_id == connector_id)).scalar()
-        if actual is None:
+    def _raise_lost(
+        self, conn: Connection, connector_id: str, expected: int, column: Any, which: RevisionKind
+    ) -> None:
+        row = conn.execute(select(column, _C.name).where(_C.connector_id == connector_id)).first()
+        if row is None:
             raise NotFoundError(f"no connector {connector_id!r}", details={"connector_id": connector_id})
-        raise RevisionConflictError(
-            f"connector {connector_id} is at revision {actual}, not {expected}",
-            details={"expected": expected, "actual": actual},
-        )
+        _check_revision(row[1], which, expected, row[0])
 
 
 def _duplicate(name: str) -> ConfigError:
-    return ConfigError("name", f"a connector named {name!r} already exists (names are case-insensitive)")
+    return NameTakenError(name)
 
 
-def _check_revision(connector_id: str, expected: int, actual: int) -> None:
-    if expected != actual:
-        raise RevisionConflictError(
-            f"connector {connector_id} is at revision {actual}, not {expected}",
-            details={"expected": expected, "actual": actual},
-        )
+RevisionKind = Literal["connector", "settings"]
+"""Which of a connector's two independent counters: ``revision`` or ``settings.revision``."""
+
+
+def _check_revision(name: str, which: RevisionKind, expected: int, actual: int) -> None:
+    if expected == actual:
+        return
+    if which == "settings":
+        what = f"connector {name!r}: its settings are at settings revision {actual}, not {expected}"
+        other = "(settings.revision; the connector's own revision is counted separately)"
+    else:
+        what = f"connector {name!r} is at revision {actual}, not {expected}"
+        other = "(its definition's revision; settings.revision is counted separately)"
+    raise RevisionConflictError(f"{what} {other}", details={"expected": expected, "actual": actual})

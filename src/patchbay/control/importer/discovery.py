@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +92,17 @@ HOST_KEYWORDS: dict[str, tuple[HostKind, tuple[str, ...]]] = {
     ),
 }
 """Keywords a user may name instead of a path: host kind and candidate paths under the home
-directory (macOS, Linux, Windows layouts); the first that exists is read."""
+directory (macOS, Linux, Windows layouts); the first that exists is read, this platform's first."""
+
+_PLATFORM_DIRS = {"darwin": "Library/", "win32": "AppData/"}
+"""Where a host keeps its config on each platform (under the home directory); else ``.config/``."""
+
+
+def _this_platform_first(candidates: Sequence[str]) -> list[str]:
+    """``candidates`` with this platform's layout first (a missing file is then reported where
+    this platform's host would keep it), the others after, in order."""
+    prefix = _PLATFORM_DIRS.get(sys.platform, ".config/")
+    return sorted(candidates, key=lambda candidate: not candidate.startswith(prefix))
 
 
 @dataclass(frozen=True)
@@ -185,7 +196,7 @@ def named_sources(names: Sequence[str], *, home: Path, cwd: Path) -> list[Source
             raise ConfigError("paths", "a file name must not be empty")
         if name in HOST_KEYWORDS:
             host, candidates = HOST_KEYWORDS[name]
-            paths = [home / c for c in candidates]
+            paths = [home / c for c in _this_platform_first(candidates)]
             path = next((p for p in paths if p.exists()), paths[0])
             source = SourceFile(path=path, host=host, origin="named", label=name)
         else:

@@ -81,6 +81,12 @@ _NOT_IMPORTED = {
 }
 
 
+def _reason(exc: ConfigError) -> str:
+    """A ConfigError's message without its ``field:`` prefix: the problem names its field itself,
+    and the commit error adds it again."""
+    return exc.message.removeprefix(f"{exc.field}: ")
+
+
 def connector_name_for(name: str) -> str | None:
     """The connector name a host's server name becomes: lower case, runs of other characters
     than ``a-z0-9`` → ``-``, trimmed, at most 64 characters (DESIGN.md "Names"); None if
@@ -229,7 +235,7 @@ def _stdio(raw: dict[str, Any], d: Draft, ctx: Context, scope: Scope) -> None:
         try:
             d.target = ConnectorService.stdio_target(command_text, args, cwd=cwd, workspace=ctx.workspace)
         except ConfigError as exc:
-            d.problem(exc.field, f"invalid_{exc.field}", exc.message)
+            d.problem(exc.field, f"invalid_{exc.field}", _reason(exc))
     d.target_view = {
         "command": redact_text(command_text if command_text is not None else command),
         "args": [redact_text(a) for a in args],
@@ -263,7 +269,7 @@ def _env_file(value: Any, d: Draft, ctx: Context, scope: Scope) -> dict[str, Any
     try:
         values = read_env_file(Path(path))
     except ConfigError as exc:
-        d.problem("envFile", "env_file_unreadable", exc.message)
+        d.problem("envFile", "env_file_unreadable", _reason(exc))
         return {}
     d.loss("envFile", "env_file_copied", "its values are copied at import time; later edits of the file are not seen")
     return values
@@ -295,7 +301,7 @@ def _remote(raw: dict[str, Any], d: Draft, ctx: Context, scope: Scope, transport
             try:
                 d.target = validate_http_target(text, transport)
             except ConfigError as exc:
-                d.problem("url", "invalid_url", exc.message)
+                d.problem("url", "invalid_url", _reason(exc))
             else:
                 if _private(text):
                     d.loss(
@@ -338,7 +344,7 @@ def _socket(raw: dict[str, Any], d: Draft, ctx: Context, scope: Scope) -> None:
     try:
         d.target = validate_socket_path(full)
     except ConfigError as exc:
-        d.problem("socket", "invalid_socket", exc.message)
+        d.problem("socket", "invalid_socket", _reason(exc))
         return
     if not inside(d.target.path, ctx.workspace):  # type: ignore[union-attr]
         d.outside.append(PathView(field="socket", path=d.target.path))  # type: ignore[union-attr]

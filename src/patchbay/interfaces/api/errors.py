@@ -10,7 +10,11 @@ Every non-2xx answer is ``{"error": {"code", "message", "details"}}``
                                           import file: details.line/column; details.cause is
                                           "invalid_config"); a ValidationError
     not_found                     404     NotFoundError; a path no route has
-    revision_conflict             409     RevisionConflictError (details.expected, details.actual)
+    revision_conflict             409     RevisionConflictError (details.expected, details.actual;
+                                          the message says which revision: the connector's or
+                                          settings.revision); a connector name that is taken
+                                          (NameTakenError: details.field "name", details.cause
+                                          "name_taken")
     builtin_connector             403     BuiltinConnectorError
     canonical_state_unavailable   503     CanonicalStateUnavailable (seed 003 §15)
     origin_refused                403     a Host or Origin header this server does not answer
@@ -45,6 +49,10 @@ ToolCallError's failure reason as the code (DESIGN.md "Stable error codes"; seed
                                           "runtime_reload_failed"``: the session's last rebuild
                                           failed and it serves no runtime until a later reload
 
+A request FastAPI refuses gets a message in words: a body that is no JSON names the line and
+column, a POST without a JSON content-type says to send one, a refused pattern says what the field
+must be (``cwd: must be an absolute path``).
+
 Messages are redacted (PatchbayError redacts its message; responses are scanned again as they
 are rendered) and a validation error never quotes the input it refused: a refused body may hold
 a credential value.
@@ -60,7 +68,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from patchbay.core.errors import ErrorCode, FailureReason, PatchbayError, ToolCallError
+from patchbay.core.errors import ErrorCode, FailureReason, NameTakenError, PatchbayError, ToolCallError
 from patchbay.interfaces.api.contracts import ErrorResponse
 from patchbay.interfaces.api.responses import RedactedJSONResponse
 
@@ -100,8 +108,8 @@ _DESCRIPTIONS = {
     ),
     404: "No such connector, project, session or path (`not_found`).",
     409: (
-        "The revision named is stale; nothing was changed (`revision_conflict`); for a tool call "
-        "`cancelled` (the session was closed during it)."
+        "The revision named is stale, or the connector name is taken (`details.cause` `name_taken`); "
+        "nothing was changed (`revision_conflict`); for a tool call `cancelled` (the session was closed during it)."
     ),
     413: "The body is over the size limit (`payload_too_large`, `details.limit` in bytes).",
     422: (
@@ -140,6 +148,8 @@ def _patchbay_error(_request: Request, exc: Exception) -> Response:
     if status is None:  # a code no route should raise: a bug, shown as one
         log.error("unexpected %s: %s", exc.code, exc.message)
         return error_response(500, str(exc.code), exc.message, exc.details)
+    if isinstance(exc, NameTakenError):  # a valid request the registry's state refuses
+        return error_response(409, ErrorCode.REVISION_CONFLICT, exc.message, {**exc.details, "cause": "name_taken"})
     if exc.code == ErrorCode.INVALID_CONFIG:  # ConfigError, MalformedConfigError, ...
         details = {**exc.details, "cause": str(exc.code)}
         return error_response(422, ErrorCode.VALIDATION_ERROR, exc.message, details)
@@ -176,18 +186,53 @@ def _field(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(str(part) for part in loc)
 
 
-def _request_validation_error(_request: Request, exc: Exception) -> Response:
+_PATTERN_MESSAGES = {
+    r"^/[^\x00]*$": "must be an absolute path",
+    r"^[Hh][Tt][Tt][Pp][Ss]?://": "must be an http:// or https:// URL",
+    r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$": (
+        "must be 1-64 characters of a-z, 0-9 and -, starting and ending with a letter or digit"
+    ),
+}
+"""What each pattern of the request contracts means, said in words instead of the regex."""
+
+
+def _in_words(error: dict[str, Any]) -> str:
+    """One validation problem's message: pydantic's, unless it would show a regex."""
+    if error.get("type") == "string_pattern_mismatch":
+        pattern = str((error.get("ctx") or {}).get("pattern", ""))
+        return _PATTERN_MESSAGES.get(pattern, "does not have the required form")
+    return str(error.get("msg", ""))
+
+
+def _json_position(document: Any, pos: Any) -> tuple[int, int] | None:
+    if not isinstance(document, str) or not isinstance(pos, int) or not 0 <= pos <= len(document):
+        return None
+    line = document.count("\n", 0, pos) + 1
+    return line, pos - (document.rfind("\n", 0, pos) + 1) + 1
+
+
+def _request_validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    if errors and errors[0].get("type") == "json_invalid":
+        loc = tuple(errors[0].get("loc") or ())
+        where = _json_position(exc.body, loc[-1] if loc else None)  # FastAPI's loc: ("body", offset)
+        at = f" (line {where[0]}, column {where[1]})" if where else ""
+        details: dict[str, Any] = {"field": "body"}
+        if where:
+            details.update(line=where[0], column=where[1])
+        return error_response(422, ErrorCode.VALIDATION_ERROR, f"the body is not valid JSON{at}", details)
     problems = [
-        {
-            "field": _field(error.get("loc", ())),
-            "message": str(error.get("msg", "")),
-            "type": str(error.get("type", "")),
-        }
-        for error in exc.errors()[:20]
+        {"field": _field(error.get("loc", ())), "message": _in_words(error), "type": str(error.get("type", ""))}
+        for error in errors[:20]
     ]
-    first = problems[0] if problems else {"field": "", "message": "invalid request"}
-    message = f"{first['field']}: {first['message']}" if first["field"] else first["message"]
+    first = problems[0] if problems else {"field": "", "message": "invalid request", "type": ""}
+    if first["field"] == "body" and first["type"] in ("model_attributes_type", "dict_type"):
+        content_type = request.headers.get("content-type", "")
+        if "json" not in content_type.lower():  # FastAPI reads a body as JSON only when it says so
+            first = {**first, "message": "send a JSON object with content-type: application/json"}
+    shown = first["field"].removeprefix("body.")
+    message = f"{shown}: {first['message']}" if shown else first["message"]
     return error_response(422, ErrorCode.VALIDATION_ERROR, message, {"field": first["field"], "errors": problems})
 
 

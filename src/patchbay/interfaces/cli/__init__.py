@@ -18,11 +18,13 @@ import typer
 from patchbay.core.redaction import RedactingFilter
 from patchbay.interfaces.cli import auth, connectors, credentials, governed, imports, prompts, resources, serve
 from patchbay.interfaces.cli._context import state
+from patchbay.interfaces.cli._help import PlainHelpGroup
 from patchbay.interfaces.cli.sessions import sessions as sessions_command
 
 __all__ = ["app", "configure_logging", "main"]
 
 app = typer.Typer(
+    cls=PlainHelpGroup,
     name="patchbay",
     help="Patchbay: one registry, real probes and a governed call path for MCP connectors.",
     no_args_is_help=True,
@@ -45,9 +47,20 @@ app.command("serve")(serve.serve)
 app.command("api-token")(serve.api_token_command)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from patchbay import __version__
+
+        typer.echo(f"patchbay {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global(
     home: Path | None = typer.Option(None, "--home", envvar="PATCHBAY_HOME", help="Data home directory."),
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     state.home = home
     state._service = None

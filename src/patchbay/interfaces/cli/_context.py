@@ -111,7 +111,9 @@ class CliState:
             from patchbay.control.connectors import ConnectorService
 
             settings = self.settings
-            settings.home.mkdir(parents=True, exist_ok=True)
+            if not settings.home.is_dir():  # private like the default home; an existing one keeps its mode
+                settings.home.parent.mkdir(parents=True, exist_ok=True)
+                settings.home.mkdir(mode=0o700, exist_ok=True)
             self._service = ConnectorService(open_store(settings), settings)
         return self._service
 

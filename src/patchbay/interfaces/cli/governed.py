@@ -107,11 +107,12 @@ def tools(name: str, project: Path | None = PROJECT_OPTION, as_json: bool = JSON
     table = Table("tool", "decision", "source", "risk", "global", "project", "flag")
     for t in view.tools:
         decision = t.decision if t.visible else "hidden"
+        risk = f"{t.risk} ({t.risk_reason})" if t.risk_reason else t.risk
         table.add_row(
             Text(tool_signature(t.canonical_name, t.input_schema)),
             decision,
             t.source,
-            t.risk,
+            risk,
             t.global_grant or "-",
             t.project_grant or "-",
             "name" if t.name_flag else "-",
@@ -142,7 +143,9 @@ def grant(
     prompt: str | None = typer.Option(
         None, "--prompt", help="Grant one prompt ('*': every prompt) of the connector: allow or deny."
     ),
-    project: Path | None = PROJECT_OPTION,
+    project: Path | None = typer.Option(
+        None, "--project", help="Set the grant in this workspace's project (default: the global grant)."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Set or clear a tool, resource-read or prompt grant, globally or for one project.
@@ -206,7 +209,7 @@ def _tool_question(request: Any) -> tuple[Text, Text]:
     """What a terminal asks before a tool runs."""
     described = Text.assemble(
         (safe_text(request.tool), "bold"),
-        f" wants to run (risk: {request.risk}) with arguments ",
+        f" from connector {safe_text(request.connector)} wants to run (risk: {request.risk}) with arguments ",
         one_line(json.dumps(request.arguments, ensure_ascii=False), 2000),
     )
     problem = tool_name_problem(request.tool)
@@ -231,6 +234,11 @@ def call(
 
     def explain(failure: ToolCallError) -> str | None:
         _explain_disabled(service, tool, failure, project)
+        if failure.reason == "approval_unavailable" and not yes:
+            failure.message = (
+                f"{tool[:200]} needs approval (its decision is ask) and there is no terminal to ask on: "
+                "pass --yes to approve this call once"
+            )
         if failure.reason == "mcp_server_unavailable" and failure.details.get("connector"):
             return f"hint: patchbay probe {failure.details['connector']} --project {project}"
         return None

@@ -18,7 +18,7 @@ import typer
 from rich.text import Text
 
 from patchbay.control.importer import HOST_KEYWORDS, ImportPreview, PreviewEntry, commit_import, preview_import
-from patchbay.core.errors import ConfigError
+from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.interfaces.cli._context import (
     JSON_OPTION,
     emit_json,
@@ -191,12 +191,26 @@ def _print_entry(entry: PreviewEntry, diff: bool) -> None:
         out_console.print(Text(safe_text(line)))  # names and paths come from the file: escapes made visible
 
 
+def _select_hint(exc: NotFoundError, names: list[str], paths: list[str]) -> NotFoundError:
+    """``exc``, or -- when the missing file is a bare word after ``--select A`` (``--select A B``
+    takes ``B`` for a file to read) -- the same error saying how to select several definitions."""
+    missing = str(exc.details.get("path") or "")
+    words = [p for p in paths if "/" not in p and p not in HOST_KEYWORDS]
+    if not names or not missing or Path(missing).name not in words:
+        return exc
+    return NotFoundError(
+        f"{missing}: no such file (the words after the options are files to read); to import several "
+        f"definitions write --select {','.join([*names, *words])} or repeat --select",
+        details=exc.details,
+    )
+
+
 @app.command("commit")
 @handle_errors
 def commit(
     paths: list[str] = PATHS_ARGUMENT,
     select: list[str] = typer.Option(
-        None, "--select", metavar="NAME", help="A definition to import (repeat, or NAME,NAME)."
+        None, "--select", metavar="NAME[,NAME...]", help="Definitions to import: NAME,NAME or repeat --select."
     ),
     rename: list[str] = RENAME_OPTION,
     input_: list[str] = INPUT_OPTION,
@@ -212,18 +226,21 @@ def commit(
 ) -> None:
     """Import the selected definitions as connectors, all or none (the files are read again)."""
     names = [name.strip() for item in select or [] for name in item.split(",") if name.strip()]
-    result = commit_import(
-        state.service(),
-        select=names,
-        workspace=project,
-        home=_home(user_home),
-        paths=paths or [],
-        inputs=_pairs("input", input_, "ID=VAR"),
-        renames=_pairs("rename", rename, "OLD=NEW"),
-        references_only=references_only,
-        enabled=False if disabled else None,
-        classify=_classify(plain, secret),
-    )
+    try:
+        result = commit_import(
+            state.service(),
+            select=names,
+            workspace=project,
+            home=_home(user_home),
+            paths=paths or [],
+            inputs=_pairs("input", input_, "ID=VAR"),
+            renames=_pairs("rename", rename, "OLD=NEW"),
+            references_only=references_only,
+            enabled=False if disabled else None,
+            classify=_classify(plain, secret),
+        )
+    except NotFoundError as exc:
+        raise _select_hint(exc, names, paths or []) from exc
     if as_json:
         emit_json(result.model_dump(mode="json"))
         return

@@ -15,6 +15,9 @@ or not a server runs (the token is created on first use).
 Stopping is bounded: calls in flight get ``shutdown_grace`` seconds
 (``PATCHBAY_SHUTDOWN_GRACE``, default 5), then are cancelled and answered ``cancelled``, and every
 session's servers are stopped with their process groups.
+
+While it starts, each step is a ``patchbay serve: [<s>] ...`` line on stderr with the seconds
+since the command began: loading the API, opening the store (and migrating it), the session host.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import secrets
 import signal
 import socket
 import sys
+import time
 from typing import Any
 
 import anyio
@@ -82,6 +86,16 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _Progress:
+    """Start-up steps on stderr, timed from the command's start (a slow start says where it is)."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+
+    def step(self, what: str) -> None:
+        err_console.print(Text(f"patchbay serve: [{time.monotonic() - self._started:5.1f}s] {what}"))
+
+
 def _url(sock: socket.socket) -> str:
     address, port = sock.getsockname()[:2]
     return f"http://[{address}]:{port}" if ":" in address else f"http://{address}:{port}"
@@ -106,13 +120,7 @@ def serve(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Serve the REST API (connectors, settings, probe, tools, grants) until interrupted."""
-    import uvicorn
-
-    from patchbay.adapters.api_token import api_token
-    from patchbay.adapters.store._errors import database_label
-    from patchbay.interfaces.api import LOOPBACK_HOSTS, create_app
-    from patchbay.interfaces.api.auth import login_url
-
+    progress = _Progress()
     settings = state.settings
     host = host if host is not None else settings.api_host
     port = port if port is not None else settings.api_port
@@ -125,6 +133,14 @@ def serve(
         )
     if no_auth and (allow_remote or not loopback):
         raise ConfigError("no-auth", "--no-auth is for loopback only; it cannot be combined with --allow-remote")
+    progress.step("loading the API")
+    import uvicorn
+
+    from patchbay.adapters.api_token import api_token
+    from patchbay.adapters.store._errors import database_label
+    from patchbay.interfaces.api import LOOPBACK_HOSTS, create_app
+    from patchbay.interfaces.api.auth import login_url
+
     token = None
     token_problem = None
     if not no_auth:
@@ -141,13 +157,14 @@ def serve(
     )
     context = app.state.context
     store_problem = None
+    database = database_label(settings.resolved_database_url)
+    progress.step(f"opening the store ({database}; migrations run if it is not at the latest schema)")
     try:
         context.connector_service()
     except CanonicalStateUnavailable as exc:
         store_problem = exc.message  # routes answer 503 and try again; say so now
     sock = _bind(host, port)
     url = _url(sock)
-    database = database_label(settings.resolved_database_url)
     # lifespan "on": the app's lifespan runs the session host (sessions, runtime reload; seed 003 §10.5)
     grace = settings.shutdown_grace
     # The backstop after the grace: uvicorn cancels request tasks whose answer still has not gone out.
@@ -199,6 +216,7 @@ def serve(
             out_console.print(Text(f"Data home: {settings.home}"))
             out_console.print(Text(f"Database: {database}"))
             out_console.print(Text("Press Ctrl-C to stop."))
+        progress.step("starting the session host; requests are answered once it runs")
         _bounded_server(config, context, grace).run(sockets=[sock])
     except KeyboardInterrupt:
         pass

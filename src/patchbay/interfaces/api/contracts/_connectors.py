@@ -497,7 +497,9 @@ class ToolDecisionView(_Response):
     """Why the server's name for this tool is flagged (outside MCP's ``[A-Za-z0-9_.-]``, 1-128
     characters, or starting ``mcp.``: spaces, zero-width characters, lookalike letters),
     completing "its name ..."; null for a clean name."""
-
+    risk_reason: str
+    """Why the tool has its risk: ``annotated readOnlyHint``, ``annotated destructiveHint``, or
+    ``no annotation says otherwise`` (then the risk is ``network``, the default for MCP tools)."""
 
 class ResourceReadsDecisionView(_Response):
     """How explicit resource includes from the connector are decided (their own key space)."""

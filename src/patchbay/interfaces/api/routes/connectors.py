@@ -109,7 +109,7 @@ def list_connectors(service: Service) -> c.ConnectorList:
     "",
     status_code=201,
     response_model=c.ConnectorChanged,
-    responses=error_responses(),
+    responses=error_responses(409),
     summary="Create a connector",
 )
 def create_connector(

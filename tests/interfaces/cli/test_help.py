@@ -1,0 +1,42 @@
+"""``patchbay --version`` and the help output: plain metavars, one-line command summaries."""
+
+from __future__ import annotations
+
+import re
+
+from typer.testing import CliRunner
+
+import patchbay
+from patchbay.interfaces.cli import app
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_version_prints_the_package_version() -> None:
+    assert invoke("--version").strip() == f"patchbay {patchbay.__version__}"
+
+
+def test_flags_show_no_placeholder_and_values_show_a_plain_metavar() -> None:
+    serve = invoke("serve", "--help")
+    assert not re.search(r"<(bool|str|int|path|float)", serve)  # Typer's type placeholders
+    assert re.search(r"--port\s+PORT\b", serve) and re.search(r"--host\s+HOST\b", serve)
+    assert re.search(r"--json\s+Print machine-readable", serve)
+    assert re.search(r"--help\s+Show this message", serve)
+    for args in (["--help"], ["connector", "--help"], ["grant", "--help"], ["call", "--help"]):
+        assert "<bool>" not in invoke(*args) and "<str>" not in invoke(*args), args
+
+
+def test_a_command_list_shows_each_summary_on_one_logical_line() -> None:
+    listing = invoke("connector", "--help")
+    line = next(line for line in listing.splitlines() if re.match(r"\W*set\s", line))
+    assert "runtime options and credential bindings" in line
+
+
+def test_grant_project_help_says_it_sets_a_project_grant() -> None:
+    text = " ".join(invoke("grant", "--help").split())
+    assert "Show decisions" not in text
+    assert "Set the grant in this workspace's project" in text
