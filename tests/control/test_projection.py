@@ -199,7 +199,7 @@ def test_the_snapshot_carries_resource_and_prompt_grants_in_their_own_key_spaces
     # No tool name carries the resource or prompt grants, least of all a tool named "*".
     assert evil["allowed_tools"] == [] and evil["exclude_tools"] == [] and evil["approve_tools"] is True
 
-    (server,) = load_snapshot(workspace, project_id=project.project_id).servers
+    (server,) = load_snapshot(workspace, project_id=project.project_id, home=service.settings.home).servers
     engine = PermissionEngine(session_id="s")
     assert engine.evaluate_resource_read(server).decision == "allow"
     assert engine.evaluate(server, "resources/read").decision == "ask"
