@@ -346,7 +346,7 @@ async def test_an_oversized_result_through_the_runtime_is_cut_stored_and_logged_
     assert store.size(result.artifact_id) == result.size_bytes
     events = read_events(runtime.event_log_path)
     assert [event["type"] for event in events if event["payload"].get("toolCallId") == result.tool_call_id] == (
-        CALL_CHAIN[1:]
+        CALL_CHAIN
     )
     completed = next(event["payload"] for event in events if event["type"] == "tool.completed")
     assert completed == {
