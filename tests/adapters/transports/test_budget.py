@@ -198,7 +198,11 @@ async def test_a_big_response_stays_charged_until_the_call_that_claimed_it_ends(
                     assert (await reads.receive()).message.method == "notifications/message"
                     await drained_to(budget, claim.held)
                     assert claim.held >= 2 * MiB - 64 * 1024  # ...while the result stays charged
+                    assert len(message.message.result["blob"]) == 2 * MiB
                 await drained(budget)  # the block ended: given back
+                # ...and the parsed result dropped, though the session's receive loop still refers
+                # to its last message (an idle connection would keep a big result alive otherwise).
+                assert message.message.result == {}
 
 
 async def drained_to(budget: ByteBudget, held: int) -> None:
@@ -222,17 +226,19 @@ async def test_a_response_to_a_call_that_already_ended_is_released_when_handed_o
 async def test_a_claim_gives_back_its_charge_before_it_waits_for_another_answer() -> None:
     budget = ByteBudget(16 * MiB, share=256 * 1024)
     async with peer_link(budget) as (reads, writes, server, lines):
-        with anyio.fail_after(30), holding_results() as claim:
-            await writes.send(request(1))
-            await answer(server, lines, 1, 2 * MiB)
-            await reads.receive()
-            assert claim.held >= 2 * MiB - 64 * 1024
-            await writes.send(request(2))  # a second round of the same call: it must not wait holding
-            assert claim.held == 0
-            await answer(server, lines, 2, 3 * MiB)
-            assert (await reads.receive()).message.id == 2
-            assert claim.held >= 3 * MiB - 64 * 1024
-        assert budget.held == 0
+        with anyio.fail_after(30):
+            with holding_results() as claim:
+                await writes.send(request(1))
+                await answer(server, lines, 1, 2 * MiB)
+                first = await reads.receive()
+                assert claim.held >= 2 * MiB - 64 * 1024
+                await writes.send(request(2))  # a second round of the same call: it must not wait holding
+                assert claim.held == 0
+                assert len(first.message.result["blob"]) == 2 * MiB  # still the call's to read
+                await answer(server, lines, 2, 3 * MiB)
+                assert (await reads.receive()).message.id == 2
+                assert claim.held >= 3 * MiB - 64 * 1024
+            assert budget.held == 0 and first.message.result == {}
 
 
 async def test_a_cancelled_call_gives_back_the_charge_of_its_response() -> None:

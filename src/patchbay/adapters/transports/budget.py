@@ -37,7 +37,7 @@ and a claim that sends another request gives back what it holds first.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Hashable, Iterator, MutableMapping
+from collections.abc import Callable, Hashable, Iterator, MutableMapping
 from contextlib import contextmanager
 
 import anyio
@@ -197,6 +197,7 @@ class ResultClaim:
     def __init__(self) -> None:
         self.closed = False
         self._leases: list[BudgetLease] = []
+        self._forget: list[Callable[[], None]] = []
         self._tickets: list[tuple[MutableMapping[Hashable, ResultClaim], Hashable]] = []
 
     @property
@@ -214,8 +215,13 @@ class ResultClaim:
         table[request_id] = self
         self._tickets.append((table, request_id))
 
-    def keep(self, lease: BudgetLease) -> bool:
+    def keep(self, lease: BudgetLease, forget: Callable[[], None] | None = None) -> bool:
         """Take over ``lease`` (a complete response's charge) until the call is done.
+
+        Args:
+            lease: the charge of the response.
+            forget: run when the charge is given back, to drop the parsed response (the session's
+                receive loop keeps its last message until the next one arrives).
 
         Returns:
             False when the call already ended: the caller releases the lease itself.
@@ -224,18 +230,24 @@ class ResultClaim:
             return False
         lease.park()
         self._leases.append(lease)
+        if forget is not None:
+            self._forget.append(forget)
         return True
 
     def release(self) -> None:
         """The call is done: give back every charge kept and forget its requests."""
         self.closed = True
-        self._give_back()
+        self._give_back(forget=True)
         for table, request_id in self._tickets:
             if table.get(request_id) is self:
                 del table[request_id]
         self._tickets.clear()
 
-    def _give_back(self) -> None:
+    def _give_back(self, *, forget: bool = False) -> None:
+        if forget:  # only once the call is done: before, its later rounds may still read them
+            drops, self._forget = self._forget, []
+            for drop in drops:
+                drop()
         leases, self._leases = self._leases, []
         for lease in leases:
             lease.release()

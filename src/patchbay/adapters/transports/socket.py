@@ -221,6 +221,9 @@ async def ndjson_streams(
                         await read_writer.send(message)
                     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                         deliver = False
+                    # Not kept alive by this frame until the next message: an idle connection would
+                    # hold its last result (a big one: its whole size) for as long as it stays idle.
+                    del message
                     if kept is None:
                         # Parsed and handed on: the bytes of this message are held no longer.
                         lease.release()
@@ -234,7 +237,14 @@ async def ndjson_streams(
         nonlocal lease
         request_id = _response_id(message)
         claim = claims.pop(request_id, None) if request_id is not None else None
-        if claim is None or lease.held <= account.share or not claim.keep(lease):
+        if claim is None or lease.held <= account.share:
+            return None
+        assert isinstance(message, SessionMessage)
+        reply = message.message
+        # The result dict is the one the session hands to the call; once the call is done nobody
+        # reads it, but the SDK's receive loop still refers to this message until the next one.
+        forget = reply.result.clear if isinstance(reply, types.JSONRPCResponse) and isinstance(reply.result, dict) else None
+        if not claim.keep(lease, forget):
             return None
         kept, lease = lease, account.lease()
         return kept
