@@ -6,7 +6,8 @@ the same moment add up. The NDJSON reader (:func:`patchbay.adapters.transports.s
 used by stdio and socket connectors) takes a :class:`BudgetLease` and charges it for the bytes of
 the incomplete message it holds, before it reads more; when the budget is used up it stops reading
 (the server's writes then block on the full pipe: backpressure, nothing is dropped) until another
-reader's message has been parsed and handed on, which releases that reader's charge.
+reader's message has been parsed and handed on (a big result: until its call is done, below),
+which releases that reader's charge. HTTP transports are not budgeted.
 
 Rules, so that waiting never deadlocks:
 
