@@ -4,6 +4,7 @@ than the budget still goes through alone). The concurrent cases use real stdio f
 
 from __future__ import annotations
 
+import contextvars
 import json
 import tempfile
 from collections.abc import AsyncIterator
@@ -22,7 +23,7 @@ from mcp.shared.message import SessionMessage
 import patchbay.adapters.transports.budget as budget_module
 import patchbay.runtime.executor as executor_module
 from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings
-from patchbay.adapters.transports.budget import ByteBudget, holding_results, process_budget
+from patchbay.adapters.transports.budget import ByteBudget, ResultClaim, holding_results, process_budget
 from patchbay.adapters.transports.socket import ndjson_streams
 from patchbay.core.errors import FailureReason, ToolCallError
 from patchbay.core.models import ConnectorSettings
@@ -150,6 +151,22 @@ async def test_a_parked_charge_lets_another_message_grow_but_not_past_the_limit(
 
 
 # -- the reader keeps a big response charged for the call that waits for it ------------------
+
+
+def test_nested_blocks_share_one_claim_and_a_finished_claim_is_not_reused() -> None:
+    with holding_results() as outer:
+        with holding_results() as inner:
+            assert inner is outer
+        assert not outer.closed  # the outer block still runs
+        later = contextvars.copy_context()  # what a task started here and outliving the block gets
+    assert outer.closed
+
+    def own_claim() -> ResultClaim:
+        with holding_results() as claim:
+            assert not claim.closed
+            return claim
+
+    assert later.run(own_claim) is not outer
 
 
 @asynccontextmanager

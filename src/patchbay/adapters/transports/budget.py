@@ -269,7 +269,7 @@ def holding_results() -> Iterator[ResultClaim]:
     outer block's claim. Only transports framed by the NDJSON reader (stdio, socket) keep charges;
     for others the claim stays empty."""
     outer = _claim.get()
-    if outer is not None:
+    if outer is not None and not outer.closed:  # a closed one came with a task that outlived it
         yield outer
         return
     claim = ResultClaim()
