@@ -36,6 +36,7 @@ from typing import Any
 
 import anyio
 
+from patchbay.adapters.transports.budget import holding_results
 from patchbay.core.errors import FailureReason, PatchbayError, ToolCallError, ValidationError
 from patchbay.core.models import RuntimeServer
 from patchbay.core.names import MCP_PREFIX, parse_canonical_tool_name
@@ -213,22 +214,26 @@ class ToolExecutor:
         events.mcp_started(tool)
         events.tool_started()
         started = time.perf_counter()
-        try:
-            result = await connection.call_tool(tool, events.args)
-        except ToolCallError as exc:
-            events.mcp_failed(_ms_since(started), str(exc.reason), exc.message[: self.settings.result_preview_chars])
-            raise
-        except anyio.get_cancelled_exc_class():
-            events.mcp_failed(_ms_since(started), str(FailureReason.CANCELLED), "the call was cancelled")
-            raise
-        duration_ms = _ms_since(started)
-        if rough_size(result) > GUARD_IN_THREAD_BYTES:
-            # Measuring, cutting and storing a big result takes a while: not on the event loop.
-            outcome = await anyio.to_thread.run_sync(
-                functools.partial(mcp_result, events.id, route.name, result, self._output_guard)
-            )
-        else:
-            outcome = mcp_result(events.id, route.name, result, self._output_guard)
+        # A big result stays charged to the in-flight byte budget until the guard is done with it:
+        # its copies (the SDK's result, the guard's) are where the memory goes, not the read.
+        with holding_results():
+            try:
+                result = await connection.call_tool(tool, events.args)
+            except ToolCallError as exc:
+                events.mcp_failed(_ms_since(started), str(exc.reason), exc.message[: self.settings.result_preview_chars])
+                raise
+            except anyio.get_cancelled_exc_class():
+                events.mcp_failed(_ms_since(started), str(FailureReason.CANCELLED), "the call was cancelled")
+                raise
+            duration_ms = _ms_since(started)
+            if rough_size(result) > GUARD_IN_THREAD_BYTES:
+                # Measuring, cutting and storing a big result takes a while: not on the event loop.
+                outcome = await anyio.to_thread.run_sync(
+                    functools.partial(mcp_result, events.id, route.name, result, self._output_guard)
+                )
+            else:
+                outcome = mcp_result(events.id, route.name, result, self._output_guard)
+            del result  # the outcome is what is left once the charge goes
         if outcome.is_error:
             message = outcome.text[: self.settings.result_preview_chars] or "the tool reported an error"
             events.mcp_failed(duration_ms, str(FailureReason.TOOL_ERROR), message)

@@ -6,7 +6,8 @@ the same moment add up. The NDJSON reader (:func:`patchbay.adapters.transports.s
 used by stdio and socket connectors) takes a :class:`BudgetLease` and charges it for the bytes of
 the incomplete message it holds, before it reads more; when the budget is used up it stops reading
 (the server's writes then block on the full pipe: backpressure, nothing is dropped) until another
-reader's message has been parsed and handed on, which releases that reader's charge.
+reader's message has been parsed and handed on (a big result: until its call is done, below),
+which releases that reader's charge. HTTP transports are not budgeted.
 
 Rules, so that waiting never deadlocks:
 
@@ -20,13 +21,29 @@ Rules, so that waiting never deadlocks:
 
 The accounting is per read (64 KiB): a chunk is charged right after it is read, so the bytes held
 are exact to within one read per connection. The copy a parse makes is not counted.
+
+**Results stay charged until their call is done.** Parsing a big result is not the end of its
+cost: the SDK's result object and the output guard's copies are made afterwards. A call path that
+runs inside :func:`holding_results` gets a :class:`ResultClaim`; the reader of a connection notes
+which claim each request was sent under (it sees the requests written in the caller's task) and,
+when the response to one of them was larger than ``share``, hands that message's lease to the
+claim instead of releasing it (:meth:`BudgetLease.park`: the charge stays, ownership goes, so the
+next big message may be read within what is left). The claim releases it when the call ends,
+however it ends. A response nobody claims (no claim, a notification, a call that already ended)
+is released as soon as it was handed on. Waiting stays deadlock-free because a claim never waits
+for a reader while it holds: a parked charge is released by its call without any further read,
+and a claim that sends another request gives back what it holds first.
 """
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import Callable, Hashable, Iterator, MutableMapping
+from contextlib import contextmanager
+
 import anyio
 
-__all__ = ["BudgetLease", "ByteBudget", "process_budget"]
+__all__ = ["BudgetLease", "ByteBudget", "ResultClaim", "current_claim", "holding_results", "process_budget"]
 
 _MIN_SHARE = 64 * 1024
 
@@ -161,6 +178,107 @@ class BudgetLease:
         """Give back everything this reader holds (its message was handed on, or it stopped)."""
         if self.held or self.budget._owner is self:
             self.budget._release(self)
+
+    def park(self) -> None:
+        """Keep the charge but stop growing: the lease's message is complete and kept by a
+        :class:`ResultClaim`. It gives up being the owner, so another reader may grow a large
+        message within what is left of the limit (and past it only once this is released)."""
+        if self.budget._owner is self:
+            self.budget._owner = None
+            self.budget._notify()
+
+
+class ResultClaim:
+    """The charges of the big responses to one call's requests, kept until the call is done.
+
+    Made by :func:`holding_results`; the NDJSON reader registers the call's requests
+    (:meth:`register`) and parks the leases of their big responses here (:meth:`keep`).
+    """
+
+    def __init__(self) -> None:
+        self.closed = False
+        self._leases: list[BudgetLease] = []
+        self._forget: list[Callable[[], None]] = []
+        self._tickets: list[tuple[MutableMapping[Hashable, ResultClaim], Hashable]] = []
+
+    @property
+    def held(self) -> int:
+        """Bytes kept now."""
+        return sum(lease.held for lease in self._leases)
+
+    def register(self, table: MutableMapping[Hashable, ResultClaim], request_id: Hashable) -> None:
+        """Note that the request ``request_id`` of a connection (whose ``table`` maps request ids
+        to claims) was sent under this claim. What the claim keeps is given back first: the call
+        is waiting for another answer, and it must not wait for a reader while holding budget."""
+        if self.closed:
+            return
+        self._give_back()
+        table[request_id] = self
+        self._tickets.append((table, request_id))
+
+    def keep(self, lease: BudgetLease, forget: Callable[[], None] | None = None) -> bool:
+        """Take over ``lease`` (a complete response's charge) until the call is done.
+
+        Args:
+            lease: the charge of the response.
+            forget: run when the charge is given back, to drop the parsed response (the session's
+                receive loop keeps its last message until the next one arrives).
+
+        Returns:
+            False when the call already ended: the caller releases the lease itself.
+        """
+        if self.closed:
+            return False
+        lease.park()
+        self._leases.append(lease)
+        if forget is not None:
+            self._forget.append(forget)
+        return True
+
+    def release(self) -> None:
+        """The call is done: give back every charge kept and forget its requests."""
+        self.closed = True
+        self._give_back(forget=True)
+        for table, request_id in self._tickets:
+            if table.get(request_id) is self:
+                del table[request_id]
+        self._tickets.clear()
+
+    def _give_back(self, *, forget: bool = False) -> None:
+        if forget:  # only once the call is done: before, its later rounds may still read them
+            drops, self._forget = self._forget, []
+            for drop in drops:
+                drop()
+        leases, self._leases = self._leases, []
+        for lease in leases:
+            lease.release()
+
+
+_claim: contextvars.ContextVar[ResultClaim | None] = contextvars.ContextVar("patchbay_result_claim", default=None)
+
+
+def current_claim() -> ResultClaim | None:
+    """The claim of the call running in this task (None outside :func:`holding_results`)."""
+    return _claim.get()
+
+
+@contextmanager
+def holding_results() -> Iterator[ResultClaim]:
+    """Keep the budget charged for the big responses to the requests sent inside the block until
+    the block ends (normally, by an error, a timeout or a cancellation). Nested blocks share the
+    outer block's claim. Only transports framed by the NDJSON reader (stdio, socket) keep charges;
+    for others the claim stays empty."""
+    outer = _claim.get()
+    if outer is not None and not outer.closed:  # a closed one came with a task that outlived it
+        yield outer
+        return
+    claim = ResultClaim()
+    token = _claim.set(claim)
+    try:
+        yield claim
+    finally:
+        _claim.reset(token)
+        claim.release()
 
 
 _process: ByteBudget | None = None

@@ -12,17 +12,19 @@ import contextlib
 import logging
 import os
 import stat
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import mcp_types as types
 from anyio.abc import ByteStream
 from mcp.client._transport import TransportStreams
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 
-from patchbay.adapters.transports.budget import ByteBudget, process_budget
+from patchbay.adapters.transports.budget import BudgetLease, ByteBudget, ResultClaim, current_claim, process_budget
 from patchbay.core.errors import ErrorCode, ProbeError
 from patchbay.core.models import SocketTarget
 
@@ -98,6 +100,40 @@ async def open_socket(target: SocketTarget) -> AsyncIterator[SocketLink]:
         yield SocketLink(streams=streams, path=target.path)
 
 
+class _ClaimingWriter:
+    """The write stream the session gets: it runs in the caller's task, so it can note under
+    which :class:`ResultClaim` each request goes out (``claims``: request id -> claim)."""
+
+    def __init__(self, stream: anyio.abc.ObjectSendStream[SessionMessage], claims: dict[Hashable, ResultClaim]):
+        self._stream = stream
+        self._claims = claims
+
+    async def send(self, item: SessionMessage, /) -> None:
+        claim = current_claim()
+        if claim is not None and isinstance(item.message, types.JSONRPCRequest):
+            claim.register(self._claims, coerce_request_id(item.message.id))
+        await self._stream.send(item)
+
+    def close(self) -> None:
+        self._stream.close()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _ClaimingWriter:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+
+def _response_id(message: SessionMessage | Exception) -> Hashable | None:
+    if isinstance(message, SessionMessage) and isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
+        request_id = message.message.id
+        return None if request_id is None else coerce_request_id(request_id)
+    return None
+
+
 @asynccontextmanager
 async def ndjson_streams(
     sock: ByteStream, *, close: Callable[[], Awaitable[None]] | None = None, budget: ByteBudget | None = None
@@ -116,11 +152,17 @@ async def ndjson_streams(
             drains; the stdio transport uses it for the stdin-EOF / SIGTERM / SIGKILL sequence.
         budget: the in-flight byte budget the reader charges for the message it is reading
             (:mod:`patchbay.adapters.transports.budget`); default the process's budget. When it is
-            used up the reader stops reading until other messages were handed on.
+            used up the reader stops reading until other messages were handed on. A response
+            larger than the budget's ``share`` to a request sent inside
+            :func:`~patchbay.adapters.transports.budget.holding_results` stays charged until that
+            block ends; every other message is released once handed on.
     """
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
-    lease = (budget if budget is not None else process_budget()).lease()
+    raw_write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    claims: dict[Hashable, ResultClaim] = {}
+    write_stream = _ClaimingWriter(raw_write_stream, claims)
+    account = budget if budget is not None else process_budget()
+    lease = account.lease()
 
     async def next_line(buffer: bytearray) -> bytes | None:
         """Take the next line out of ``buffer``, reading more as needed; None at EOF. Before
@@ -174,14 +216,38 @@ async def ndjson_streams(
                         _logger.debug("Failed to parse JSONRPC message from server: %s", exc)
                         message = exc
                     del line  # the parsed message is all that stays (peak ~2x a big line, not 3x)
+                    kept = keep_for_call(message)
                     try:
                         await read_writer.send(message)
                     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                         deliver = False
-                    # Parsed and handed on: the bytes of this message are held no longer.
-                    lease.release()
+                    # Not kept alive by this frame until the next message: an idle connection would
+                    # hold its last result (a big one: its whole size) for as long as it stays idle.
+                    del message
+                    if kept is None:
+                        # Parsed and handed on: the bytes of this message are held no longer.
+                        lease.release()
         finally:
             lease.release()
+            claims.clear()
+
+    def keep_for_call(message: SessionMessage | Exception) -> BudgetLease | None:
+        """Hand a big response's lease to the claim of the call that waits for it (the reader
+        goes on with a new lease); None when nobody claims it (it is released once handed on)."""
+        nonlocal lease
+        request_id = _response_id(message)
+        claim = claims.pop(request_id, None) if request_id is not None else None
+        if claim is None or lease.held <= account.share:
+            return None
+        assert isinstance(message, SessionMessage)
+        reply = message.message
+        # The result dict is the one the session hands to the call; once the call is done nobody
+        # reads it, but the SDK's receive loop still refers to this message until the next one.
+        forget = reply.result.clear if isinstance(reply, types.JSONRPCResponse) and isinstance(reply.result, dict) else None
+        if not claim.keep(lease, forget):
+            return None
+        kept, lease = lease, account.lease()
+        return kept
 
     async def writer() -> None:
         try:
@@ -201,6 +267,6 @@ async def ndjson_streams(
             with anyio.CancelScope(shield=True):
                 read_stream.close()  # the reader stops delivering and only drains from here
                 await (close() if close is not None else sock.aclose())
-                for stream in (read_stream, write_stream, read_writer, write_reader):
+                for stream in (read_stream, raw_write_stream, read_writer, write_reader):
                     await stream.aclose()
             tg.cancel_scope.cancel()
