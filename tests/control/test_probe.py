@@ -120,6 +120,15 @@ def assert_ready(result: ProbeResult) -> None:
 # --- real peers ----------------------------------------------------------------------------------
 
 
+async def test_plain_binding_values_need_no_credential_store(settings: Settings, tmp_path: Path) -> None:
+    plain = [{"delivery": "env", "name": "REGION", "value": "eu-west"}]
+    with anyio.fail_after(30):
+        result = await Prober(settings).probe(
+            connector(StdioTarget(command="mcp-server-time"), bindings=plain), workspace=tmp_path
+        )
+    assert_ready(result)
+
+
 async def test_mcp_server_time_is_ready_with_its_tools(settings: Settings, tmp_path: Path) -> None:
     with anyio.fail_after(30):
         result = await Prober(settings).probe(connector(StdioTarget(command="mcp-server-time")), workspace=tmp_path)

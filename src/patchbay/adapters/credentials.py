@@ -27,6 +27,7 @@ control-plane methods, and :class:`~patchbay.core.credentials.CredentialUnavaila
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import errno
 import json
@@ -37,7 +38,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import pydantic
 from pydantic import Field
@@ -70,6 +71,7 @@ LOCK_TIMEOUT = 10.0
 """Seconds a writer waits for the store's lock before giving up (``canonical_state_unavailable``)."""
 _USED_MARK_INTERVAL_MS = 60_000
 _VERSION = 1
+_T = TypeVar("_T")
 
 
 class StoredCredential(Credential):
@@ -265,7 +267,7 @@ class CredentialStore:
         except OSError as exc:
             raise self._unavailable("cannot be written", exc) from None
 
-    def mutate(self, change: Callable[[dict[str, StoredCredential]], Any]) -> Any:
+    def mutate(self, change: Callable[[dict[str, StoredCredential]], _T]) -> _T:
         """Run ``change(records)`` on a fresh read under the lock and save what it leaves.
 
         ``change`` edits the dict in place (add, replace, delete records) and may raise to abort
@@ -342,14 +344,14 @@ class CredentialStore:
             deletes=[cid for cid, r in previous.items() if r is None],
         )
 
-    def delete_owned_by(self, connector_id: str) -> list[str]:
+    def delete_owned_by(self, connector_id: str) -> builtins.list[str]:
         """Delete every credential ``connector_id`` owns and drop it from every ``shared_with``.
 
         Returns the deleted ids (seed 003 addendum 2026-09-07: removing a custom connector removes
         its own credentials).
         """
 
-        def change(records: dict[str, StoredCredential]) -> list[str]:
+        def change(records: dict[str, StoredCredential]) -> builtins.list[str]:
             gone = [cid for cid, r in records.items() if r.owner_id == connector_id]
             for cid in gone:
                 del records[cid]
@@ -422,9 +424,10 @@ class CredentialStore:
         Raises:
             CredentialUnavailable: ``auth_required``, as :meth:`resolve`.
         """
-        bindings = [CredentialBinding(ref=ref, delivery="env", name=f"PATCHBAY_REF_{i}") for i, ref in enumerate(refs)]
+        names = {ref: f"PATCHBAY_REF_{i}" for i, ref in enumerate(refs)}
+        bindings = [CredentialBinding(ref=ref, delivery="env", name=name) for ref, name in names.items()]
         env = self.resolve(bindings, connector_id=connector_id, connector=connector).env
-        return {binding.ref: env[binding.name] for binding in bindings}
+        return {ref: env[name] for ref, name in names.items()}
 
     def resolve(
         self, bindings: Iterable[CredentialBinding], *, connector_id: str, connector: str | None = None
@@ -492,9 +495,10 @@ class CredentialStore:
                 if found is not raw and not record.default_secret:
                     unmasked.add(binding.ref)
             else:
-                value = record.value.get("access_token") if isinstance(record.value, dict) else record.value
-                if not isinstance(value, str) or not value:
+                stored = record.value.get("access_token") if isinstance(record.value, dict) else record.value
+                if not isinstance(stored, str) or not stored:
                     raise unavailable(binding, "no_value", "has no stored value")
+                value = stored
             if binding.delivery != "env":
                 try:
                     validate_secret_value("value", value, binding.delivery)

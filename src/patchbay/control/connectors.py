@@ -10,12 +10,13 @@ from :class:`~patchbay.control.tool_views.ToolViewsMixin`.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypedDict, TypeVar, cast
 
 from patchbay.adapters.credentials import CredentialStore
 from patchbay.adapters.store import Repository
@@ -63,6 +64,15 @@ CommittedListener = Callable[[str | None, ProjectionReport], object]
 """``listener(project_id, report)`` after a committed mutation was re-projected: ``project_id`` is
 the one project affected (a project grant) or None (every project); ``report`` says which
 workspaces were written (:class:`~patchbay.control.projection.ProjectionReport`)."""
+
+
+class _SettingsChanges(TypedDict, total=False):
+    """The global settings one update changes (the keyword arguments of ``Repository.update_settings``)."""
+
+    enabled: bool
+    approval_mode: str
+    include_tools: tuple[str, ...]
+    exclude_tools: tuple[str, ...]
 
 
 def _now_ms() -> int:
@@ -254,8 +264,8 @@ class ConnectorService(ToolViewsMixin):
         name: str,
         *,
         approval_mode: str | None = None,
-        include_tools: list[str] | None = None,
-        exclude_tools: list[str] | None = None,
+        include_tools: builtins.list[str] | None = None,
+        exclude_tools: builtins.list[str] | None = None,
         enabled: bool | None = None,
         expected_revision: int | None = None,
     ) -> Connector:
@@ -270,13 +280,14 @@ class ConnectorService(ToolViewsMixin):
             RevisionConflictError: ``revision_conflict`` if the settings changed meanwhile.
         """
         connector = self.get(name)
-        changes: dict[str, object] = {}
+        changes: _SettingsChanges = {}
         if enabled is not None:
             changes["enabled"] = enabled
         if approval_mode is not None:
             if approval_mode not in ("ask", "custom", "allow_all"):
                 raise ConfigError("approval_mode", f"must be ask, custom or allow_all; got {approval_mode!r}")
             changes["approval_mode"] = approval_mode
+        field_name: Literal["include_tools", "exclude_tools"]
         for field_name, patterns in (("include_tools", include_tools), ("exclude_tools", exclude_tools)):
             if patterns is None:
                 continue

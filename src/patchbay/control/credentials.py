@@ -313,7 +313,7 @@ class CredentialService:
 
     # -- connectors ---------------------------------------------------------------------------
 
-    def prepare_new(self, transport: str, specs: Sequence[BindingSpec]) -> tuple[list[StoredCredential], list[dict]]:
+    def prepare_new(self, transport: str, specs: Sequence[BindingSpec]) -> tuple[list[StoredCredential], list[dict[str, Any]]]:
         """Records and stored bindings for a connector about to be created (owner filled in later).
 
         Raises:
@@ -473,7 +473,7 @@ class CredentialService:
                 out.setdefault(ref, []).append({"connector": connector.name, "delivery": "oauth", "name": setting})
         return out
 
-    def view(self, credential: Credential, names: Mapping[str, str], bound: Mapping[str, list]) -> dict[str, Any]:
+    def view(self, credential: Credential, names: Mapping[str, str], bound: Mapping[str, list[dict[str, str]]]) -> dict[str, Any]:
         """The public shape of one credential: never its value (seed 003 addendum 2026-09-07)."""
         return {
             "id": credential.credential_id,

@@ -308,7 +308,7 @@ class OAuthService:
         try:
             if tokens and not endpoint:
                 outcome["revocation"] = "unsupported"
-            elif tokens:
+            elif tokens and endpoint:
                 outcome["revocation"] = "failed"
                 with anyio.move_on_after(REVOCATION_DEADLINE):  # a trickling server cannot hold the tokens
                     outcome["revoked"], outcome["revocation"] = await self._revoke(connector, bundle, endpoint, tokens)

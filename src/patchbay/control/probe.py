@@ -46,8 +46,8 @@ from patchbay.adapters.egress_audit import EgressAudit, audit_path, target_origi
 from patchbay.adapters.oauth.build import oauth_for
 from patchbay.adapters.oauth.provider import AUDIT_NOTE, Authorizer
 from patchbay.adapters.transports import EgressBlocked, EgressPolicy, HttpLink, StdioLink, classify, open_client
-from patchbay.adapters.transports.catalog import Catalog, CatalogError, list_catalog
-from patchbay.core.credentials import CredentialUnavailable
+from patchbay.adapters.transports.catalog import Catalog, CatalogError, ListingWarning, ToolDiagnostic, list_catalog
+from patchbay.core.credentials import CredentialUnavailable, deliver
 from patchbay.core.errors import ConfigError, ErrorCode, PatchbayError
 from patchbay.core.models import (
     Connector,
@@ -257,6 +257,11 @@ class Prober:
                     stderr_tail=tail,
                     duration_ms=duration_ms,
                 )
+            findings: list[ToolDiagnostic | ListingWarning] = [
+                *catalog.diagnostics,
+                *catalog.name_flags,
+                *catalog.warnings,
+            ]
             return ProbeResult(
                 connector=connector.name,
                 state="ready",
@@ -268,9 +273,7 @@ class Prober:
                 protocol_version=catalog.protocol_version,
                 stderr_tail=tail,
                 duration_ms=duration_ms,
-                diagnostics=tuple(
-                    redact_value(d.to_dict()) for d in (*catalog.diagnostics, *catalog.name_flags, *catalog.warnings)
-                ),
+                diagnostics=tuple(redact_value(d.to_dict()) for d in findings),
             )
 
         try:
@@ -422,11 +425,14 @@ class Prober:
             CredentialUnavailable: ``auth_required`` (no resolver, or a binding cannot be resolved).
         """
         if self.credentials is None:
-            first = connector.bindings[0]
+            referenced = [(binding.ref, binding) for binding in connector.bindings if binding.ref is not None]
+            if not referenced:
+                return deliver(connector.bindings, {})  # plain values carry their own value: no store needed
+            ref, first = referenced[0]
             raise CredentialUnavailable(
                 f"connector {connector.name!r} has credential bindings but no credential store was given",
                 problem="unreadable",
-                ref=first.ref,
+                ref=ref,
                 binding=first.describe(),
                 connector=connector.name,
             )

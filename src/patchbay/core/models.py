@@ -279,7 +279,7 @@ class RestartPolicy(_Model):
     def delay(self, crash_number: int) -> float:
         """Seconds to wait before restarting after crash ``crash_number`` (1, 2, 3, ...)."""
         exponent = max(0, min(crash_number - 1, 62))
-        return min(self.max_delay, self.base_delay * (2**exponent))
+        return min(self.max_delay, self.base_delay * (2.0**exponent))
 
 
 class ResourceLimits(_Model):

@@ -169,7 +169,7 @@ def measure_schemas(
         while pending is not None or stack:
             if pending is None:
                 frame = stack[-1]
-                member = next(frame[0], _END)
+                member: Any = next(frame[0], _END)
                 if member is _END:
                     stack.pop()
                     continue

@@ -416,7 +416,8 @@ def convert_input_schema(
     ok, payload = hit
     if not ok:
         raise UnacceptableSchema(payload)
-    return json.loads(payload)  # a fresh copy: callers may change it
+    converted: dict[str, Any] = json.loads(payload)  # a fresh copy: callers may change it
+    return converted
 
 
 class _Memo:

@@ -10,6 +10,7 @@ import ipaddress
 import os
 import posixpath
 import unicodedata
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from patchbay.core.errors import ConfigError, ValidationError
@@ -241,7 +242,7 @@ def validate_socket_path(path: str) -> SocketTarget:
 MAX_ARGUMENT_DEPTH = 64
 
 
-def validate_tool_arguments(arguments: object, *, max_depth: int = MAX_ARGUMENT_DEPTH) -> dict:
+def validate_tool_arguments(arguments: object, *, max_depth: int = MAX_ARGUMENT_DEPTH) -> dict[str, Any]:
     """Check tool-call arguments before anything is logged or sent.
 
     A JSON object of JSON values: strings valid UTF-8 (no lone surrogates), finite numbers (no

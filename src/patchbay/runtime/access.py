@@ -21,7 +21,7 @@ from patchbay.adapters.egress_audit import EgressAudit, EgressNote, audit_path, 
 from patchbay.adapters.oauth.build import oauth_for
 from patchbay.adapters.oauth.provider import AUDIT_NOTE, Authorizer
 from patchbay.adapters.transports import EgressBlocked, EgressPolicy
-from patchbay.core.credentials import CredentialUnavailable
+from patchbay.core.credentials import CredentialUnavailable, deliver
 from patchbay.core.models import RuntimeServer
 from patchbay.core.settings import Settings
 
@@ -91,11 +91,15 @@ class ConnectorAccess:
         if not bindings:
             return None, None
         if self._credentials is None:
+            referenced = [(binding.ref, binding) for binding in bindings if binding.ref is not None]
+            if not referenced:
+                return deliver(bindings, {})  # plain values carry their own value: no store needed
+            ref, binding = referenced[0]
             raise CredentialUnavailable(
                 f"connector {server.name!r} has credential bindings but the runtime has no credential store",
                 problem="unreadable",
-                ref=bindings[0].ref,
-                binding=bindings[0].describe(),
+                ref=ref,
+                binding=binding.describe(),
                 connector=server.name,
             )
         resolve = functools.partial(

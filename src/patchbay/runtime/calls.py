@@ -84,7 +84,8 @@ def _dump(block: Any) -> dict[str, Any]:
     # The common case (plain text, no annotations/_meta) without a pydantic round trip; same output.
     if type(block) is types.TextContent and block.annotations is None and block.meta is None:
         return {"type": "text", "text": block.text}
-    return block.model_dump(by_alias=True, exclude_none=True)
+    dumped: dict[str, Any] = block.model_dump(by_alias=True, exclude_none=True)
+    return dumped
 
 
 def _result(call_id: str, name: str, out: GuardedOutput, is_error: bool) -> ToolCallResult:

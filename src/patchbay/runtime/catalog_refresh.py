@@ -341,24 +341,24 @@ class CatalogRefresh:
         self._emit("mcp.server.tools_changed", payload)
 
     async def _listen(self, client: Client, capabilities: types.ServerCapabilities) -> None:
-        wanted = {
-            "tools_list_changed": bool(capabilities.tools and capabilities.tools.list_changed),
-            "prompts_list_changed": bool(capabilities.prompts and capabilities.prompts.list_changed),
-            "resources_list_changed": bool(capabilities.resources and capabilities.resources.list_changed),
-        }
-        if not any(wanted.values()):
+        tools = bool(capabilities.tools and capabilities.tools.list_changed)
+        prompts = bool(capabilities.prompts and capabilities.prompts.list_changed)
+        resources = bool(capabilities.resources and capabilities.resources.list_changed)
+        if not (tools or prompts or resources):
             return
         for attempt in range(_LISTEN_RETRIES + 1):
             try:
-                async with client.listen(**wanted) as subscription:
+                async with client.listen(
+                    tools_list_changed=tools, prompts_list_changed=prompts, resources_list_changed=resources
+                ) as subscription:
                     self.listening = True
                     if attempt:  # no replay after a lost stream: refetch what may have changed
                         for kind in _KINDS:
                             self.notified(kind)
                     async for event in subscription:
-                        kind = _NOTIFICATION_KINDS.get(type(event))
-                        if kind is not None:
-                            self.notified(kind)
+                        changed = _NOTIFICATION_KINDS.get(type(event))
+                        if changed is not None:
+                            self.notified(changed)
                 return  # the server ended the stream gracefully
             except ListenNotSupportedError:
                 return
@@ -371,7 +371,7 @@ class CatalogRefresh:
                 self.listening = False
 
 
-def _from_listen_stream(message: types.ServerNotification) -> bool:
+def _from_listen_stream(message: types.ServerNotification | Exception) -> bool:
     """A notification stamped with a listen stream's subscription id (the SDK tees those to the
     ``message_handler`` as well as to the stream)."""
     params = getattr(message, "params", None)

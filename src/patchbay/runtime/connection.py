@@ -427,7 +427,9 @@ class ServerConnection(CrashPolicy, RequestExchange):
         if outcome == "idle":
             self._state = "closed" if self._stopping else "idle"
             self._emit("mcp.server.shutdown", {"server": self.name, "reason": "idle"})
-        elif outcome == "stopped" and self._state == "connected":
+        # Through the property: the state moved on while this method awaited, which the
+        # checker's narrowing from the assignment above cannot see.
+        elif outcome == "stopped" and self.state == "connected":
             self._state = "closed"
             self._emit(
                 "mcp.server.shutdown",

@@ -252,7 +252,7 @@ class Session:
         Raises:
             ToolCallError: as :meth:`Runtime.call`; nothing is added.
         """
-        result = await self.runtime.call(name, arguments)
+        result: ToolCallResult = await self.runtime.call(name, arguments)
         prefix = result.untrusted_prefix
         if prefix:
             server, tool = prefix[len("[mcp:") : -1].split(":", 1)

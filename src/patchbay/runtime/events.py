@@ -96,9 +96,11 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
 # The C encoder made once (JSONEncoder.encode builds a new one per call): about twice as fast.
 # No circular check: payloads are JSON-like values that redaction has already walked.
+# typeshed does not declare the private ``c_make_encoder`` (None without the C accelerator).
+_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
 _C_ENCODE = (
-    json.encoder.c_make_encoder(None, str, json.encoder.encode_basestring, None, ":", ",", False, False, True)
-    if json.encoder.c_make_encoder is not None
+    _MAKE_ENCODER(None, str, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    if _MAKE_ENCODER is not None
     else None
 )
 
@@ -110,7 +112,7 @@ def encode_json(value: Any) -> str:
 
 _CACHE_MAX_ENTRIES = 4096
 _CACHE_MAX_CHARS = 256
-_EMPTY = (None, "", {}, [])
+_EMPTY: tuple[object, ...] = (None, "", {}, [])
 
 
 def new_session_id() -> str:

@@ -38,6 +38,7 @@ import anyio
 import mcp_types as types
 import pydantic
 from mcp import Client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from patchbay.adapters.transports import ClientConnection
@@ -56,7 +57,7 @@ __all__ = ["RequestExchange"]
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-_OnProgress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+_OnProgress = ProgressFnT
 
 
 class RequestExchange:

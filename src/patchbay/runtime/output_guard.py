@@ -291,6 +291,7 @@ def _preview(texts: list[str], head_bytes: int, tail_bytes: int, head_lines: int
 def _binary(block: dict[str, Any]) -> tuple[str, str, int] | None:
     """``(kind, MIME type, decoded bytes)`` of an image, audio or embedded blob block, else None."""
     kind = block.get("type")
+    holder: object
     if kind in ("image", "audio"):
         holder, key = block, "data"
     elif kind == "resource":
@@ -314,7 +315,7 @@ def _note(block: dict[str, Any], size: int, artifact_id: str | None) -> dict[str
 def _with_text(block: dict[str, Any], holder: dict[str, Any], text: str) -> dict[str, Any]:
     """A cut copy of a text block or embedded text resource (``_meta`` left out: it is in the artifact)."""
     if holder is block:
-        cut = {"type": "text", "text": text}
+        cut: dict[str, Any] = {"type": "text", "text": text}
     else:
         cut = {"type": "resource", "resource": {k: v for k, v in holder.items() if k != "_meta"} | {"text": text}}
     if isinstance(block.get("annotations"), dict):

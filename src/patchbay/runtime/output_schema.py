@@ -70,7 +70,7 @@ def _compiled(canonical: str) -> Validator | _Unusable:
     try:
         # An explicit default: an unknown $schema means 2020-12 (no DeprecationWarning).
         cls = validator_for(schema, default=Draft202012Validator)
-        cls.check_schema(schema)
+        cls.check_schema(schema)  # type: ignore[arg-type]  # boolean schemas are valid; the stubs say dict only
     except SchemaError as exc:
         return _Unusable(_short(exc.message))
     except Exception as exc:  # a non-hashable $schema, a metaschema walk that recursed too deep

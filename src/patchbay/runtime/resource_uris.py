@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 
 from uritemplate import URITemplate
+from uritemplate.variable import VariableValueDict
 
 from patchbay.core.errors import ValidationError
 
@@ -121,4 +122,5 @@ def expand_uri_template(template: str, values: Mapping[str, str | int]) -> str:
             raise ValidationError(
                 f"template variable '{name}' must be valid UTF-8", details={"field": "values", "variable": name}
             ) from None
-    return validate_resource_uri(URITemplate(template).expand(given))
+    expansion: VariableValueDict = dict(given)  # the expander's own (invariant) dict type
+    return validate_resource_uri(URITemplate(template).expand(expansion))

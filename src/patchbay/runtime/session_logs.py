@@ -264,7 +264,8 @@ def _first_after(handle: IO[bytes], size: int, after_seq: int) -> int:
 
 def _last_line_start(handle: IO[bytes], size: int) -> int | None:
     """Where the last complete line starts (a torn tail is no line); None when there is none."""
-    position, found = size, []
+    position = size
+    found: list[int] = []
     while position > 0 and len(found) < 2:
         step = min(_CHUNK, position)
         position -= step

@@ -62,7 +62,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -103,7 +103,7 @@ __all__ = [
     "verify_snapshot",
 ]
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION: Final = 1
 SNAPSHOT_DIR = ".patchbay"
 """The directory inside a workspace that holds the snapshot (DESIGN.md "Layers")."""
 SNAPSHOT_FILE = "mcp-runtime.json"

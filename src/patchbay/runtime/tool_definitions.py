@@ -170,7 +170,7 @@ def check_format(format: str, allowed: Iterable[str]) -> None:
         )
 
 
-def _shape(name: str, description: str, schema: dict[str, Any], format: str, tool: RuntimeTool | None) -> dict:
+def _shape(name: str, description: str, schema: dict[str, Any], format: str, tool: RuntimeTool | None) -> dict[str, Any]:
     if format == "anthropic":
         return {"name": name, "description": description, "input_schema": schema}
     if format == "openai":

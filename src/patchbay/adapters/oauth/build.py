@@ -202,7 +202,7 @@ async def connector_auth(
     if config.grant == "client_credentials":
         provider: httpx2.Auth = GuardedClientCredentials(
             server_url,
-            storage,  # type: ignore[arg-type]
+            storage,
             config.client_id,
             secret or "",
             token_endpoint_auth_method=config.token_endpoint_auth or "client_secret_basic",  # type: ignore[arg-type]
@@ -219,7 +219,7 @@ async def connector_auth(
         ).create_assertion_provider()
         provider = GuardedPrivateKeyJWT(
             server_url,
-            storage,  # type: ignore[arg-type]
+            storage,
             config.client_id,
             assertion_provider=assertion,
             scope=config.scope,
@@ -244,13 +244,13 @@ async def connector_auth(
 
         provider = GuardedAssertionProvider(
             server_url,
-            storage,  # type: ignore[arg-type]
+            storage,
             config.client_id,
             secret or "",
             issuer,
             fetch_id_jag,
             scope=config.scope,
-            token_endpoint_auth_method=config.token_endpoint_auth  # type: ignore[arg-type]
+            token_endpoint_auth_method=config.token_endpoint_auth
             if config.token_endpoint_auth in ("client_secret_basic", "client_secret_post")
             else "client_secret_basic",
             idp_origin=url_origin(config.idp_token_endpoint),

@@ -126,7 +126,7 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
         super().__init__(
             server_url,
             metadata,
-            storage,  # type: ignore[arg-type]
+            storage,
             redirect_handler=self._show if authorizer is not None else None,
             callback_handler=self._wait if authorizer is not None else None,
             client_metadata_url=config.client_metadata_url,

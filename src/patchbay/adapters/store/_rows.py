@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pydantic
+from sqlalchemy import RowMapping
 
 from patchbay.adapters.store.tables import APPROVAL_MODES
 from patchbay.core.errors import ConfigError
@@ -48,7 +49,7 @@ __all__ = [
     "tool_patterns",
 ]
 
-_TARGET_ADAPTER: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(ConnectorTarget)
+_TARGET_ADAPTER: pydantic.TypeAdapter[StdioTarget | HttpTarget | SocketTarget] = pydantic.TypeAdapter(ConnectorTarget)
 #: ``runtime_config`` keys the store owns; a caller may not set them directly.
 RESERVED_RUNTIME_KEYS = frozenset({"cwd"})
 
@@ -63,7 +64,7 @@ def dump_json(field: str, value: Any) -> str:
 
 def check_choice(field: str, value: Any, choices: Iterable[str]) -> str:
     choices = tuple(choices)
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:
         raise ConfigError(field, f"must be one of {', '.join(choices)}; got {value!r}")
     return value
 
@@ -135,7 +136,7 @@ def settings_columns(settings: ConnectorSettings) -> dict[str, Any]:
     }
 
 
-def connector_from_row(row: Mapping[str, Any]) -> Connector:
+def connector_from_row(row: Mapping[str, Any] | RowMapping) -> Connector:
     runtime_config = json.loads(row["runtime_config_json"])
     transport = row["transport"]
     target: StdioTarget | HttpTarget | SocketTarget
@@ -168,7 +169,7 @@ def connector_from_row(row: Mapping[str, Any]) -> Connector:
     )
 
 
-def grant_from_row(row: Mapping[str, Any]) -> ToolGrant:
+def grant_from_row(row: RowMapping) -> ToolGrant:
     return ToolGrant(
         connector_id=row["connector_id"],
         tool_name=row["tool_name"],
@@ -192,7 +193,7 @@ def cache_columns(entry: ToolCacheEntry) -> dict[str, Any]:
     }
 
 
-def tool_cache_from_row(row: Mapping[str, Any]) -> ToolCacheEntry:
+def tool_cache_from_row(row: RowMapping) -> ToolCacheEntry:
     server_info = row["server_info_json"]
     return ToolCacheEntry(
         connector_id=row["connector_id"],

@@ -13,12 +13,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, Unpack
 
 import anyio
 import httpx2
 from mcp import Client
 from mcp.client._transport import TransportStreams
+from mcp.client.session import ElicitationFnT, ListRootsFnT, LoggingFnT, MessageHandlerFnT, SamplingFnT
+from mcp_types import Implementation
 
 from patchbay.adapters.transports.egress import EgressBlocked, EgressPolicy
 from patchbay.adapters.transports.errors import classify, leaf_exceptions
@@ -32,6 +34,7 @@ from patchbay.core.models import ConnectorTarget, HttpTarget, ResourceLimits, So
 
 __all__ = [
     "ClientConnection",
+    "ClientOptions",
     "EgressBlocked",
     "EgressPolicy",
     "HttpLink",
@@ -103,6 +106,19 @@ async def open_link(
         raise TypeError(f"unknown target {target!r}")
 
 
+class ClientOptions(TypedDict, total=False):
+    """The ``mcp.Client`` options :func:`open_client` passes through (see ``mcp.Client``)."""
+
+    read_timeout_seconds: float | None
+    """Seconds a request waits for its response."""
+    client_info: Implementation | None
+    message_handler: MessageHandlerFnT | None
+    elicitation_callback: ElicitationFnT | None
+    logging_callback: LoggingFnT | None
+    sampling_callback: SamplingFnT | None
+    list_roots_callback: ListRootsFnT | None
+
+
 @asynccontextmanager
 async def _given(streams: TransportStreams) -> AsyncIterator[TransportStreams]:
     yield streams
@@ -121,7 +137,7 @@ async def open_client(
     limits: ResourceLimits | None = None,
     egress: EgressPolicy | None = None,
     auth: httpx2.Auth | None = None,
-    **client_kwargs: Any,
+    **client_kwargs: Unpack[ClientOptions],
 ) -> AsyncIterator[ClientConnection]:
     """Open the transport and run the MCP handshake; yield the connected client.
 
@@ -159,11 +175,13 @@ async def open_client(
     ) as link:
         if link_holder is not None:
             link_holder.append(link)
+        # Every opener yields its link with the streams already open.
+        assert link.streams is not None
         read_stream, write_stream = link.streams
         watched = WatchedReceiveStream(read_stream)
         shaken = False
         try:
-            async with Client(_given((watched, write_stream)), mode=mode, **client_kwargs) as client:  # type: ignore[arg-type]
+            async with Client(_given((watched, write_stream)), mode=mode, **client_kwargs) as client:
                 shaken = True
                 yield ClientConnection(client=client, link=link, ended=watched.ended)
         except Exception as exc:

@@ -199,7 +199,7 @@ def _exec_child(
     env: dict[bytes, bytes],
     stderr_fd: int,
     close: tuple[int, ...] | list[int],
-    mask: set[signal.Signals],
+    mask: set[int | signal.Signals],
     ignored: tuple[int, ...] | list[int],
     launcher: int | None,
 ) -> None:

@@ -98,7 +98,7 @@ async def renewing_streamable_http(
     async with anyio.create_task_group() as group, up_send, down_receive:
         await group.start(relay.run)
         try:
-            yield down_receive, up_send  # type: ignore[misc]
+            yield down_receive, up_send
         finally:
             # Let the current SDK transport close on its own (it ends the session with a DELETE),
             # within a bound; then whatever is left is cancelled.

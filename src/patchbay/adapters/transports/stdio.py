@@ -363,9 +363,9 @@ async def open_stdio(
             command, *args = launcher_argv(
                 executable,
                 args,
-                cpu_seconds=limits.cpu_seconds if limited else None,
-                address_space_bytes=limits.address_space_bytes if limited else None,
-                open_files=limits.open_files if limited else None,
+                cpu_seconds=limits.cpu_seconds if limits is not None and limited else None,
+                address_space_bytes=limits.address_space_bytes if limits is not None and limited else None,
+                open_files=limits.open_files if limits is not None and limited else None,
                 # The server dies with this process even if it is SIGKILLed. The death signal
                 # follows the spawning thread: anyio spawns on the event loop's own thread.
                 parent_pid=os.getpid() if _DIES_WITH_PARENT else None,

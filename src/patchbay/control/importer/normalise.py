@@ -346,8 +346,8 @@ def _socket(raw: dict[str, Any], d: Draft, ctx: Context, scope: Scope) -> None:
     except ConfigError as exc:
         d.problem("socket", "invalid_socket", _reason(exc))
         return
-    if not inside(d.target.path, ctx.workspace):  # type: ignore[union-attr]
-        d.outside.append(PathView(field="socket", path=d.target.path))  # type: ignore[union-attr]
+    if not inside(d.target.path, ctx.workspace):
+        d.outside.append(PathView(field="socket", path=d.target.path))
 
 
 # -- settings ----------------------------------------------------------------------------------

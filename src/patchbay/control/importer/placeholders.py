@@ -144,7 +144,7 @@ class ParsedValue:
             if isinstance(part, PathVar) and part.name in values:
                 part = Literal(values[part.name])
             if isinstance(part, Literal) and parts and isinstance(parts[-1], Literal):
-                parts[-1] = Literal(parts[-1].text + part.text)  # type: ignore[union-attr]
+                parts[-1] = Literal(parts[-1].text + part.text)
             elif not (isinstance(part, Literal) and not part.text):
                 parts.append(part)
         return ParsedValue(tuple(parts), self.helper)

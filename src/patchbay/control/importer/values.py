@@ -5,6 +5,7 @@ bearer tokens), see the table in :mod:`.normalise`. Messages name fields, never 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping
@@ -78,7 +79,8 @@ class PendingBinding:
     variable: str | None = None
     sensitive: bool = False
     has_default: bool = False
-    spec: BindingSpec | None = field(default=None, repr=False)
+    # ``dataclasses.field`` by its module: the ``field`` attribute above shadows the bare name here.
+    spec: BindingSpec | None = dataclasses.field(default=None, repr=False)
     default_mode: str | None = None
     """``unset_or_empty`` (``${VAR:-x}``) or ``unset`` (``${VAR-x}``) when there is a default."""
     shown: str | None = None
@@ -169,9 +171,9 @@ def plain_text(text: str, where: str, d: Draft, ctx: Context, scope: Scope, *, e
             "values and headers can come from a variable)",
         )
         ok = False
-    for ref in parsed.inputs:
-        _input_view(d, where, ref, scope, ctx)
-        d.problem(where, "needs_input", f"${{input:{ref.id}}} cannot be used in {where.split('[')[0]}")
+    for input_ref in parsed.inputs:
+        _input_view(d, where, input_ref, scope, ctx)
+        d.problem(where, "needs_input", f"${{input:{input_ref.id}}} cannot be used in {where.split('[')[0]}")
         ok = False
     for unsupported in parsed.unsupported:
         d.problem(where, "unsupported_variable", f"a ${{{unsupported.kind}:…}} variable can only be resolved by the host")

@@ -55,7 +55,8 @@ def _oauth_state(service: ConnectorService, connector: Connector) -> str | None:
             return None
     except ConfigError:  # malformed OAuth settings: reported as config_state "invalid"
         return "needs_auth"
-    return OAuthService(service).status(connector.name)["state"]
+    state: str = OAuthService(service).status(connector.name)["state"]
+    return state
 
 
 def _bindings(service: ConnectorService, connector: Connector) -> list[dict[str, Any]]:

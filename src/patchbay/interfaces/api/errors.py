@@ -249,6 +249,7 @@ def _allowed_methods(request: Request) -> str:
 def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     status = exc.status_code
+    code: ErrorCode | str
     if status == 400:  # FastAPI: a body it could not even decode (not UTF-8 ...): a validation error
         status, code, message = 422, ErrorCode.VALIDATION_ERROR, f"body: {exc.detail}"
     elif status == 404:

@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
 import typer
 
@@ -71,7 +72,7 @@ _SDK_LOGGERS = ("mcp", "httpx2", "httpcore2")
 _DEBUG_LOGGERS = ("patchbay", "mcp")
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(logging.StreamHandler[TextIO]):
     """Writes to whatever ``sys.stderr`` is at the time of the record (as ``logging.lastResort``
     does), so a replaced stderr (a test runner's, a redirected one) is honoured."""
 
@@ -79,7 +80,7 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         logging.Handler.__init__(self)
 
     @property
-    def stream(self):  # type: ignore[override]
+    def stream(self) -> TextIO:  # type: ignore[override]  # a read-only property over the base's attribute, on purpose
         return sys.stderr
 
 

@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -30,6 +30,9 @@ from rich.text import Text
 from patchbay.core.errors import PatchbayError
 from patchbay.core.redaction import REDACTED, is_secret_key, redact_text
 from patchbay.core.settings import Settings
+
+if TYPE_CHECKING:  # imported lazily at run time so `--help` stays fast
+    from patchbay.control.connectors import ConnectorService
 
 __all__ = [
     "CliState",
@@ -57,7 +60,8 @@ class _RedactingStream:
         self._target = target
 
     def write(self, text: str) -> int:
-        return self._target().write(redact_text(text))
+        written: int = self._target().write(redact_text(text))
+        return written
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._target(), name)
@@ -99,13 +103,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 @dataclass
 class CliState:
     home: Path | None = None
-    _service: Any = None
+    _service: ConnectorService | None = None
 
     @property
     def settings(self) -> Settings:
         return Settings(home=self.home) if self.home else Settings()
 
-    def service(self):  # -> ConnectorService; imported lazily so `--help` stays fast
+    def service(self) -> ConnectorService:  # imported lazily so `--help` stays fast
         if self._service is None:
             from patchbay.adapters.store import open_store
             from patchbay.control.connectors import ConnectorService

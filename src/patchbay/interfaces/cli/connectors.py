@@ -144,6 +144,7 @@ def add(
     given = [bool(command), url is not None, socket is not None]
     if sum(given) != 1:
         raise ConfigError("transport", "give exactly one of: -- COMMAND [ARGS...], --url URL, --socket PATH")
+    target: ConnectorTarget
     if command:
         target = service.stdio_target(command[0], list(command[1:]), cwd=cwd, workspace=project)
     elif cwd is not None:
@@ -196,7 +197,7 @@ def list_(as_json: bool = JSON_OPTION) -> None:
     for c in connectors:
         entry, _ = service.cached_catalog(c)
         outcome = service.last_probe(c)
-        status = runtime_state(c, fresh_catalog=entry is not None, outcome=outcome)
+        status: str = runtime_state(c, fresh_catalog=entry is not None, outcome=outcome)
         if status == "error" and outcome is not None and outcome.code:
             status = f"error ({outcome.code})"
         table.add_row(

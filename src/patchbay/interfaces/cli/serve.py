@@ -169,7 +169,12 @@ def serve(
     grace = settings.shutdown_grace
     # The backstop after the grace: uvicorn cancels request tasks whose answer still has not gone out.
     config = uvicorn.Config(
-        app, log_config=None, lifespan="on", server_header=False, timeout_graceful_shutdown=grace + _ANSWER_GRACE
+        app,
+        log_config=None,
+        lifespan="on",
+        server_header=False,
+        # uvicorn waits with asyncio.wait_for, which takes fractional seconds; its annotation says int.
+        timeout_graceful_shutdown=grace + _ANSWER_GRACE,  # type: ignore[arg-type]
     )
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal to the handler
     # that was there before: make SIGTERM's one end the command like Ctrl-C, with exit status 0.

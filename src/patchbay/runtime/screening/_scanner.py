@@ -152,15 +152,15 @@ def _scan_region(text: str, offset: int, out: _Collector) -> None:
     comments = list(html_comments(text))
     comment_starts = [start for start, _ in comments]
     normalized = normalize(text)
-    for hit in find_phrases(normalized.text, mentions=True):
-        start, end = normalized.to_original(hit.start, hit.end)
+    for phrase in find_phrases(normalized.text, mentions=True):
+        start, end = normalized.to_original(phrase.start, phrase.end)
         index = bisect.bisect_right(comment_starts, start) - 1
         if index >= 0 and end <= comments[index][1]:
             continue  # inside a comment: the comment pass below reports it
-        if hit.mention:
+        if phrase.mention:
             out.mentions += 1
         else:
-            out.add(hit.rule, "text", offset + start, offset + end, hit.language)
+            out.add(phrase.rule, "text", offset + start, offset + end, phrase.language)
 
     if comments:
         # All bodies in one pass, joined by NUL (no pattern matches across it), mapped back by bisect.
@@ -169,14 +169,14 @@ def _scan_region(text: str, offset: int, out: _Collector) -> None:
             joined_starts.append(position)
             position += body_end - body_start + 1
         bodies = normalize("\0".join(text[body_start:body_end] for body_start, body_end in comments))
-        for hit in find_phrases(bodies.text, mentions=True):
-            if hit.mention:
+        for phrase in find_phrases(bodies.text, mentions=True):
+            if phrase.mention:
                 out.mentions += 1
                 continue
-            start, end = bodies.to_original(hit.start, hit.end)
+            start, end = bodies.to_original(phrase.start, phrase.end)
             index = bisect.bisect_right(joined_starts, start) - 1
             base = offset + comments[index][0] - joined_starts[index]
-            out.add(hit.rule, "html_comment", base + start, base + end, hit.language)
+            out.add(phrase.rule, "html_comment", base + start, base + end, phrase.language)
 
     for decoded in base64_texts(text):
         _scan_hidden(decoded.text, "base64", (offset + decoded.start, offset + decoded.end), 1, out)

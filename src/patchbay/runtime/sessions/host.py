@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
@@ -77,6 +78,11 @@ class _HostState(enum.Enum):
     UNOPENED = 1
     OPENED = 2
     CLOSED = 3
+
+
+def _idle(session: _Session) -> bool:
+    """No call of ``session`` is in flight."""
+    return session.in_flight == 0
 
 
 def _as_patchbay_error(exc: Exception) -> PatchbayError:
@@ -243,7 +249,7 @@ class SessionHost:
         """
         with anyio.move_on_after(grace):
             for session in list(self._sessions.values()):
-                await session.until(lambda session=session: session.in_flight == 0)
+                await session.until(functools.partial(_idle, session))
         for session in list(self._sessions.values()):
             for scope in list(session.scopes):
                 scope.cancel()
@@ -368,6 +374,7 @@ class SessionHost:
         try:
             while not session.closing:
                 target = session.requested
+                error: PatchbayError | None
                 try:
                     runtime = await self._build(session)
                 except Exception as exc:

@@ -28,7 +28,8 @@ __all__ = [
 
 
 def _context(request: Request) -> ApiContext:
-    return request.app.state.context
+    context: ApiContext = request.app.state.context  # Starlette's app state is untyped
+    return context
 
 
 def _service(context: Annotated[ApiContext, Depends(_context)]) -> ConnectorService:

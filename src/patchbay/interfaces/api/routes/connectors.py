@@ -7,7 +7,6 @@ Every mutation answers with ``runtime_reload``: how the open sessions took it (s
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -78,7 +77,7 @@ def _target(
     body: c.StdioTargetBody | c.HttpTargetBody | c.SocketTargetBody,
     service: ConnectorService,
     context: ApiContext,
-    cwd: Path | None,
+    cwd: str | None,
 ) -> ConnectorTarget:
     """A target body checked by the create rules (a stdio ``cwd`` against the workspace ``cwd``).
 

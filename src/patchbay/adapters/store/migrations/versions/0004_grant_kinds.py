@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.schema import SchemaItem
 
 revision: str = "0004"
 down_revision: str | Sequence[str] | None = "0003"
@@ -35,7 +36,13 @@ def _kind_checks(table: str) -> list[sa.CheckConstraint]:
     ]
 
 
-def _global_table(*, kinds: bool) -> list[sa.SchemaItem]:
+def _name(check: sa.CheckConstraint) -> str:
+    # Every check of _kind_checks is built with its name; the type also allows none.
+    assert isinstance(check.name, str)
+    return check.name
+
+
+def _global_table(*, kinds: bool) -> list[SchemaItem]:
     key = ["connector_id", "subject_kind", "tool_name"] if kinds else ["connector_id", "tool_name"]
     return [
         sa.Column("connector_id", sa.Text(), nullable=False),
@@ -56,7 +63,7 @@ def _global_table(*, kinds: bool) -> list[sa.SchemaItem]:
     ]
 
 
-def _project_table(*, kinds: bool) -> list[sa.SchemaItem]:
+def _project_table(*, kinds: bool) -> list[SchemaItem]:
     key = ["project_id", "connector_id", *(["subject_kind"] if kinds else []), "tool_name"]
     return [
         sa.Column("project_id", sa.Text(), nullable=False),
@@ -87,7 +94,7 @@ _TABLES = (
 )
 
 
-def _rebuild_sqlite(table: str, build: Callable[..., list[sa.SchemaItem]], scope: list[str], *, kinds: bool) -> None:
+def _rebuild_sqlite(table: str, build: Callable[..., list[SchemaItem]], scope: list[str], *, kinds: bool) -> None:
     columns = [*scope, "tool_name", "decision", "updated_at"]
     staging = f"{table}_rebuild"
     op.create_table(staging, *build(kinds=kinds), sqlite_strict=True)
@@ -123,7 +130,7 @@ def upgrade() -> None:
         op.drop_constraint(f"pk_{table}", table, type_="primary")
         op.create_primary_key(f"pk_{table}", table, [*scope, "subject_kind", "tool_name"])
         for check in _kind_checks(table):
-            op.create_check_constraint(check.name, table, str(check.sqltext))
+            op.create_check_constraint(_name(check), table, str(check.sqltext))
 
 
 def downgrade() -> None:
@@ -133,7 +140,7 @@ def downgrade() -> None:
             _rebuild_sqlite(table, build, scope, kinds=False)
             continue
         for check in _kind_checks(table):
-            op.drop_constraint(check.name, table, type_="check")
+            op.drop_constraint(_name(check), table, type_="check")
         op.execute(
             f"DELETE FROM {table} WHERE subject_kind = 'prompt'"
             f" OR (subject_kind = 'tool' AND tool_name = '{_OLD_RESOURCE_KEY}')"
