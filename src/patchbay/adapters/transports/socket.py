@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from anyio.abc import ByteStream
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client._transport import TransportStreams
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
@@ -104,7 +105,7 @@ class _ClaimingWriter:
     """The write stream the session gets: it runs in the caller's task, so it can note under
     which :class:`ResultClaim` each request goes out (``claims``: request id -> claim)."""
 
-    def __init__(self, stream: anyio.abc.ObjectSendStream[SessionMessage], claims: dict[Hashable, ResultClaim]):
+    def __init__(self, stream: MemoryObjectSendStream[SessionMessage], claims: dict[Hashable, ResultClaim]):
         self._stream = stream
         self._claims = claims
 
