@@ -106,8 +106,11 @@ def api_answers(home: Path, workspace: Path, outputs: Outputs) -> None:
             refused = await answer(
                 "POST",
                 "/api/mcp/connectors",
-                json={"name": "Not A Name", "target": {"transport": "streamable_http", "url": "https://x.example/mcp"},
-                      "bindings": [{"delivery": "bearer", "value": HTTP_BEARER}]},
+                json={
+                    "name": "Not A Name",
+                    "target": {"transport": "streamable_http", "url": "https://x.example/mcp"},
+                    "bindings": [{"delivery": "bearer", "value": HTTP_BEARER}],
+                },
             )
             assert refused.status_code == 422
         api.state.context.close()

@@ -236,7 +236,9 @@ def test_an_environment_default_follows_shell_semantics(
     binding = CredentialBinding(ref=record.credential_id, delivery="env", name="K")
     resolved = store.resolve([binding], connector_id="con_a")
     assert resolved.env == {"K": expected}
-    assert resolved.secrets == (() if expected in ("fall:-back", "") else ("set-value",))  # a plain default is no secret
+    assert resolved.secrets == (
+        () if expected in ("fall:-back", "") else ("set-value",)
+    )  # a plain default is no secret
     assert store.get(record.credential_id).default == "fall:-back"
 
 

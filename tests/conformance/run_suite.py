@@ -477,7 +477,11 @@ def format_table(report: Report) -> str:
         lines.append(f"note: {note}")
     lines.append(
         f"listeners: {report.listeners_seen} seen, "
-        + (f"NOT on loopback: {', '.join(report.non_loopback_listeners)}" if report.non_loopback_listeners else "all on loopback")
+        + (
+            f"NOT on loopback: {', '.join(report.non_loopback_listeners)}"
+            if report.non_loopback_listeners
+            else "all on loopback"
+        )
     )
     passed = sum(r.ok for r in report.results)
     lines.append(

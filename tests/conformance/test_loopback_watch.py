@@ -18,9 +18,7 @@ def test_the_listener_watch_sees_a_descendants_listening_socket() -> None:
         "print(s.getsockname()[1], flush=True)\n"
         "sys.stdin.read()\n"
     )
-    child = subprocess.Popen(
-        [sys.executable, "-c", listen], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+    child = subprocess.Popen([sys.executable, "-c", listen], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         port = int(child.stdout.readline())
         watch = ListenerWatch(os.getpid())

@@ -10,12 +10,12 @@ from pathlib import Path
 import run_suite
 
 
-def _result_dir(
-    root: Path, scenario: str, statuses: list[str], *, stdout: str = "", stderr: str = ""
-) -> Path:
+def _result_dir(root: Path, scenario: str, statuses: list[str], *, stdout: str = "", stderr: str = "") -> Path:
     path = root / f"{scenario}-2026-11-30T09-34-21-773Z"
     path.mkdir(parents=True)
-    checks = [{"id": f"check-{i}", "status": status, "description": f"{status} check"} for i, status in enumerate(statuses)]
+    checks = [
+        {"id": f"check-{i}", "status": status, "description": f"{status} check"} for i, status in enumerate(statuses)
+    ]
     (path / "checks.json").write_text(json.dumps(checks))
     (path / "stdout.txt").write_text(stdout)
     (path / "stderr.txt").write_text(stderr)
@@ -86,14 +86,19 @@ def test_an_expected_client_failure_says_why_it_passes(tmp_path: Path) -> None:
     scenario = "auth/scope-retry-limit"
     path = _result_dir(tmp_path, scenario, ["SUCCESS"], stderr=f"patchbay-conformance: FAILED {scenario}: 403\n")
     result = run_suite.judge(scenario, path)
-    assert run_suite.format_progress(result).endswith("(1 passed, 0 failed, 0 warnings; client failed, as it should here)")
+    assert run_suite.format_progress(result).endswith(
+        "(1 passed, 0 failed, 0 warnings; client failed, as it should here)"
+    )
     table = run_suite.format_table(run_suite.Report(results=[result], output_dir=str(tmp_path), duration_seconds=1.0))
     assert f"  {scenario}: {run_suite.EXPECTED_CLIENT_FAILURES[scenario]}" in table
 
 
 def test_a_failed_scenario_shows_its_first_problem_as_it_finishes(tmp_path: Path) -> None:
     path = _result_dir(
-        tmp_path, "initialize", ["SUCCESS"], stderr="patchbay-conformance: FAILED initialize: timeout: connecting took longer than 15s\n"
+        tmp_path,
+        "initialize",
+        ["SUCCESS"],
+        stderr="patchbay-conformance: FAILED initialize: timeout: connecting took longer than 15s\n",
     )
     line = run_suite.format_progress(run_suite.judge("initialize", path))
     assert line.startswith("FAIL  initialize  (1 passed, 0 failed, 0 warnings; client failed): client: ")

@@ -217,7 +217,12 @@ async def test_client_credentials_obtains_a_token_without_a_browser(
     with oauth_server(separate_as=True, m2m_secret=secret) as fixture:
         plane = control_plane(tmp_path / "home")
         add_oauth_connector(
-            plane, NAME, fixture.url, grant="client_credentials", client_id="m2m", client_secret="@env:PB_TEST_M2M_SECRET"
+            plane,
+            NAME,
+            fixture.url,
+            grant="client_credentials",
+            client_id="m2m",
+            client_secret="@env:PB_TEST_M2M_SECRET",
         )
 
         async def no_browser(url: str) -> None:
@@ -245,7 +250,12 @@ def test_oauth_settings_ride_in_the_snapshot_and_leave_other_connectors_callable
     plane.service.projector.project(project)
     config = load_snapshot(project.path, project_id=project.project_id, home=plane.service.settings.home)
     (server,) = config.servers
-    assert server.runtime_config["oauth"] == {"grant": "authorization_code", "client_id": "cid", "scope": "read", "signing_algorithm": "RS256"}
+    assert server.runtime_config["oauth"] == {
+        "grant": "authorization_code",
+        "client_id": "cid",
+        "scope": "read",
+        "signing_algorithm": "RS256",
+    }
 
 
 @pytest.mark.parametrize(

@@ -218,7 +218,9 @@ async def test_tool_names_outside_the_mcp_rule_are_kept_and_each_gets_a_diagnost
     assert set(LOOKALIKES) <= {tool.name for tool in result.tools}  # flagged, not left out
     flagged = {d["tool"]: d for d in result.diagnostics if d["problem"] == "name"}
     assert list(flagged) == ["danger ", "d\u0430nger", "danger\u200b", "mcp.evil.danger", "resources/read"]
-    assert flagged["danger "]["message"] == "tool 'danger ' kept but flagged: its name contains whitespace (U+0020 SPACE)"
+    assert (
+        flagged["danger "]["message"] == "tool 'danger ' kept but flagged: its name contains whitespace (U+0020 SPACE)"
+    )
     assert "U+0430 CYRILLIC SMALL LETTER A" in flagged["d\u0430nger"]["message"]
     assert "'danger\\u200b'" in flagged["danger\u200b"]["message"]  # the invisible character shows escaped
     assert "ZERO WIDTH SPACE" in flagged["danger\u200b"]["message"]
@@ -692,7 +694,9 @@ async def test_an_underscore_host_probes_ready_and_a_zone_id_or_escaped_host_is_
     monkeypatch.setattr(egress_module, "system_resolver", resolver)
     with http_fixture(tmp_path / "requests.jsonl") as port, anyio.fail_after(60):
         ready = await Prober(settings).probe(local(HttpTarget(url=f"http://mcp_server:{port}/mcp")), workspace=tmp_path)
-        zoned = await Prober(settings).probe(local(HttpTarget(url="http://[fe80::1%25eth0]:8080/mcp")), workspace=tmp_path)
+        zoned = await Prober(settings).probe(
+            local(HttpTarget(url="http://[fe80::1%25eth0]:8080/mcp")), workspace=tmp_path
+        )
         escaped = await Prober(settings).probe(
             local(HttpTarget(url=f"http://%31%32%37.0.0.1:{port}/mcp")), workspace=tmp_path
         )

@@ -30,7 +30,10 @@ def test_wire_names_are_safe_and_at_most_64_chars() -> None:
     assert long == wire_tool_name("a-very-long-connector-name", "x" * 80)
     assert long != wire_tool_name("a-very-long-connector-name", "x" * 81)
     sanitised = wire_tool_name("c", "weird.name/with spaces")
-    assert sanitised.startswith("mcp__c__weird_name_with_spaces_") and len(sanitised) == len("mcp__c__weird_name_with_spaces") + 9
+    assert (
+        sanitised.startswith("mcp__c__weird_name_with_spaces_")
+        and len(sanitised) == len("mcp__c__weird_name_with_spaces") + 9
+    )
     assert sanitised != wire_tool_name("c", "weird_name_with_spaces") == "mcp__c__weird_name_with_spaces"
     assert wire_tool_name("c", "x.y", attempt=1) not in (wire_tool_name("c", "x.y"), "mcp__c__x_y")
 
@@ -44,9 +47,15 @@ def test_wire_names_are_safe_and_at_most_64_chars() -> None:
         ("", "is empty"),
         ("x" * 129, "is 129 characters long (MCP allows at most 128)"),
         ("danger ", "contains whitespace (U+0020 SPACE)"),
-        ("d\u0430nger", "contains a non-ASCII letter or digit that can look like an ASCII one (U+0430 CYRILLIC SMALL LETTER A)"),
+        (
+            "d\u0430nger",
+            "contains a non-ASCII letter or digit that can look like an ASCII one (U+0430 CYRILLIC SMALL LETTER A)",
+        ),
         ("danger\u200b", "contains an invisible or control character (U+200B ZERO WIDTH SPACE)"),
-        ("\uff44anger", "contains a non-ASCII letter or digit that can look like an ASCII one (U+FF44 FULLWIDTH LATIN SMALL LETTER D)"),
+        (
+            "\uff44anger",
+            "contains a non-ASCII letter or digit that can look like an ASCII one (U+FF44 FULLWIDTH LATIN SMALL LETTER D)",
+        ),
         ("mcp.evil.danger", "starts with 'mcp.', like a Patchbay canonical name (mcp.<connector>.<tool>)"),
         ("MCP.x", "starts with 'MCP.', like a Patchbay canonical name (mcp.<connector>.<tool>)"),
         ("resources/read", "contains '/' (U+002F SOLIDUS), outside MCP's [A-Za-z0-9_.-]"),

@@ -156,7 +156,9 @@ def test_the_expansion_is_bounded_by_the_size_limits() -> None:
     schema = {"type": "object", "properties": {"top": {"$ref": "#/$defs/L0"}}, "$defs": defs}
     with pytest.raises(UnacceptableSchema, match="schema_max_depth"):
         convert_input_schema(schema, "anthropic", SchemaBounds(max_depth=16))
-    assert convert_input_schema(schema, "anthropic", SchemaBounds(max_depth=64))["properties"]["top"]["type"] == "object"
+    assert (
+        convert_input_schema(schema, "anthropic", SchemaBounds(max_depth=64))["properties"]["top"]["type"] == "object"
+    )
 
 
 def test_the_mcp_shape_only_fixes_the_top_level() -> None:

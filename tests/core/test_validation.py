@@ -76,7 +76,8 @@ def test_hosts_with_a_zone_id_an_escape_or_odd_characters_are_refused(url: str, 
 
 
 @pytest.mark.parametrize(
-    "url", ["http://mcp_server:8000/mcp", "http://MCP-Server.local/mcp", "https://bücher.example/mcp", "http://[::1]:80/"]
+    "url",
+    ["http://mcp_server:8000/mcp", "http://MCP-Server.local/mcp", "https://bücher.example/mcp", "http://[::1]:80/"],
 )
 def test_docker_service_names_idna_names_and_ipv6_literals_are_accepted(url: str) -> None:
     assert validate_url(url) == url
@@ -165,7 +166,8 @@ def test_urls_carrying_secrets_or_ambiguous_hosts_are_refused(url: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "arg", ["\x1b[31mred", "line\nbreak", "bell\x07", "sk-live-0123456789abcdefghij", "--api-key=abcd1234efgh", "bad\udcff"]
+    "arg",
+    ["\x1b[31mred", "line\nbreak", "bell\x07", "sk-live-0123456789abcdefghij", "--api-key=abcd1234efgh", "bad\udcff"],
 )
 def test_stdio_args_with_control_characters_invalid_utf8_or_secrets_are_refused(arg: str) -> None:
     with pytest.raises(ConfigError) as exc:

@@ -97,7 +97,9 @@ async def test_a_removed_tool_leaves_the_router_and_then_fails_with_unknown_tool
     failed = [e for e in read_events(runtime.event_log_path) if e["type"] == "tool.failed"]
     assert [e["payload"]["reason"] for e in failed] == ["unknown_tool"]
     # The refused call never reached the server: no mcp.call.started for it.
-    started = [e["payload"]["args"]["name"] for e in read_events(runtime.event_log_path) if e["type"] == "mcp.call.started"]
+    started = [
+        e["payload"]["args"]["name"] for e in read_events(runtime.event_log_path) if e["type"] == "mcp.call.started"
+    ]
     assert started == ["old_tool", "remove_tool"]
 
 
@@ -129,7 +131,9 @@ async def test_a_new_tool_denied_by_a_global_grant_stays_denied(tmp_path: Path, 
             definitions = [d["name"] for d in await runtime.tool_definitions()]
     assert listed["mcp.dyn.danger"] == "deny"
     assert "mcp__dyn__danger" not in definitions
-    started = [e["payload"]["args"]["name"] for e in read_events(runtime.event_log_path) if e["type"] == "mcp.call.started"]
+    started = [
+        e["payload"]["args"]["name"] for e in read_events(runtime.event_log_path) if e["type"] == "mcp.call.started"
+    ]
     assert "danger" not in started  # a denial never reaches the server
 
 

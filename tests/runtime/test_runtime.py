@@ -134,7 +134,12 @@ async def test_an_explicitly_denied_call_never_reaches_the_server(tmp_path: Path
     assert records(record) == [{"tool": "read_thing", "args": {}}]
     events = read_events(runtime.event_log_path)
     denied = [event for event in events if event["payload"].get("toolCallId") == info.value.details["toolCallId"]]
-    assert types_of(denied) == ["model.tool_call_requested", "permission.requested", "permission.resolved", "tool.failed"]
+    assert types_of(denied) == [
+        "model.tool_call_requested",
+        "permission.requested",
+        "permission.resolved",
+        "tool.failed",
+    ]
     assert denied[2]["payload"]["decision"] == "deny"
     assert denied[2]["payload"]["sourcedFrom"] == "global_deny"
     assert denied[3]["payload"]["reason"] == "permission_denied"

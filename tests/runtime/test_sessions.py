@@ -177,7 +177,9 @@ async def test_a_busy_session_is_marked_restart_pending_and_rebuilt_when_its_cal
             with pytest.raises(ToolCallError) as denied:
                 await host.call(session, "mcp.life.echo", {"text": "again"})
             assert denied.value.reason is FailureReason.UNKNOWN_TOOL
-    failed = [e for e in read_events(session_log_path(service.settings.sessions_dir, session)) if e["type"] == "tool.failed"]
+    failed = [
+        e for e in read_events(session_log_path(service.settings.sessions_dir, session)) if e["type"] == "tool.failed"
+    ]
     assert [e["payload"]["reason"] for e in failed] == ["unknown_tool"]  # the held call never failed
 
 
@@ -316,7 +318,9 @@ async def test_closing_a_session_cancels_its_call_and_closing_the_host_leaves_no
     other = tmp_path / "other"
     other.mkdir()
     log = tmp_path / "record.jsonl"
-    add_server(service, "life", workspace, "--spawn-child", "--record", str(log), runtime_options={"lifecycle": "eager"})
+    add_server(
+        service, "life", workspace, "--spawn-child", "--record", str(log), runtime_options={"lifecycle": "eager"}
+    )
     outcomes: dict[str, BaseException] = {}
     with anyio.fail_after(60):
         async with host_for(service) as host:

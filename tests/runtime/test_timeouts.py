@@ -151,7 +151,9 @@ async def test_after_n_timeouts_in_a_row_the_server_is_restarted_as_unresponsive
             fresh = (await runtime.call("mcp.s.pid")).text
     assert fresh != first
     assert [entry["launch"] for entry in records(log) if "launch" in entry] == [int(first), int(fresh)]
-    crashed = [event["payload"] for event in read_events(runtime.event_log_path) if event["type"] == "mcp.server.crashed"]
+    crashed = [
+        event["payload"] for event in read_events(runtime.event_log_path) if event["type"] == "mcp.server.crashed"
+    ]
     assert [(payload["reason"], payload["willRestart"]) for payload in crashed] == [("unresponsive", True)]
     types = [event["type"] for event in read_events(runtime.event_log_path)]
     assert types.index("mcp.server.restarting") > types.index("mcp.server.crashed")

@@ -305,7 +305,10 @@ async def test_proxy_search_is_ranked_deterministic_and_bounded(tmp_path: Path) 
             described = await runtime.call_proxy({"action": "describe", "tool": "mcp.refs.make_tree"})
     assert tree.structured_content == again.structured_content
     assert tree.structured_content is not None
-    assert tree.structured_content["tools"][0] == {"name": "mcp__refs__make_tree", "description": "Count the nodes of a tree."}
+    assert tree.structured_content["tools"][0] == {
+        "name": "mcp__refs__make_tree",
+        "description": "Count the nodes of a tree.",
+    }
     listed = everything_listed.structured_content
     assert listed is not None and listed["total"] == 11 and len(listed["tools"]) == 10
     names = [t["name"] for t in listed["tools"]]

@@ -545,7 +545,9 @@ class ConnectorService(ToolViewsMixin):
     def _check_subject(tool: str, kind: GrantKind) -> None:
         if kind == "resource":
             if tool != RESOURCE_SUBJECT:
-                raise ConfigError("tool", f"a resource-read grant covers the whole connector (subject {RESOURCE_SUBJECT!r})")
+                raise ConfigError(
+                    "tool", f"a resource-read grant covers the whole connector (subject {RESOURCE_SUBJECT!r})"
+                )
             return
         if not isinstance(tool, str) or not tool or len(tool) > 512 or not tool.isprintable():
             raise ConfigError("tool", "must be 1-512 printable characters")

@@ -313,7 +313,9 @@ class CredentialService:
 
     # -- connectors ---------------------------------------------------------------------------
 
-    def prepare_new(self, transport: str, specs: Sequence[BindingSpec]) -> tuple[list[StoredCredential], list[dict[str, Any]]]:
+    def prepare_new(
+        self, transport: str, specs: Sequence[BindingSpec]
+    ) -> tuple[list[StoredCredential], list[dict[str, Any]]]:
         """Records and stored bindings for a connector about to be created (owner filled in later).
 
         Raises:
@@ -449,7 +451,11 @@ class CredentialService:
                 "problem": _problem(public, connector.connector_id),
             }
             if public is not None and public.default_mode is not None:
-                view |= {"default": public.default, "default_mode": public.default_mode, "default_secret": public.default_secret}
+                view |= {
+                    "default": public.default,
+                    "default_mode": public.default_mode,
+                    "default_secret": public.default_secret,
+                }
             views.append(view)
         return views
 
@@ -473,7 +479,9 @@ class CredentialService:
                 out.setdefault(ref, []).append({"connector": connector.name, "delivery": "oauth", "name": setting})
         return out
 
-    def view(self, credential: Credential, names: Mapping[str, str], bound: Mapping[str, list[dict[str, str]]]) -> dict[str, Any]:
+    def view(
+        self, credential: Credential, names: Mapping[str, str], bound: Mapping[str, list[dict[str, str]]]
+    ) -> dict[str, Any]:
         """The public shape of one credential: never its value (seed 003 addendum 2026-09-07)."""
         return {
             "id": credential.credential_id,

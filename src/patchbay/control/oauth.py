@@ -161,8 +161,15 @@ class OAuthService:
             bundle = bundle_of(record)
             if record is not None and bundle is not None:
                 void = bundle.model_copy(
-                    update={"tokens": None, "expires_at": None, "status": "needs_auth", "reason": reason,
-                            "client_info": None, "issuer": None, "as_metadata": None}
+                    update={
+                        "tokens": None,
+                        "expires_at": None,
+                        "status": "needs_auth",
+                        "reason": reason,
+                        "client_info": None,
+                        "issuer": None,
+                        "as_metadata": None,
+                    }
                 )
                 records[record.credential_id] = record.model_copy(
                     update={"value": void.model_dump(mode="json"), "updated_at": self.store.now()}
@@ -370,4 +377,3 @@ class OAuthService:
 def _identity(config: OAuthConfig) -> tuple[Any, ...]:
     """What a grant was issued to: changing any of it voids the grant."""
     return (config.grant, config.client_id, config.issuer, config.client_metadata_url)
-

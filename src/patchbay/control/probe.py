@@ -332,19 +332,22 @@ class Prober:
         try:
             with deadline:
                 try:
-                    async with self._oauth(connector, egress, authorizer, verify, login_timeout) as auth, open_client(
-                        target,
-                        workspace=workspace,
-                        env=env,
-                        headers=headers,
-                        stderr_tail_bytes=settings.stderr_tail_bytes,
-                        mode=settings.protocol_mode,
-                        link_holder=links,
-                        egress=egress,
-                        auth=auth,
-                        limits=RuntimeOptions.model_validate(connector.runtime_config).limits,
-                        client_info=_client_info(),
-                    ) as connection:
+                    async with (
+                        self._oauth(connector, egress, authorizer, verify, login_timeout) as auth,
+                        open_client(
+                            target,
+                            workspace=workspace,
+                            env=env,
+                            headers=headers,
+                            stderr_tail_bytes=settings.stderr_tail_bytes,
+                            mode=settings.protocol_mode,
+                            link_holder=links,
+                            egress=egress,
+                            auth=auth,
+                            limits=RuntimeOptions.model_validate(connector.runtime_config).limits,
+                            client_info=_client_info(),
+                        ) as connection,
+                    ):
                         try:
                             catalog = await list_catalog(
                                 connection.client,

@@ -48,8 +48,7 @@ def validate_connector_name(name: str) -> str:
     if not _CONNECTOR_NAME.fullmatch(name):
         raise ConfigError(
             "name",
-            f"{name!r} must be lower-case letters, digits and inner hyphens "
-            "(^[a-z0-9][a-z0-9-]*[a-z0-9]$)",
+            f"{name!r} must be lower-case letters, digits and inner hyphens (^[a-z0-9][a-z0-9-]*[a-z0-9]$)",
         )
     return name
 

@@ -53,8 +53,16 @@ ALL_PROMPTS = "*"
 
 Risk = Literal["read", "destructive", "network"]
 DecisionSource = Literal[
-    "disabled", "excluded", "not_included", "global_deny", "project_grant", "global_grant",
-    "allow_all", "destructive_default", "approval_mode", "user_triggered",
+    "disabled",
+    "excluded",
+    "not_included",
+    "global_deny",
+    "project_grant",
+    "global_grant",
+    "allow_all",
+    "destructive_default",
+    "approval_mode",
+    "user_triggered",
 ]
 
 
@@ -98,7 +106,9 @@ def risk_reason(annotations: dict[str, Any] | None) -> str:
     return "no annotation says otherwise"
 
 
-def is_visible(tool: str, include_tools: tuple[str, ...] | list[str], exclude_tools: tuple[str, ...] | list[str]) -> bool:
+def is_visible(
+    tool: str, include_tools: tuple[str, ...] | list[str], exclude_tools: tuple[str, ...] | list[str]
+) -> bool:
     """Step 1's include/exclude rule; patterns are case-sensitive ``fnmatch`` globs."""
     if any(fnmatchcase(tool, pattern) for pattern in exclude_tools):
         return False

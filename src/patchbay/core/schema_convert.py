@@ -382,9 +382,7 @@ def object_input_schema(schema: Any) -> dict[str, Any]:
     return {**schema, "type": "object"}
 
 
-def convert_input_schema(
-    schema: Any, target: Target, bounds: SchemaBounds = DEFAULT_SCHEMA_BOUNDS
-) -> dict[str, Any]:
+def convert_input_schema(schema: Any, target: Target, bounds: SchemaBounds = DEFAULT_SCHEMA_BOUNDS) -> dict[str, Any]:
     """``schema`` rewritten so that the ``target`` API accepts it (see the module docstring).
 
     Args:

@@ -133,7 +133,9 @@ def validate_url(url: str, field: str = "url") -> str:
         raise ConfigError(field, "must be at most 2048 characters")
     for name, _ in parse_qsl(parts.query, keep_blank_values=True):
         if is_secret_key(name):
-            raise ConfigError(field, f"query parameter {name!r} looks like a credential; connectors store no secret values")
+            raise ConfigError(
+                field, f"query parameter {name!r} looks like a credential; connectors store no secret values"
+            )
     _no_secret(field, url, "the URL")
     return url
 
@@ -271,10 +273,16 @@ def validate_tool_arguments(arguments: object, *, max_depth: int = MAX_ARGUMENT_
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError:
-                raise ValidationError("arguments: strings must be valid UTF-8", details={"field": "arguments"}) from None
+                raise ValidationError(
+                    "arguments: strings must be valid UTF-8", details={"field": "arguments"}
+                ) from None
         elif isinstance(value, float):
             if value != value or value in (float("inf"), float("-inf")):
-                raise ValidationError("arguments: numbers must be finite (no NaN or Infinity)", details={"field": "arguments"})
+                raise ValidationError(
+                    "arguments: numbers must be finite (no NaN or Infinity)", details={"field": "arguments"}
+                )
         elif value is not None and not isinstance(value, bool | int):
-            raise ValidationError(f"arguments: {type(value).__name__} is not a JSON value", details={"field": "arguments"})
+            raise ValidationError(
+                f"arguments: {type(value).__name__} is not a JSON value", details={"field": "arguments"}
+            )
     return arguments

@@ -358,20 +358,23 @@ class ServerConnection(CrashPolicy, RequestExchange):
         try:
             with scope:
                 env, headers = await self._access.resolve()
-                async with self._access.oauth(self._authorizer(scope)) as auth, open_client(
-                    self.server.target,
-                    workspace=self._workspace,
-                    env=env,
-                    headers=headers,
-                    stderr_tail_bytes=settings.stderr_tail_bytes,
-                    mode=settings.protocol_mode,
-                    link_holder=links,
-                    limits=self.options.limits,
-                    egress=self._access.egress,
-                    auth=auth,
-                    client_info=_CLIENT_INFO,
-                    **self.refresh.begin_attempt(self._hooks.client_kwargs()),
-                ) as conn:
+                async with (
+                    self._access.oauth(self._authorizer(scope)) as auth,
+                    open_client(
+                        self.server.target,
+                        workspace=self._workspace,
+                        env=env,
+                        headers=headers,
+                        stderr_tail_bytes=settings.stderr_tail_bytes,
+                        mode=settings.protocol_mode,
+                        link_holder=links,
+                        limits=self.options.limits,
+                        egress=self._access.egress,
+                        auth=auth,
+                        client_info=_CLIENT_INFO,
+                        **self.refresh.begin_attempt(self._hooks.client_kwargs()),
+                    ) as conn,
+                ):
                     # Patchbay checks structured results itself (after the call, see call_tool).
                     turn_off_sdk_output_validation(conn.client.session)
                     catalog = await list_catalog(

@@ -144,7 +144,9 @@ class ContextBuilder:
         """Choose which ``items`` fit; see the class docstring for the rules."""
         costs = [item.tokens or self._count(item.text) for item in items]
         keep = [False] * len(items)
-        last_user = max((i for i, item in enumerate(items) if item.role == "user" and item.kind == "message"), default=None)
+        last_user = max(
+            (i for i, item in enumerate(items) if item.role == "user" and item.kind == "message"), default=None
+        )
         general_left = self.budget_tokens - self.resource_budget_tokens
         resource_left = self.resource_budget_tokens
         if last_user is not None:

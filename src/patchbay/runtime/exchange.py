@@ -311,4 +311,3 @@ class RequestExchange:
         return ToolCallError(
             FailureReason.MCP_SERVER_UNAVAILABLE, f"MCP server {self.name!r} is unavailable: {message}", details=details
         )
-

@@ -220,7 +220,9 @@ class ToolExecutor:
             try:
                 result = await connection.call_tool(tool, events.args)
             except ToolCallError as exc:
-                events.mcp_failed(_ms_since(started), str(exc.reason), exc.message[: self.settings.result_preview_chars])
+                events.mcp_failed(
+                    _ms_since(started), str(exc.reason), exc.message[: self.settings.result_preview_chars]
+                )
                 raise
             except anyio.get_cancelled_exc_class():
                 events.mcp_failed(_ms_since(started), str(FailureReason.CANCELLED), "the call was cancelled")

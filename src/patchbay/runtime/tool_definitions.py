@@ -170,7 +170,9 @@ def check_format(format: str, allowed: Iterable[str]) -> None:
         )
 
 
-def _shape(name: str, description: str, schema: dict[str, Any], format: str, tool: RuntimeTool | None) -> dict[str, Any]:
+def _shape(
+    name: str, description: str, schema: dict[str, Any], format: str, tool: RuntimeTool | None
+) -> dict[str, Any]:
     if format == "anthropic":
         return {"name": name, "description": description, "input_schema": schema}
     if format == "openai":
@@ -295,7 +297,9 @@ def parse_proxy_arguments(arguments: Any) -> ProxyRequest:
         raise _invalid("arguments", "the proxy tool's arguments must be a JSON object")
     unknown = sorted(set(arguments) - set(PROXY_INPUT_SCHEMA["properties"]))
     if unknown:
-        raise _invalid(str(unknown[0]), f"unknown proxy argument(s) {unknown}; use action, query, tool, arguments, limit")
+        raise _invalid(
+            str(unknown[0]), f"unknown proxy argument(s) {unknown}; use action, query, tool, arguments, limit"
+        )
     action = arguments.get("action")
     if action not in ("search", "describe", "call"):
         raise _invalid("action", "action must be one of search, describe, call")

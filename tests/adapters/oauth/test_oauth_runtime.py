@@ -246,9 +246,16 @@ async def test_a_slow_authorization_server_does_not_use_up_the_connect_timeout(
     monkeypatch.setenv("PB_TEST_M2M_SECRET", "m2m-secret")
     with oauth_server(separate_as=True) as fixture:
         plane = control_plane(tmp_path / "home")
-        plane = dataclasses.replace(plane, settings=plane.settings.model_copy(update={"connect_timeout": connect_timeout}))
+        plane = dataclasses.replace(
+            plane, settings=plane.settings.model_copy(update={"connect_timeout": connect_timeout})
+        )
         add_oauth_connector(
-            plane, NAME, fixture.url, grant="client_credentials", client_id="m2m", client_secret="@env:PB_TEST_M2M_SECRET"
+            plane,
+            NAME,
+            fixture.url,
+            grant="client_credentials",
+            client_id="m2m",
+            client_secret="@env:PB_TEST_M2M_SECRET",
         )
         fixture.control(as_delay=held)
         started = anyio.current_time()

@@ -15,7 +15,9 @@ from patchbay.core.oauth import OAuthConfig
 
 
 def provider(tmp_path: Path, url: str) -> PatchbayOAuthProvider:
-    storage = BundleStorage(CredentialStore(tmp_path), connector_id="con_x", resource_url=url, grant="authorization_code")
+    storage = BundleStorage(
+        CredentialStore(tmp_path), connector_id="con_x", resource_url=url, grant="authorization_code"
+    )
     return PatchbayOAuthProvider(url, config=OAuthConfig(), storage=storage, connector="x")
 
 

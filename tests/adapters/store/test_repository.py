@@ -380,7 +380,10 @@ def test_tool_resource_and_prompt_grants_are_separate_key_spaces(any_repo: Repos
     local = any_repo.set_project_grant(project.project_id, cid, "*", "ask", kind="resource")
 
     assert [(g.kind, g.decision) for g in (tool, reads, prompt, local)] == [
-        ("tool", "allow"), ("resource", "deny"), ("prompt", "deny"), ("resource", "ask")
+        ("tool", "allow"),
+        ("resource", "deny"),
+        ("prompt", "deny"),
+        ("resource", "ask"),
     ]
     assert any_repo.list_global_grants(cid) == [tool]
     assert any_repo.list_global_grants(cid, kind="resource") == [reads]

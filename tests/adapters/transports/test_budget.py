@@ -280,8 +280,12 @@ async def test_a_small_or_unclaimed_message_is_released_at_once() -> None:
             await writes.send(request(1))
             await answer(server, lines, 1, 100 * 1024)  # below the share: not worth keeping
             await reads.receive()
-            await server.send(b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", '
-                              + b'"data": "' + b"y" * (2 * MiB) + b'"}}\n')  # a big notification: nobody claims it
+            await server.send(
+                b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", '
+                + b'"data": "'
+                + b"y" * (2 * MiB)
+                + b'"}}\n'
+            )  # a big notification: nobody claims it
             await reads.receive()
             await drained(budget)
             assert claim.held == 0 and budget.high_water >= 2 * MiB - 64 * 1024

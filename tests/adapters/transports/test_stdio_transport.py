@@ -22,12 +22,6 @@ pytestmark = pytest.mark.anyio
 FAKE_SECRET = "sk-live-abcdef0123456789abcdef"
 
 
-
-
-
-
-
-
 def test_the_stderr_tail_keeps_only_the_last_bytes_and_drops_the_cut_first_line() -> None:
     tail = StderrTail(limit=64)
     tail.feed(b"starting with token=" + FAKE_SECRET.encode() + b"\n")

@@ -39,7 +39,11 @@ def database_bytes(service: ConnectorService) -> bytes:
 
 TWO = {
     "first": {"command": "mcp-server-time", "env": {"FIRST_KEY": MANAGED, "FIRST_REF": "${FIRST_VAR}"}},
-    "second": {"type": "http", "url": "https://second.example.com/mcp", "headers": {"Authorization": f"Bearer {MANAGED}"}},
+    "second": {
+        "type": "http",
+        "url": "https://second.example.com/mcp",
+        "headers": {"Authorization": f"Bearer {MANAGED}"},
+    },
     "third": {"command": "mcp-server-time"},
 }
 
@@ -185,7 +189,9 @@ def test_a_malformed_file_stops_the_commit(
         commit_import(service, select=["docs"], workspace=workspace, home=home)
     assert (info.value.line, info.value.column) == (4, 5)
     assert service.list() == []
-    result = commit_import(service, select=["docs"], paths=[str(workspace / ".cursor/mcp.json")], workspace=workspace, home=home)
+    result = commit_import(
+        service, select=["docs"], paths=[str(workspace / ".cursor/mcp.json")], workspace=workspace, home=home
+    )
     assert [i.connector for i in result.imported] == ["docs"]
 
 
@@ -262,7 +268,10 @@ async def test_imported_defaults_and_plain_settings_reach_a_real_stdio_server_un
     connector = service.get("app")
     views = {v["name"]: v for v in service.credentials.binding_views(connector)}
     assert (views["NODE_ENV"]["source"], views["NODE_ENV"]["plain"]) == ("plain", "production")
-    assert (views["PB_DEFAULTED"]["default"], views["PB_DEFAULTED"]["default_mode"]) == ("fall:-back-value", "unset_or_empty")
+    assert (views["PB_DEFAULTED"]["default"], views["PB_DEFAULTED"]["default_mode"]) == (
+        "fall:-back-value",
+        "unset_or_empty",
+    )
     assert views["PB_ONLY_UNSET"]["default_mode"] == "unset"
     assert views["PB_SECRET_DEFAULT"]["default"] is None and views["PB_SECRET_DEFAULT"]["default_secret"]
     assert views["PB_DEFAULTED"]["problem"] is None  # no auth_required: the default applies

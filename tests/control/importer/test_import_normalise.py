@@ -64,7 +64,9 @@ def test_every_spelling_of_streamable_http_under_type_or_transport(
         ("https://x.example.com/sse-bridge/mcp", "streamable_http"),
     ],
 )
-def test_a_url_without_type_is_sse_only_when_its_path_ends_in_sse(url: str, transport: str, workspace: Path, home: Path) -> None:
+def test_a_url_without_type_is_sse_only_when_its_path_ends_in_sse(
+    url: str, transport: str, workspace: Path, home: Path
+) -> None:
     draft = run({"url": url}, workspace, home)
     assert draft.transport == transport and draft.problems == []
 
@@ -72,7 +74,10 @@ def test_a_url_without_type_is_sse_only_when_its_path_ends_in_sse(url: str, tran
 def test_explicit_sse_stdio_and_socket_and_inference(workspace: Path, home: Path) -> None:
     assert run({"type": "sse", "url": "https://x.example.com/events"}, workspace, home).transport == "sse"
     stdio = run({"command": sys.executable, "args": ["-V"]}, workspace, home)
-    assert stdio.target == StdioTarget(command=sys.executable, args=("-V",)) and stdio.transport_spelling == "inferred from command"
+    assert (
+        stdio.target == StdioTarget(command=sys.executable, args=("-V",))
+        and stdio.transport_spelling == "inferred from command"
+    )
     sock = run({"socket": "~/run/mcp.sock"}, workspace, home)
     assert sock.target == SocketTarget(path=str(home / "run/mcp.sock"))
     assert [(p.field, p.path) for p in sock.outside] == [("socket", str(home / "run/mcp.sock"))]  # reported only
@@ -115,9 +120,7 @@ def test_every_env_syntax_becomes_an_environment_reference(workspace: Path, home
         home,
     )
     assert draft.problems == []
-    assert bindings(draft) == {
-        f"env.{k}": ("env", "environment", f"VAR_{k}") for k in "ABCDEF"
-    }
+    assert bindings(draft) == {f"env.{k}": ("env", "environment", f"VAR_{k}") for k in "ABCDEF"}
     assert [b.spec.variable for b in draft.bindings] == [f"VAR_{k}" for k in "ABCDEF"]  # type: ignore[union-attr]
     assert draft.losses == []  # a default is kept with the reference, not dropped
     assert [b.has_default for b in draft.bindings] == [False, True, False, False, False, True]
@@ -127,7 +130,11 @@ def test_every_env_syntax_becomes_an_environment_reference(workspace: Path, home
 
 
 def test_a_secret_default_is_flagged_and_never_stored(workspace: Path, home: Path) -> None:
-    draft = run({"url": "https://x.example.com/mcp", "headers": {"Authorization": f"Bearer ${{TOKEN:-{SECRET}}}"}}, workspace, home)
+    draft = run(
+        {"url": "https://x.example.com/mcp", "headers": {"Authorization": f"Bearer ${{TOKEN:-{SECRET}}}"}},
+        workspace,
+        home,
+    )
     [binding] = draft.bindings
     assert (binding.delivery, binding.source, binding.variable) == ("bearer", "environment", "TOKEN")
     assert binding.spec is not None and binding.spec.value is None
@@ -195,21 +202,31 @@ def test_pi_bearer_token_fields(workspace: Path, home: Path) -> None:
     ("raw", "where", "code"),
     [
         ({"command": "s", "env": {"K": "prefix-${VAR}"}}, "env.K", "mixed_value"),
-        ({"url": "https://x.example.com/mcp", "headers": {"Authorization": "token ${GH}"}}, "headers.Authorization", "mixed_value"),
+        (
+            {"url": "https://x.example.com/mcp", "headers": {"Authorization": "token ${GH}"}},
+            "headers.Authorization",
+            "mixed_value",
+        ),
         ({"command": "s", "env": {"K": "${command:pick}"}}, "env.K", "mixed_value"),
         ({"command": "s", "args": ["--key", "${KEY}"]}, "args[1]", "reference_not_supported"),
         ({"command": "${BIN}/server"}, "command", "reference_not_supported"),
         ({"url": "https://${HOST}/mcp"}, "url", "reference_not_supported"),
         ({"command": "s", "args": ["${config:x}"]}, "args[0]", "unsupported_variable"),
         ({"command": "s", "env": {"bad-name": "x"}}, "env.bad-name", "bad_binding"),
-        ({"url": "https://x.example.com/mcp", "headers": {"Content-Type": "${CT}"}}, "headers.Content-Type", "bad_binding"),
+        (
+            {"url": "https://x.example.com/mcp", "headers": {"Content-Type": "${CT}"}},
+            "headers.Content-Type",
+            "bad_binding",
+        ),
         ({"command": "s", "env": {"K": {"nested": 1}}}, "env.K", "bad_value"),
         ({"command": "s", "args": ["--token", "ghp_" + "b" * 36]}, "args", "invalid_args"),
         ({"url": "https://user:pw@x.example.com/mcp"}, "url", "invalid_url"),
         ({"command": "s", "env": {"A": "${X}"}, "bearerToken": "t"}, None, None),
     ],
 )
-def test_values_that_cannot_be_imported_as_written(raw: dict, where: str | None, code: str | None, workspace: Path, home: Path) -> None:
+def test_values_that_cannot_be_imported_as_written(
+    raw: dict, where: str | None, code: str | None, workspace: Path, home: Path
+) -> None:
     draft = run(raw, workspace, home)
     if code is None:  # bearerToken on a local command: not a stdio key, so a loss
         assert ("bearerToken", "field_not_imported") in [(i.field, i.code) for i in draft.losses]
@@ -233,7 +250,9 @@ def test_vscode_input_needs_user_input_unless_mapped(workspace: Path, home: Path
     mapped = run(raw, workspace, home, inputs=inputs, mapped={"key": "MY_KEY"})
     assert mapped.problems == [] and bindings(mapped) == {"env.API_KEY": ("env", "environment", "MY_KEY")}
     undefined = run({"command": "s", "env": {"K": "${input:other}"}}, workspace, home)
-    assert [(i.id, i.defined) for i in undefined.inputs] == [("other", False)] and codes(undefined.problems) == ["needs_input"]
+    assert [(i.id, i.defined) for i in undefined.inputs] == [("other", False)] and codes(undefined.problems) == [
+        "needs_input"
+    ]
 
 
 def test_a_helper_is_reported_never_run_and_not_importable(workspace: Path, home: Path, tmp_path: Path) -> None:
@@ -285,7 +304,10 @@ def test_workspace_folder_and_user_home(workspace: Path, home: Path) -> None:
     )
     assert draft.problems == []
     assert draft.target == StdioTarget(command=f"{home}/bin/server", args=("--root", f"{workspace}/data"), cwd="tools")
-    assert [(i.field, i.code) for i in draft.losses] == [("command", "path_variable_fixed"), ("args[1]", "path_variable_fixed")]
+    assert [(i.field, i.code) for i in draft.losses] == [
+        ("command", "path_variable_fixed"),
+        ("args[1]", "path_variable_fixed"),
+    ]
 
 
 def test_cwd_outside_the_workspace_is_reported_and_refused(workspace: Path, home: Path, tmp_path: Path) -> None:
@@ -347,7 +369,14 @@ def test_private_addresses_are_a_loss_not_silently_allowed(workspace: Path, home
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("github", "github"), ("GitHub", "github"), ("my_server.v2", "my-server-v2"), ("@scope/srv", "scope-srv"), ("___", None), ("x" * 70, "x" * 64)],
+    [
+        ("github", "github"),
+        ("GitHub", "github"),
+        ("my_server.v2", "my-server-v2"),
+        ("@scope/srv", "scope-srv"),
+        ("___", None),
+        ("x" * 70, "x" * 64),
+    ],
 )
 def test_connector_names(name: str, expected: str | None) -> None:
     assert connector_name_for(name) == expected

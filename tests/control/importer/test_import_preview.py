@@ -172,7 +172,11 @@ def test_a_malformed_file_is_reported_with_its_position_and_never_rewritten(
     assert malformed.status == "malformed" and malformed.entries == 0
     assert malformed.error is not None and malformed.error["code"] == "invalid_config"
     assert (malformed.error["details"]["line"], malformed.error["details"]["column"]) == (4, 5)
-    assert files[str(good)].status == "ok" and {e.name for e in report.entries} == {"legacy-events", "docs", "local-tools"}
+    assert files[str(good)].status == "ok" and {e.name for e in report.entries} == {
+        "legacy-events",
+        "docs",
+        "local-tools",
+    }
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (bad, good)} == before
 
 
@@ -184,7 +188,9 @@ def test_host_files_are_read_only_when_named(
     place("claude.json", home / ".claude.json")
     place("vscode_mcp.json", home / ".config/Code/User/mcp.json")
     assert preview_import(service, workspace=workspace, home=home).entries == []
-    named = preview_import(service, workspace=workspace, home=home, paths=["cursor", "claude-desktop", "claude-code", "vscode"])
+    named = preview_import(
+        service, workspace=workspace, home=home, paths=["cursor", "claude-desktop", "claude-code", "vscode"]
+    )
     assert [f.host for f in named.files] == ["cursor", "claude_desktop", "claude_code", "vscode"]
     assert {e.source.host for e in named.entries} == {"cursor", "claude_desktop", "claude_code", "vscode"}
 
@@ -195,7 +201,10 @@ def test_precedence_shadowing_and_claude_code_scopes(
     place("claude.json", home / ".claude.json")
     report = preview_import(service, workspace=workspace, home=home, paths=["claude-code"])
     times = by_name(report)["time"]
-    assert [(t.source.scope, t.source.precedence, t.effective) for t in times] == [("local", 1, True), ("user", 2, False)]
+    assert [(t.source.scope, t.source.precedence, t.effective) for t in times] == [
+        ("local", 1, True),
+        ("user", 2, False),
+    ]
     assert times[1].shadowed_by == times[0].source and not times[1].importable
     assert times[0].target == {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"], "cwd": ""}
     [notes] = by_name(report)["notes"]
@@ -211,9 +220,7 @@ def test_precedence_shadowing_and_claude_code_scopes(
     assert standard["time"][0].shadowed_by is not None and standard["time"][0].shadowed_by.precedence == 1
 
 
-def test_conflicts_with_existing_connectors_and_rename(
-    service: ConnectorService, workspace: Path, home: Path
-) -> None:
+def test_conflicts_with_existing_connectors_and_rename(service: ConnectorService, workspace: Path, home: Path) -> None:
     service.add("fetch", service.remote_target("https://fetch.example.com/mcp"))
     service.add("time", service.stdio_target("other-binary", [], cwd=None, workspace=workspace))
     (workspace / ".mcp.json").write_text(

@@ -122,7 +122,9 @@ async def test_the_login_url_sets_a_strict_httponly_cookie_and_redirects_without
 
 
 @pytest.mark.parametrize("query", ["", "?token=", "?token=nope", "?token={token}&token={token}"])
-async def test_a_login_url_without_the_token_sets_no_cookie(api: Api, anonymous: httpx2.AsyncClient, query: str) -> None:
+async def test_a_login_url_without_the_token_sets_no_cookie(
+    api: Api, anonymous: httpx2.AsyncClient, query: str
+) -> None:
     response = await anonymous.get("/login" + query.format(token=api_token(api.home)))
     _assert_unauthorized(response)
     assert (await anonymous.get("/api/mcp/connectors")).status_code == 401

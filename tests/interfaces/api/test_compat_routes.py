@@ -51,7 +51,11 @@ async def test_the_old_catalog_and_settings_are_projections_of_the_connectors(ap
 async def test_the_old_toggle_is_the_global_settings_mutation_without_revision_or_cwd(api: Api) -> None:
     await api.create("time", {"transport": "stdio", "command": "mcp-server-time"})
     toggled = await api.client.put("/api/settings/mcp/time", json={"enabled": True})
-    assert toggled.status_code == 200 and toggled.json() == {"server_id": "time", "enabled": True, "runtime_reload": NO_RELOAD}
+    assert toggled.status_code == 200 and toggled.json() == {
+        "server_id": "time",
+        "enabled": True,
+        "runtime_reload": NO_RELOAD,
+    }
     _deprecated(toggled, "/api/mcp/connectors/time/settings")
     now = (await api.client.get("/api/mcp/connectors/time")).json()["settings"]
     assert now["enabled"] is True and now["revision"] == 2  # one settings mutation, through the service

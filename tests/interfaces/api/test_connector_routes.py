@@ -412,9 +412,7 @@ async def test_patch_may_change_the_transport_kind_when_the_rest_still_fits(api:
 async def test_patch_target_under_a_stale_revision_or_invalid_changes_nothing(api: Api) -> None:
     before = await _probed_with_grant(api)
     await api.client.patch("/api/mcp/connectors/time", json={"revision": before["revision"], "description": "x"})
-    stale = await api.client.patch(
-        "/api/mcp/connectors/time", json={"revision": before["revision"], "target": REMOTE}
-    )
+    stale = await api.client.patch("/api/mcp/connectors/time", json={"revision": before["revision"], "target": REMOTE})
     assert stale.status_code == 409 and error_of(stale)["code"] == "revision_conflict"
     now = (await api.client.get("/api/mcp/connectors/time")).json()
     assert now["target"] == before["target"] and now["cache"]["state"] == "fresh"
@@ -460,7 +458,11 @@ async def test_plain_settings_and_defaults_round_trip_through_the_bindings_shape
     )
     assert created.status_code == 201, created.text
     views = {b["name"]: b for b in created.json()["bindings"]}
-    assert (views["X-Region"]["source"], views["X-Region"]["plain"], views["X-Region"]["ref"]) == ("plain", "eu-west-1", None)
+    assert (views["X-Region"]["source"], views["X-Region"]["plain"], views["X-Region"]["ref"]) == (
+        "plain",
+        "eu-west-1",
+        None,
+    )
     assert (views["X-Org"]["default"], views["X-Org"]["default_mode"]) == ("acme-default", "unset_or_empty")
     refused = await api.client.post(
         "/api/mcp/connectors",

@@ -69,12 +69,22 @@ async def test_a_deny_through_a_second_serve_reaches_the_sessions_of_the_first(t
     def scenario() -> None:
         with serve_process(home, workspace) as first, serve_process(home, workspace) as second:
             body = {"name": "life", "target": TARGET, "enabled": True}
-            assert requests.post(f"{first.url}/api/mcp/connectors", json=body, headers=first.headers, timeout=30).status_code == 201
+            assert (
+                requests.post(
+                    f"{first.url}/api/mcp/connectors", json=body, headers=first.headers, timeout=30
+                ).status_code
+                == 201
+            )
             allowed = requests.put(
-                f"{first.url}/api/mcp/connectors/life/tools/echo", json={"decision": "allow"}, headers=first.headers, timeout=30
+                f"{first.url}/api/mcp/connectors/life/tools/echo",
+                json={"decision": "allow"},
+                headers=first.headers,
+                timeout=30,
             )
             assert allowed.ok, allowed.text
-            opened = requests.post(f"{first.url}/api/sessions", json={"cwd": str(workspace)}, headers=first.headers, timeout=30)
+            opened = requests.post(
+                f"{first.url}/api/sessions", json={"cwd": str(workspace)}, headers=first.headers, timeout=30
+            )
             assert opened.status_code == 201, opened.text
             sid = opened.json()["session_id"]
             call = {"tool": "mcp.life.echo", "arguments": {"text": "hi"}}
@@ -82,14 +92,19 @@ async def test_a_deny_through_a_second_serve_reaches_the_sessions_of_the_first(t
             assert answer.status_code == 200, answer.text
 
             denied = requests.put(
-                f"{second.url}/api/mcp/connectors/life/tools/echo", json={"decision": "deny"}, headers=second.headers, timeout=30
+                f"{second.url}/api/mcp/connectors/life/tools/echo",
+                json={"decision": "deny"},
+                headers=second.headers,
+                timeout=30,
             )
             assert denied.ok, denied.text
             assert denied.json()["runtime_reload"]["sessions"] == []  # the second serve hosts none
 
             answer = requests.post(f"{first.url}/api/sessions/{sid}/call", json=call, headers=first.headers, timeout=60)
             assert answer.status_code == 422 and error_of(answer)["code"] == "unknown_tool", answer.text
-            listed = requests.get(f"{first.url}/api/sessions/{sid}/tools", headers=first.headers, timeout=60).json()["tools"]
+            listed = requests.get(f"{first.url}/api/sessions/{sid}/tools", headers=first.headers, timeout=60).json()[
+                "tools"
+            ]
             assert "mcp.life.echo" not in {tool["name"] for tool in listed}
         assert first.process.returncode == 0 and second.process.returncode == 0
 

@@ -43,14 +43,18 @@ def wait_for(predicate: Any, within: float = 60.0) -> None:
 
 
 def add_life(service: ConnectorService, workspace: Path, record: Path) -> None:
-    target = service.stdio_target(sys.executable, [LIFECYCLE, "--record", str(record), "--freezable"], cwd=None, workspace=workspace)
+    target = service.stdio_target(
+        sys.executable, [LIFECYCLE, "--record", str(record), "--freezable"], cwd=None, workspace=workspace
+    )
     # A request timeout far beyond the grace: only the shutdown can end the hung call in time.
     service.add("life", target, runtime_options={"request_timeout": 900, "max_call_seconds": 900})
     service.update_settings("life", approval_mode="allow_all")
 
 
 def open_session(served: Served, workspace: Path) -> str:
-    answer = requests.post(f"{served.url}/api/sessions", json={"cwd": str(workspace)}, headers=served.headers, timeout=60)
+    answer = requests.post(
+        f"{served.url}/api/sessions", json={"cwd": str(workspace)}, headers=served.headers, timeout=60
+    )
     assert answer.status_code == 201, answer.text
     return answer.json()["session_id"]
 
@@ -102,6 +106,7 @@ def test_sigkill_of_serve_takes_its_stdio_servers_with_it(
         (pid,) = server_pids(record)
         server = psutil.Process(pid)
         assert server.ppid() == served.process.pid  # the launcher exec'd the server in place
+
         # Frozen, the server will not notice its stdin closing: only the death signal can end it.
         def freeze() -> None:
             with contextlib.suppress(requests.ConnectionError):  # serve dies under it

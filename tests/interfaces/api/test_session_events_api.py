@@ -22,7 +22,9 @@ LIFECYCLE = str(FIXTURES / "lifecycle_server.py")
 async def _session_with_calls(api: Api) -> str:
     target = {"transport": "stdio", "command": sys.executable, "args": [LIFECYCLE]}
     await api.create("life", target, enabled=True)
-    settings = await api.client.put("/api/mcp/connectors/life/settings", json={"revision": 1, "approval_mode": "allow_all"})
+    settings = await api.client.put(
+        "/api/mcp/connectors/life/settings", json={"revision": 1, "approval_mode": "allow_all"}
+    )
     assert settings.status_code == 200, settings.text
     opened = await api.client.post("/api/sessions", json={"cwd": str(api.workspace)})
     assert opened.status_code == 201, opened.text

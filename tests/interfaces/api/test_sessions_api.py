@@ -51,7 +51,9 @@ async def tool_names(api: Api, session: str) -> set[str]:
     return {tool["name"] for tool in answer.json()["tools"]}
 
 
-async def call(api: Api, session: str, tool: str, arguments: dict[str, Any] | None = None, **extra: Any) -> httpx2.Response:
+async def call(
+    api: Api, session: str, tool: str, arguments: dict[str, Any] | None = None, **extra: Any
+) -> httpx2.Response:
     body = {"tool": tool, "arguments": arguments or {}, **extra}
     return await api.client.post(f"/api/sessions/{session}/call", json=body, timeout=60)
 
@@ -133,7 +135,9 @@ async def test_a_session_offers_only_the_projected_tools_and_calls_them_on_the_g
     assert result["tool_call_id"].startswith("tc_")
     assert (await call(api, sid, "mcp__life__echo", {"text": "wire"})).json()["model_text"] == "[mcp:life:echo]\nwire"
     events = read_events(session_log_path(api.home / "sessions", sid))
-    assert [e["type"] for e in events if e["payload"].get("toolCallId") == result["tool_call_id"]][-1] == "tool.completed"
+    assert [e["type"] for e in events if e["payload"].get("toolCallId") == result["tool_call_id"]][
+        -1
+    ] == "tool.completed"
 
     closed = await api.client.delete(f"/api/sessions/{sid}")
     assert closed.status_code == 200 and closed.json() == {"session_id": sid, "closed": True}
@@ -272,17 +276,13 @@ async def test_a_project_grant_reloads_only_that_projects_sessions(api: Api, tmp
     answer = await api.client.put(
         "/api/mcp/connectors/life/tools/echo", params={"cwd": str(api.workspace)}, json={"decision": "deny"}
     )
-    assert [(s["session_id"], s["status"]) for s in answer.json()["runtime_reload"]["sessions"]] == [
-        (mine, "reloaded")
-    ]
+    assert [(s["session_id"], s["status"]) for s in answer.json()["runtime_reload"]["sessions"]] == [(mine, "reloaded")]
     assert ((await session_info(api, mine))["builds"], (await session_info(api, theirs))["builds"]) == (2, 1)
     assert "mcp.life.echo" not in await tool_names(api, mine)
     assert "mcp.life.echo" in await tool_names(api, theirs)
 
 
-async def test_a_change_during_a_call_leaves_the_call_alone_and_the_next_call_sees_it(
-    api: Api, tmp_path: Path
-) -> None:
+async def test_a_change_during_a_call_leaves_the_call_alone_and_the_next_call_sees_it(api: Api, tmp_path: Path) -> None:
     log = tmp_path / "record.jsonl"
     await add_life(api, "--record", str(log))
     sid = await open_session(api)
@@ -375,7 +375,9 @@ async def test_leaving_the_lifespan_closes_every_session_and_leaves_no_process(t
     with anyio.fail_after(60):
         async with app.router.lifespan_context(app):
             headers = auth_headers(tmp_path / "home")
-            async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765", headers=headers) as client:
+            async with httpx2.AsyncClient(
+                transport=transport, base_url="http://127.0.0.1:8765", headers=headers
+            ) as client:
                 api = Api(client=client, app=app, home=tmp_path / "home", workspace=workspace)
                 # eager: started at once, with a grandchild in its process group
                 await add_life(api, "--spawn-child", runtime_options={"lifecycle": "eager"})

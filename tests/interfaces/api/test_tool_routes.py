@@ -185,7 +185,9 @@ async def test_looking_probing_and_clearing_never_make_a_workspace_a_project(api
 
 
 async def test_a_failed_probe_shows_in_the_list_and_the_detail_until_the_config_changes(api: Api) -> None:
-    created = await api.create("ghost", {"transport": "stdio", "command": "pb-no-such-command-for-api-tests"}, enabled=True)
+    created = await api.create(
+        "ghost", {"transport": "stdio", "command": "pb-no-such-command-for-api-tests"}, enabled=True
+    )
     assert created["last_probe"] is None and created["runtime_state"] == "unknown"
     probe = (await api.client.post("/api/mcp/connectors/ghost/probe")).json()
 
@@ -221,7 +223,10 @@ async def test_a_ready_probe_is_the_last_probe_too(api: Api) -> None:
 
 async def test_tools_carry_their_whole_input_schema_from_the_cache(api: Api) -> None:
     await _probed_time(api)
-    cached = {t.name: t.input_schema for t in api.service.repository.get_tool_cache(api.service.get("time").connector_id).tools}
+    cached = {
+        t.name: t.input_schema
+        for t in api.service.repository.get_tool_cache(api.service.get("time").connector_id).tools
+    }
     body = (await api.client.get("/api/mcp/connectors/time/tools")).json()
     schemas = {t["name"]: t["input_schema"] for t in body["tools"]}
     assert schemas == cached
@@ -256,7 +261,9 @@ async def test_resource_and_prompt_grants_have_their_own_routes_and_key_spaces(a
     assert [(g.kind, g.tool_name, g.decision) for g in repo.list_global_grants(connector_id, kind="resource")] == [
         ("resource", "*", "allow")
     ]
-    assert [(g.tool_name, g.decision) for g in repo.list_global_grants(connector_id, kind="prompt")] == [("a/b", "deny")]
+    assert [(g.tool_name, g.decision) for g in repo.list_global_grants(connector_id, kind="prompt")] == [
+        ("a/b", "deny")
+    ]
     assert repo.list_global_grants(connector_id) == []  # no tool grant was written
     assert (await api.client.get("/api/mcp/connectors/time/tools")).json()["unmatched_grants"] == []
 
@@ -269,9 +276,9 @@ async def test_resource_and_prompt_grants_have_their_own_routes_and_key_spaces(a
     again = await api.client.delete("/api/mcp/connectors/time/prompts/a%2Fb/grant")
     assert again.json()["cleared"] is True
     assert repo.list_global_grants(connector_id, kind="resource") == []
-    assert [g.decision for g in repo.list_project_grants(project.json()["project_id"], connector_id, kind="resource")] == [
-        "deny"
-    ]
+    assert [
+        g.decision for g in repo.list_project_grants(project.json()["project_id"], connector_id, kind="resource")
+    ] == ["deny"]
 
 
 async def test_tools_flag_names_outside_the_mcp_rule_and_show_resource_reads(api: Api) -> None:
@@ -292,6 +299,9 @@ async def test_tools_flag_names_outside_the_mcp_rule_and_show_resource_reads(api
     assert "U+200B ZERO WIDTH SPACE" in tools["danger\u200b"]["name_flag"]
     assert tools["add_tool"]["name_flag"] is None
     assert body["resource_reads"] == {
-        "decision": "ask", "source": "approval_mode", "global_grant": None, "project_grant": None
+        "decision": "ask",
+        "source": "approval_mode",
+        "global_grant": None,
+        "project_grant": None,
     }
     assert [(g["tool_name"], g["decision"]) for g in body["prompt_grants"]] == [("*", "deny")]

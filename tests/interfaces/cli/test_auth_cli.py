@@ -108,7 +108,11 @@ def test_configure_client_credentials_stores_secret_references_and_prints_no_val
     items = json.loads(run("credential", "list", "--json").stdout)["items"]
     assert len(items) == 1
     reference = items[0]
-    assert (reference["source"], reference["variable"], reference["owner"]) == ("environment", "PB_AUTH_CLI_SECRET", NAME)
+    assert (reference["source"], reference["variable"], reference["owner"]) == (
+        "environment",
+        "PB_AUTH_CLI_SECRET",
+        NAME,
+    )
     config = control_plane(home).service.get(NAME).runtime_config["oauth"]
     assert config == {
         "grant": "client_credentials",

@@ -28,7 +28,10 @@ def test_sigterm_of_a_cli_call_cancels_the_hung_call_and_stops_its_server(tmp_pa
     workspace.mkdir()
     record = tmp_path / "life.jsonl"
     server = [sys.executable, str(FIXTURES / "lifecycle_server.py"), "--record", str(record)]
-    for command in (["connector", "add", "life", "--", *server], ["connector", "set", "life", "--request-timeout", "900"]):
+    for command in (
+        ["connector", "add", "life", "--", *server],
+        ["connector", "set", "life", "--request-timeout", "900"],
+    ):
         subprocess.run(["patchbay", *command], env=env, check=True, capture_output=True, timeout=120, cwd=workspace)
     call = subprocess.Popen(
         ["patchbay", "call", "mcp.life.sleep", '{"seconds": 900, "tag": "hung"}', "--yes", "--json"],

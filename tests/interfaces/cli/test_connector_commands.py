@@ -126,10 +126,7 @@ def test_set_changes_approval_mode_and_tool_globs(run) -> None:
     assert cleared["include_tools"] == [] and cleared["exclude_tools"] == ["git_reset"]
     bad = run("connector", "set", "t", "--approval-mode", "yolo")
     assert bad.exit_code == 1 and bad.stderr.startswith("error[invalid_config]: approval_mode")
-    assert (
-        json.loads(run("connector", "show", "t", "--json").stdout)["settings"]["approval_mode"]
-        == "allow_all"
-    )
+    assert json.loads(run("connector", "show", "t", "--json").stdout)["settings"]["approval_mode"] == "allow_all"
 
 
 def test_brackets_in_names_args_and_descriptions_are_printed_literally(run) -> None:

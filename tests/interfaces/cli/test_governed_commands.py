@@ -194,9 +194,16 @@ def test_calling_a_connector_that_does_not_exist_fails_cleanly(run, workspace: P
 
 @pytest.mark.parametrize(
     ("arguments", "why"),
-    [('{"x": NaN}', "NaN"), ('{"x": Infinity}', "Infinity"), ('{"x": "\\ud800"}', "UTF-8"), ("[" * 5000 + "]" * 5000, "")],
+    [
+        ('{"x": NaN}', "NaN"),
+        ('{"x": Infinity}', "Infinity"),
+        ('{"x": "\\ud800"}', "UTF-8"),
+        ("[" * 5000 + "]" * 5000, ""),
+    ],
 )
-def test_arguments_json_cannot_carry_nan_surrogates_or_hostile_nesting(run, workspace: Path, arguments: str, why: str) -> None:
+def test_arguments_json_cannot_carry_nan_surrogates_or_hostile_nesting(
+    run, workspace: Path, arguments: str, why: str
+) -> None:
     run("connector", "add", "time", "--", "mcp-server-time")
     result = run("call", "mcp.time.get_current_time", arguments, "--yes", "--project", str(workspace))
     assert result.exit_code == 1
@@ -213,7 +220,9 @@ def test_sdk_tracebacks_quoting_server_output_never_reach_the_terminal(tmp_path:
     env.pop("PATCHBAY_DEBUG", None)
     target = fixture_server("banner_server.py")
     subprocess.run(["patchbay", "connector", "add", "banner", "--", target.command, *target.args], env=env, check=True)
-    probe = subprocess.run(["patchbay", "probe", "banner"], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    probe = subprocess.run(
+        ["patchbay", "probe", "banner"], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert probe.returncode == 0, probe.stderr
     assert "Traceback" not in probe.stderr and "Banner Server" not in probe.stderr
 

@@ -127,14 +127,16 @@ def test_a_malformed_file_exits_1_with_line_and_column(run, dirs: dict[str, Path
 
 
 def test_commit_select_rename_references_only_and_conflicts(run, dirs: dict[str, Path], all_samples) -> None:
-    refused = json.loads(
-        run("import", "commit", "--select", "plain", "--references-only", "--json", code=1).stdout
-    )["error"]
+    refused = json.loads(run("import", "commit", "--select", "plain", "--references-only", "--json", code=1).stdout)[
+        "error"
+    ]
     assert refused["code"] == "invalid_config" and refused["details"]["field"] == "references_only"
     assert json.loads(run("connector", "list", "--json").stdout)["connectors"] == []
 
     done = json.loads(
-        run("import", "commit", "--select", "api,fetch", "--rename", "fetch=fetcher", "--references-only", "--json").stdout
+        run(
+            "import", "commit", "--select", "api,fetch", "--rename", "fetch=fetcher", "--references-only", "--json"
+        ).stdout
     )
     assert [(i["name"], i["connector"]) for i in done["imported"]] == [("api", "api"), ("fetch", "fetcher")]
     listed = {c["name"]: c for c in json.loads(run("connector", "list", "--json").stdout)["connectors"]}

@@ -125,7 +125,12 @@ def test_resource_grants_decide_includes(run, workspace: Path, record: Path) -> 
     granted = run("grant", "res", "--resources", "deny", "--json")
     assert granted.exit_code == 0, granted.output
     assert json.loads(granted.stdout) == {
-        "connector": "res", "kind": "resource", "tool": "*", "decision": "deny", "scope": "global", "project_id": None
+        "connector": "res",
+        "kind": "resource",
+        "tool": "*",
+        "decision": "deny",
+        "scope": "global",
+        "project_id": None,
     }
     denied = run("resource", "read", "res", "fixture://doc/1", "--yes", "--project", str(workspace), "--json")
     assert denied.exit_code == 1

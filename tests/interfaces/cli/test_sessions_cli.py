@@ -50,7 +50,9 @@ def test_sessions_lists_each_calls_session_newest_first_with_its_workspace_and_c
     events = json.loads(run("events", older, "--json").stdout)["events"]
     assert top["last_event_at"] == events[-1]["ts"] and top["events"] == events[-1]["seq"]
 
-    assert [s["session_id"] for s in json.loads(run("sessions", "--limit", "1", "--json").stdout)["sessions"]] == [newer]
+    assert [s["session_id"] for s in json.loads(run("sessions", "--limit", "1", "--json").stdout)["sessions"]] == [
+        newer
+    ]
     text = run("sessions").stdout
     assert older in text and newer in text and text.index(newer) < text.index(older)
     assert run("sessions", "--limit", "0").exit_code != 0

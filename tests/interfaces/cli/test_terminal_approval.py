@@ -17,13 +17,20 @@ from support import fixture_server
 def env(tmp_path: Path) -> dict[str, str]:
     environment = {**os.environ, "PATCHBAY_HOME": str(tmp_path / "home"), "COLUMNS": "200", "TERM": "dumb"}
     target = fixture_server("recording_server.py", "--record", str(tmp_path / "calls.jsonl"))
-    subprocess.run(["patchbay", "connector", "add", "rec", "--", target.command, *target.args], env=environment, check=True)
+    subprocess.run(
+        ["patchbay", "connector", "add", "rec", "--", target.command, *target.args], env=environment, check=True
+    )
     return environment
 
 
 def spawn_call(env: dict[str, str], cwd: Path) -> pexpect.spawn:
     return pexpect.spawn(
-        "patchbay", ["call", "mcp.rec.echo", '{"text": "from a terminal"}'], env=env, cwd=str(cwd), encoding="utf-8", timeout=60
+        "patchbay",
+        ["call", "mcp.rec.echo", '{"text": "from a terminal"}'],
+        env=env,
+        cwd=str(cwd),
+        encoding="utf-8",
+        timeout=60,
     )
 
 

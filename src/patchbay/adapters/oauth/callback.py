@@ -150,9 +150,7 @@ class LoopbackCallback:
             if isinstance(outcome, BaseException):
                 raise outcome
             return outcome
-        raise AuthorizationFailed(
-            f"no authorization arrived within {within:g}s", details={"error": "timeout"}
-        )
+        raise AuthorizationFailed(f"no authorization arrived within {within:g}s", details={"error": "timeout"})
 
     # -- the HTTP side ----------------------------------------------------------------------
 

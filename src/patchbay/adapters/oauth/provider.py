@@ -391,7 +391,11 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
         if error != "invalid_grant":
             # Only invalid_grant says the grant is gone (seed 003 §11.2); a 408/429/5xx, a redirect,
             # a 404 or a client-side error keeps the refresh token for a later try.
-            code = ErrorCode.AUTH_REQUIRED if error in ("invalid_client", "unauthorized_client") else ErrorCode.SERVER_CLOSED
+            code = (
+                ErrorCode.AUTH_REQUIRED
+                if error in ("invalid_client", "unauthorized_client")
+                else ErrorCode.SERVER_CLOSED
+            )
             raise ProbeError(
                 f"connector {self.connector!r}: refreshing its token failed (HTTP {response.status_code}"
                 f"{', ' + error[:64] if error else ''}); the refresh token is kept",

@@ -117,7 +117,9 @@ class ProjectGrantCacheMixin(StoreBase):
 
     # -- grants (seed 003 §5.3), one key space per GrantKind -------------------------------
 
-    def set_global_grant(self, connector_id: str, tool_name: str, decision: str, *, kind: GrantKind = "tool") -> ToolGrant:
+    def set_global_grant(
+        self, connector_id: str, tool_name: str, decision: str, *, kind: GrantKind = "tool"
+    ) -> ToolGrant:
         """Upsert the global grant for one subject of ``kind`` (a tool's original name, a prompt's
         name or ``*``, or :data:`~patchbay.core.models.RESOURCE_SUBJECT` for resource reads).
 
@@ -252,7 +254,9 @@ class ProjectGrantCacheMixin(StoreBase):
         kind = _rows.check_choice("kind", kind, GRANT_KINDS)
         name = _rows.check_text("tool_name", tool_name)
         if kind == "resource" and name != RESOURCE_SUBJECT:
-            raise ConfigError("tool_name", f"a resource-read grant covers the whole connector: its subject is {RESOURCE_SUBJECT!r}")
+            raise ConfigError(
+                "tool_name", f"a resource-read grant covers the whole connector: its subject is {RESOURCE_SUBJECT!r}"
+            )
         choices = PROMPT_DECISIONS if kind == "prompt" else GRANT_DECISIONS
         return {
             "connector_id": connector_id,

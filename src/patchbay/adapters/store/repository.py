@@ -318,9 +318,7 @@ class Repository(ProjectGrantCacheMixin):
     def _name_taken(conn: Connection, name: str) -> bool:
         return conn.execute(select(_C.connector_id).where(func.lower(_C.name) == name.lower())).first() is not None
 
-    def _raise_lost(
-        self, conn: Connection, connector_id: str, expected: int, column: Any, which: RevisionKind
-    ) -> None:
+    def _raise_lost(self, conn: Connection, connector_id: str, expected: int, column: Any, which: RevisionKind) -> None:
         row = conn.execute(select(column, _C.name).where(_C.connector_id == connector_id)).first()
         if row is None:
             raise NotFoundError(f"no connector {connector_id!r}", details={"connector_id": connector_id})

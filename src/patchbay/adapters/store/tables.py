@@ -199,9 +199,7 @@ mcp_project_tool_grants = Table(
     Column("decision", Text, nullable=False),
     Column("updated_at", Millis, nullable=False),
     Column("subject_kind", Text, nullable=False, server_default="tool"),
-    PrimaryKeyConstraint(
-        "project_id", "connector_id", "subject_kind", "tool_name", name="pk_mcp_project_tool_grants"
-    ),
+    PrimaryKeyConstraint("project_id", "connector_id", "subject_kind", "tool_name", name="pk_mcp_project_tool_grants"),
     CheckConstraint(_in("decision", GRANT_DECISIONS), name="ck_mcp_project_tool_grants_decision"),
     *_grant_kind_checks("mcp_project_tool_grants"),
     sqlite_strict=True,

@@ -108,7 +108,9 @@ def classify(exc: BaseException, *, http_status: int | None = None) -> tuple[Err
     """
     leaves = [leaf for leaf in leaf_exceptions(exc) if not _is_cancellation(leaf)] or leaf_exceptions(exc)
     leaves = [_blocked_cause(leaf) or leaf for leaf in leaves]
-    blocked = next((leaf for leaf in leaves if isinstance(leaf, PatchbayError) and leaf.code == ErrorCode.NETWORK_BLOCKED), None)
+    blocked = next(
+        (leaf for leaf in leaves if isinstance(leaf, PatchbayError) and leaf.code == ErrorCode.NETWORK_BLOCKED), None
+    )
     if blocked is not None:  # nothing left the machine: that says more than the status before it
         return ErrorCode.NETWORK_BLOCKED, blocked.message
     for leaf in leaves:  # an authorization verdict says more than the status that led to it

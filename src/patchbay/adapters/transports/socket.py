@@ -68,15 +68,21 @@ def check_socket_ownership(path: str) -> None:
             details={"field": "socket_path"},
         )
     if info.st_mode & stat.S_IWOTH:
-        raise ProbeError(f"{path} is writable by other users", code=ErrorCode.INVALID_CONFIG, details={"field": "socket_path"})
+        raise ProbeError(
+            f"{path} is writable by other users", code=ErrorCode.INVALID_CONFIG, details={"field": "socket_path"}
+        )
     parent = os.stat(os.path.dirname(path) or "/")
     if parent.st_uid not in (uid, 0):
         raise ProbeError(
-            f"the directory of {path} belongs to uid {parent.st_uid}", code=ErrorCode.INVALID_CONFIG, details={"field": "socket_path"}
+            f"the directory of {path} belongs to uid {parent.st_uid}",
+            code=ErrorCode.INVALID_CONFIG,
+            details={"field": "socket_path"},
         )
     if parent.st_mode & stat.S_IWOTH and not parent.st_mode & stat.S_ISVTX:
         raise ProbeError(
-            f"the directory of {path} is writable by other users", code=ErrorCode.INVALID_CONFIG, details={"field": "socket_path"}
+            f"the directory of {path} is writable by other users",
+            code=ErrorCode.INVALID_CONFIG,
+            details={"field": "socket_path"},
         )
 
 
@@ -95,7 +101,9 @@ async def open_socket(target: SocketTarget) -> AsyncIterator[SocketLink]:
     except FileNotFoundError:
         raise ProbeError(f"no socket at {target.path}", code=ErrorCode.SERVER_CLOSED) from None
     except OSError as exc:
-        raise ProbeError(f"cannot connect to {target.path}: {exc.strerror or exc}", code=ErrorCode.SERVER_CLOSED) from None
+        raise ProbeError(
+            f"cannot connect to {target.path}: {exc.strerror or exc}", code=ErrorCode.SERVER_CLOSED
+        ) from None
 
     async with sock, ndjson_streams(sock) as streams:
         yield SocketLink(streams=streams, path=target.path)
@@ -244,7 +252,9 @@ async def ndjson_streams(
         reply = message.message
         # The result dict is the one the session hands to the call; once the call is done nobody
         # reads it, but the SDK's receive loop still refers to this message until the next one.
-        forget = reply.result.clear if isinstance(reply, types.JSONRPCResponse) and isinstance(reply.result, dict) else None
+        forget = (
+            reply.result.clear if isinstance(reply, types.JSONRPCResponse) and isinstance(reply.result, dict) else None
+        )
         if not claim.keep(lease, forget):
             return None
         kept, lease = lease, account.lease()

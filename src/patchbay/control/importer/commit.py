@@ -58,8 +58,7 @@ def _chosen(result: Scan, select: Sequence[str]) -> list[ScannedEntry]:
         matches = [
             e
             for e in result.entries
-            if e.entry.effective
-            and wanted in (e.entry.name, e.entry.import_name, connector_name_for(e.entry.name))
+            if e.entry.effective and wanted in (e.entry.name, e.entry.import_name, connector_name_for(e.entry.name))
         ]
         if not matches:
             raise NotFoundError(f"no definition named {wanted!r} in the files scanned", details={"name": wanted})

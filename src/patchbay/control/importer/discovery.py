@@ -256,9 +256,7 @@ def load_source(source: SourceFile) -> LoadedFile:
         return LoadedFile(source, "missing", error=NotFoundError(f"{shown}: no such file", details={"path": shown}))
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return LoadedFile(
-            source, "unreadable", error=ConfigError("file", f"{shown} cannot be read: {reason}")
-        )
+        return LoadedFile(source, "unreadable", error=ConfigError("file", f"{shown} cannot be read: {reason}"))
     try:
         parsed = parse_jsonc(data, path=shown)
     except MalformedConfigError as exc:
@@ -314,7 +312,9 @@ def scopes_of(loaded: LoadedFile, workspace: Path) -> tuple[list[Scope], list[st
     """
     document = loaded.document or {}
     source = loaded.source
-    warnings = [f"the key {k!r} appears more than once in one object; the last one is used" for k in loaded.duplicate_keys]
+    warnings = [
+        f"the key {k!r} appears more than once in one object; the last one is used" for k in loaded.duplicate_keys
+    ]
     inputs = _inputs(document)
     scopes: list[Scope] = []
     projects = document.get("projects")

@@ -124,7 +124,9 @@ def normalise(name: str, raw: Any, scope: Scope, ctx: Context) -> Draft:
     for key in raw:
         if key in draft.seen:
             continue
-        code, message = _NOT_IMPORTED.get(key, ("field_not_imported", f"{key!r} has no Patchbay equivalent and is not imported"))
+        code, message = _NOT_IMPORTED.get(
+            key, ("field_not_imported", f"{key!r} has no Patchbay equivalent and is not imported")
+        )
         draft.loss(str(key), code, message)
     return draft
 
@@ -150,7 +152,9 @@ def _transport(raw: dict[str, Any], d: Draft) -> str | None:
         mapped = _TRANSPORTS.get(re.sub(r"[-_\s]", "", value).lower()) if isinstance(value, str) else None
         if mapped is None:
             shown = json.dumps(value)[:40] if isinstance(value, str) else type(value).__name__
-            d.problem(key, "unsupported_transport", f"{shown} is no transport Patchbay supports (stdio, http, sse, socket)")
+            d.problem(
+                key, "unsupported_transport", f"{shown} is no transport Patchbay supports (stdio, http, sse, socket)"
+            )
             return None
         spelled.append((key, value, mapped))
     if len({m for _, _, m in spelled}) > 1:

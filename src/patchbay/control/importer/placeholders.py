@@ -37,7 +37,12 @@ _TOKEN = re.compile(
     rf"|(?<!\$)\{{env:(?P<brace>{_NAME})\}}"  # {env:VAR}
 )
 _PLAIN = re.compile(rf"^(?P<name>{_NAME})(?:(?P<colon>:?)-(?P<default>.*))?$", re.DOTALL)
-_PATH_VARS = {"workspaceFolder": "workspaceFolder", "userHome": "userHome", "pathSeparator": "pathSeparator", "/": "pathSeparator"}
+_PATH_VARS = {
+    "workspaceFolder": "workspaceFolder",
+    "userHome": "userHome",
+    "pathSeparator": "pathSeparator",
+    "/": "pathSeparator",
+}
 
 
 @dataclass(frozen=True)

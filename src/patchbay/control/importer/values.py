@@ -176,7 +176,9 @@ def plain_text(text: str, where: str, d: Draft, ctx: Context, scope: Scope, *, e
         d.problem(where, "needs_input", f"${{input:{input_ref.id}}} cannot be used in {where.split('[')[0]}")
         ok = False
     for unsupported in parsed.unsupported:
-        d.problem(where, "unsupported_variable", f"a ${{{unsupported.kind}:…}} variable can only be resolved by the host")
+        d.problem(
+            where, "unsupported_variable", f"a ${{{unsupported.kind}:…}} variable can only be resolved by the host"
+        )
         ok = False
     if not ok:
         return None
@@ -202,9 +204,7 @@ def _bearer_rest(parsed: ParsedValue) -> ParsedValue | None:
     return None
 
 
-def add_binding(
-    delivery: Delivery, name: str, value: Any, where: str, d: Draft, ctx: Context, scope: Scope
-) -> None:
+def add_binding(delivery: Delivery, name: str, value: Any, where: str, d: Draft, ctx: Context, scope: Scope) -> None:
     """One env variable or header → a pending binding (reference or managed value) or a problem."""
     text = scalar_text(value)
     if text is None:
@@ -266,7 +266,9 @@ def add_binding(
             d.problem(where, "bad_binding", exc.message)
         else:
             source, shown = ("plain", literal) if plain else ("managed", None)
-            d.bindings.append(PendingBinding(where, delivery, name, source, sensitive=suspected, spec=spec, shown=shown))
+            d.bindings.append(
+                PendingBinding(where, delivery, name, source, sensitive=suspected, spec=spec, shown=shown)
+            )
         if suspected and not plain:
             d.secrets.append(where)
         return

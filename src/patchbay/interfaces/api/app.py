@@ -167,9 +167,7 @@ class ApiContext:
         reload listener (now, or when the store is first opened); on the way out stop listening,
         then close every session (their servers stop). Enter and exit in one task."""
         async with contextlib.AsyncExitStack() as stack:
-            host = SessionHost(
-                self.settings, resolve=self._resolve, load=self._load, state_version=self._state_version
-            )
+            host = SessionHost(self.settings, resolve=self._resolve, load=self._load, state_version=self._state_version)
             await stack.enter_async_context(host)
             stack.callback(self._stop_hosting)  # runs first: no reload is scheduled on a closing host
             with self._lock:

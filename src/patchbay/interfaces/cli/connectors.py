@@ -78,7 +78,11 @@ def probe_line(connector: Connector, outcome: ProbeOutcome | None) -> str:
     if outcome is None:
         return "never (see: patchbay probe " + connector.name + ")"
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(outcome.probed_at / 1000))
-    older = "" if outcome.config_revision == connector.revision else f", revision {outcome.config_revision}: config changed since"
+    older = (
+        ""
+        if outcome.config_revision == connector.revision
+        else f", revision {outcome.config_revision}: config changed since"
+    )
     if outcome.state == "ready":
         head = f"ready, {outcome.tool_count} tools"
     else:

@@ -196,7 +196,9 @@ def grant(
         emit_json(result)
         return
     what = ("cleared" if result["cleared"] else "no grant to clear") if clear else result["decision"]
-    out_console.print(Text(f"{name}.{subject}: {what} ({scope})" if kind == "tool" else f"{name} {label}: {what} ({scope})"))
+    out_console.print(
+        Text(f"{name}.{subject}: {what} ({scope})" if kind == "tool" else f"{name} {label}: {what} ({scope})")
+    )
     if not clear and result.get("matches_known_tool") is False:
         err_console.print(
             Text(
@@ -318,7 +320,9 @@ def _explain_disabled(service: Any, tool: str, failure: ToolCallError, project: 
         return
     if view is not None and view.decision == "deny":
         why = view.source.replace("_", " ")
-        failure.message = f"{tool} is not in this workspace's runtime: {why} (see: patchbay tools {name} --project {project})"
+        failure.message = (
+            f"{tool} is not in this workspace's runtime: {why} (see: patchbay tools {name} --project {project})"
+        )
         failure.details.update(connector=name, source=view.source)
 
 

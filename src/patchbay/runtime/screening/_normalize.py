@@ -228,12 +228,7 @@ class _Builder:
                 return
         result = self.result
         linear = len(out) == orig_end - orig_start
-        if (
-            linear
-            and result._linear
-            and result._linear[-1]
-            and result._orig_ends[-1] == orig_start
-        ):
+        if linear and result._linear and result._linear[-1] and result._orig_ends[-1] == orig_start:
             result._orig_ends[-1] = orig_end
         else:
             result._norm_starts.append(self.length)

@@ -19,7 +19,9 @@ ScreeningPolicy = Literal["label", "withhold"]
 ``withhold``: a placeholder naming the rules enters instead. Set by ``Settings.screening_policy``."""
 
 _POLICIES: tuple[str, ...] = get_args(ScreeningPolicy)
-_UNSAFE_SOURCE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\U000e0000-\U000e007f\[\]]")
+_UNSAFE_SOURCE = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\U000e0000-\U000e007f\[\]]"
+)
 _HIDDEN = re.compile(r"[\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
 _SOURCE_CHARS = 200
 

@@ -227,9 +227,7 @@ def screen(text: str, *, source: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Scr
 
     out = _Collector()
     length = len(text)
-    whole = length * 4 <= max_bytes or (
-        length <= max_bytes and len(text.encode("utf-8", "surrogatepass")) <= max_bytes
-    )
+    whole = length * 4 <= max_bytes or (length <= max_bytes and len(text.encode("utf-8", "surrogatepass")) <= max_bytes)
     if whole:
         _scan_region(text, 0, out)
         scanned = length

@@ -74,6 +74,7 @@ StateVersion = Callable[[], int]
 any process (run in a worker thread before each hosted call). It may raise a
 :class:`PatchbayError` (e.g. ``canonical_state_unavailable``), which fails that call."""
 
+
 class _HostState(enum.Enum):
     UNOPENED = 1
     OPENED = 2
@@ -472,9 +473,7 @@ class SessionHost:
                     status = "reloaded"
             elif session.closing:
                 continue  # closed meanwhile: nothing left to reload
-            outcomes.append(
-                SessionReload(session.id, session.project.project_id, session.project.path, status, error)
-            )
+            outcomes.append(SessionReload(session.id, session.project.project_id, session.project.path, status, error))
         result = ReloadResult(tuple(outcomes))
         if result.failed:
             logger.warning("runtime reload failed for sessions %s", ", ".join(s.session_id for s in result.failed))
@@ -532,6 +531,10 @@ class SessionHost:
             stale[workspace.project_id] = PatchbayError(
                 f"the runtime snapshot of {workspace.workspace} was not re-written ({workspace.message})",
                 code=workspace.code or ErrorCode.INVALID_CONFIG,
-                details={"project_id": workspace.project_id, "workspace": workspace.workspace, "status": workspace.status},
+                details={
+                    "project_id": workspace.project_id,
+                    "workspace": workspace.workspace,
+                    "status": workspace.status,
+                },
             )
         return stale

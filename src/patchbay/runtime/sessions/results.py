@@ -29,6 +29,7 @@ __all__ = [
 
 ReloadStatus = Literal["reloaded", "pending", "failed"]
 
+
 @dataclass(frozen=True, slots=True)
 class SessionReload:
     """What one reload did to one session.

@@ -501,6 +501,7 @@ class ToolDecisionView(_Response):
     """Why the tool has its risk: ``annotated readOnlyHint``, ``annotated destructiveHint``, or
     ``no annotation says otherwise`` (then the risk is ``network``, the default for MCP tools)."""
 
+
 class ResourceReadsDecisionView(_Response):
     """How explicit resource includes from the connector are decided (their own key space)."""
 

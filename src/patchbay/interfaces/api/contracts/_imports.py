@@ -45,9 +45,9 @@ class ImportPreviewRequest(_Request):
     """VS Code input id → the environment variable that provides it."""
     renames: _Mapping = Field(default_factory=dict)
     """Name in the file → connector name."""
-    classify: dict[
-        Annotated[str, Field(min_length=1, max_length=400)], Literal["plain", "credential"]
-    ] = Field(default_factory=dict, max_length=256)
+    classify: dict[Annotated[str, Field(min_length=1, max_length=400)], Literal["plain", "credential"]] = Field(
+        default_factory=dict, max_length=256
+    )
     """``FIELD`` or ``ENTRY:FIELD`` (``env.NODE_ENV``) → how its literal value is stored: ``plain``
     (a setting kept in the connector's config) or ``credential`` (a managed credential),
     overriding the classification by name and value that the preview shows."""
