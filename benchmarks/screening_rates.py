@@ -128,7 +128,11 @@ def throughput() -> dict[str, float]:
 
 def _print_block(name: str, block: dict[str, Any]) -> None:
     fp = "-" if block["fp_rate"] is None else f"{block['fp_rate']:.3f} ({block['false_positives']}/{block['benign']})"
-    det = "-" if block["detection_rate"] is None else f"{block['detection_rate']:.3f} ({block['detected']}/{block['attacks']})"
+    det = (
+        "-"
+        if block["detection_rate"] is None
+        else f"{block['detection_rate']:.3f} ({block['detected']}/{block['attacks']})"
+    )
     print(f"  {name:<24} FP rate {fp:<18} detection {det}")
 
 
@@ -154,7 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     print("by language")
     for name, block in report["by_language"].items():
         _print_block(name, block)
-    print("false positives:", ", ".join(f"{fp['id']} [{fp['category']}: {'/'.join(fp['rules'])}]" for fp in report["false_positives"]) or "none")
+    print(
+        "false positives:",
+        ", ".join(f"{fp['id']} [{fp['category']}: {'/'.join(fp['rules'])}]" for fp in report["false_positives"])
+        or "none",
+    )
     print("misses:", ", ".join(f"{miss['id']} [{miss['category']}]" for miss in report["misses"]) or "none")
     if report.get("holdouts"):
         print("holdout sets (overall)")
