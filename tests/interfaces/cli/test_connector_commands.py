@@ -212,6 +212,18 @@ def test_show_marks_defaults_and_prints_the_effective_options_as_text(run) -> No
     assert "idle timeout: never (keep_alive)" in text and "restart: off: the first crash is permanent" in text
 
 
+def test_unresponsive_timeouts_are_set_shown_and_reset(run) -> None:
+    run("connector", "add", "t", "--", "true")
+    assert "unresponsive: restarted after 3 request timeouts in a row (default)" in run("connector", "show", "t").stdout
+    assert run("connector", "set", "t", "--unresponsive-timeouts", "0").exit_code == 0
+    assert _shown(run)["runtime_options"]["unresponsive_timeouts"] == 0
+    assert "unresponsive: never restarted for timeouts\n" in run("connector", "show", "t").stdout
+    refused = run("connector", "set", "t", "--unresponsive-timeouts", "often")
+    assert refused.exit_code != 0 and "unresponsive_timeouts" in refused.output
+    assert run("connector", "set", "t", "--reset", "unresponsive-timeouts").exit_code == 0
+    assert _shown(run)["runtime_options"]["unresponsive_timeouts"] == 3
+
+
 @pytest.mark.parametrize(
     ("size", "expected"),
     [

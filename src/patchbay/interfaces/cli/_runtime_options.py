@@ -62,6 +62,13 @@ RESTART_CAP_OPTION = typer.Option(
 MAX_RESTARTS_OPTION = typer.Option(
     None, "--max-restarts", metavar="N", help="Restarts before a crash is permanent (0-100).", rich_help_panel=PANEL
 )
+UNRESPONSIVE_OPTION = typer.Option(
+    None,
+    "--unresponsive-timeouts",
+    metavar="N",
+    help="Restart the server after N request timeouts in a row (0: never; default 3).",
+    rich_help_panel=PANEL,
+)
 LIMIT_MEMORY_OPTION = typer.Option(
     None,
     "--limit-memory",
@@ -99,6 +106,7 @@ RESETS: dict[str, tuple[str, str | None]] = {
     "restart-base": ("restart", "base_delay"),
     "restart-cap": ("restart", "max_delay"),
     "max-restarts": ("restart", "max_restarts"),
+    "unresponsive-timeouts": ("unresponsive_timeouts", None),
     "limits": ("limits", None),
     "limit-memory": ("limits", "address_space_bytes"),
     "limit-cpu": ("limits", "cpu_seconds"),
@@ -139,6 +147,7 @@ def runtime_changes(
     restart_base: str | None = None,
     restart_cap: str | None = None,
     max_restarts: str | None = None,
+    unresponsive_timeouts: str | None = None,
     limit_memory: str | None = None,
     limit_cpu: str | None = None,
     limit_open_files: str | None = None,
@@ -159,6 +168,7 @@ def runtime_changes(
         "idle_timeout": _number("idle_timeout", idle_timeout, float),
         "request_timeout": _number("request_timeout", request_timeout, float),
         "max_call_seconds": _number("max_call_seconds", max_call_seconds, float),
+        "unresponsive_timeouts": _number("unresponsive_timeouts", unresponsive_timeouts, int),
         "allow_private": allow_private,
     }
     sections: dict[str, dict[str, Any]] = {
@@ -237,6 +247,7 @@ def runtime_rows(connector: Connector, options: RuntimeOptions) -> list[tuple[st
         ("request timeout", mark("request_timeout", _seconds(options.request_timeout or 0))),
         ("max call", mark("max_call_seconds", _seconds(options.max_call_seconds or 0))),
         ("restart", mark("restart", restart)),
+        ("unresponsive", mark("unresponsive_timeouts", _unresponsive(options.unresponsive_timeouts))),
         ("limits", limits),
         (
             "private addresses",
@@ -245,6 +256,12 @@ def runtime_rows(connector: Connector, options: RuntimeOptions) -> list[tuple[st
             else "- (remote only)",
         ),
     ]
+
+
+def _unresponsive(timeouts: int | None) -> str:
+    if not timeouts:
+        return "never restarted for timeouts"
+    return f"restarted after {timeouts} request timeouts in a row"
 
 
 def print_rows(rows: list[tuple[str, str]]) -> None:
