@@ -7,7 +7,7 @@ import pytest
 
 from patchbay.adapters.store import Repository, create_engine_for
 from patchbay.core.errors import ConfigError, NotFoundError
-from patchbay.core.models import StdioTarget, ToolCacheEntry
+from patchbay.core.models import ProbeOutcome, StdioTarget, ToolCacheEntry
 
 STDIO = StdioTarget(command="mcp-server-time")
 
@@ -39,6 +39,17 @@ def test_every_kind_of_write_moves_the_counter(any_repo: Repository, tmp_path) -
         connector_id=cid, config_revision=2, fingerprint="f" * 64, tools=(), fetched_at=1, expires_at=2
     )
     assert _moves(repo, lambda: repo.replace_tool_cache(entry))
+    outcome = ProbeOutcome(
+        connector_id=cid,
+        state="error",
+        code="timeout",
+        message="m",
+        tool_count=0,
+        duration_ms=1,
+        probed_at=1,
+        config_revision=2,
+    )
+    assert not _moves(repo, lambda: repo.probe_outcomes.record(outcome))  # no runtime reads it
     assert _moves(repo, lambda: repo.delete_project(project.project_id))
     assert _moves(repo, lambda: repo.delete_connector(cid))
 

@@ -10,7 +10,9 @@ once the transaction has committed the method cannot fail on a later read.
 The change counter (table ``state_version``): a write transaction in which any ``INSERT``,
 ``UPDATE`` or ``DELETE`` touched a row also increments the counter, in the same transaction, just
 before it commits (so every writer, in any process, moves it; a write that changed nothing, such
-as resolving a project that already exists, does not). :meth:`StoreBase.state_version` reads it.
+as resolving a project that already exists, does not). Writes to tables no runtime reads (the
+last probe outcomes) do not count either: a failed probe must not rebuild every hosted session.
+:meth:`StoreBase.state_version` reads it.
 """
 
 from __future__ import annotations
@@ -52,6 +54,16 @@ def upsert(conn: Connection, table: Any) -> Any:
 
 
 _CHANGED = "patchbay_rows_changed"
+_UNPROJECTED_TABLES = frozenset({"mcp_probe_outcomes"})
+"""Tables whose rows no runtime sees: a change there is no change of committed runtime state."""
+
+
+def _table_name(context: Any) -> str | None:
+    """The table a compiled ``INSERT``/``UPDATE``/``DELETE`` writes, or None (raw SQL)."""
+    compiled = getattr(context, "compiled", None)
+    table = getattr(getattr(compiled, "statement", None), "table", None)
+    name = getattr(table, "name", None)
+    return name if isinstance(name, str) else None
 
 
 def _note_change(
@@ -60,7 +72,8 @@ def _note_change(
     # rowcount is -1 when the driver cannot tell: count that as a change (a spare rebuild is
     # harmless, a missed one is not).
     if context is not None and (context.isinsert or context.isupdate or context.isdelete) and cursor.rowcount != 0:
-        conn.info[_CHANGED] = True
+        if _table_name(context) not in _UNPROJECTED_TABLES:
+            conn.info[_CHANGED] = True
 
 
 class StoreBase:
