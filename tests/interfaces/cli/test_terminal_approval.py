@@ -60,3 +60,18 @@ def test_answering_deny_refuses_the_call_before_it_reaches_the_server(env: dict[
     child.close()
     assert child.exitstatus == 1
     assert recorded(tmp_path) == []
+
+
+def test_the_end_of_input_at_the_question_is_a_denial_not_a_missing_terminal(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    child = spawn_call(env, tmp_path)
+    child.expect(r"Allow\?")
+    child.sendeof()
+    child.expect(r"end of input: denied")
+    child.expect(r"error\[permission_denied\]")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+    assert "no terminal" not in (child.before or "")
+    assert recorded(tmp_path) == []

@@ -79,13 +79,18 @@ def connector_runtime(name: str, project: Path) -> tuple[Any, Any]:
 def terminal_approver(question: Callable[[Any], tuple[Text, Text]]) -> Callable[[Any], Awaitable[str]]:
     """An approver that asks on the terminal (off the event loop): ``question(request)`` gives the
     line that describes the request and the prompt text; the answer is ``o`` (allow once), ``s``
-    (allow for this session) or ``d`` (deny, the default)."""
+    (allow for this session) or ``d`` (deny, the default). The end of input (Ctrl-D) is a denial,
+    said as such: the person answered, just not in words."""
 
     async def approve(request: Any) -> str:
         def ask() -> str:
             described, prompt = question(request)
             err_console.print(described)
-            choice = Prompt.ask(prompt, choices=list(_ANSWERS), default="d", console=err_console)
+            try:
+                choice = Prompt.ask(prompt, choices=list(_ANSWERS), default="d", console=err_console)
+            except EOFError:
+                err_console.print(Text("(end of input: denied)"))
+                return _ANSWERS["d"]
             return _ANSWERS[choice]
 
         return await anyio.to_thread.run_sync(ask)
