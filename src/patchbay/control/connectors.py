@@ -79,6 +79,10 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+_TRANSPORT_BOUND_OPTIONS = {"allow_private": "allow-private", "limits": "limits"}
+"""Runtime options only some transports take → their ``--reset`` name."""
+
+
 class ConnectorService(ToolViewsMixin):
     """Operations on connectors, grants, probes and runtime configs.
 
@@ -391,7 +395,18 @@ class ConnectorService(ToolViewsMixin):
         """
         connector = self.get(name)
         config = merge_runtime_options(connector.runtime_config, runtime_options or {})
-        _checked_options(config, target)
+        try:
+            _checked_options(config, target)
+        except ConfigError as exc:
+            if exc.field not in _TRANSPORT_BOUND_OPTIONS:
+                raise
+            # The option was set for the old target: say how to drop it with the same change.
+            flag = _TRANSPORT_BOUND_OPTIONS[exc.field]
+            raise ConfigError(
+                exc.field,
+                f"{exc.message.split(': ', 1)[-1]}; {name} has it set for its current target: reset it in the "
+                f'same change (CLI: --reset {flag}; REST: "runtime_options": {{"{exc.field}": null}})',
+            ) from None
         check_bindings(connector.bindings, target.transport)
         if not isinstance(target, HttpTarget) and oauth_from_config(config) is not None:
             raise ConfigError(

@@ -370,7 +370,9 @@ def test_set_changes_the_target_keeping_grants_and_the_cache_goes_stale(run, tmp
     remote = run("connector", "set", "time", "--url", "http://127.0.0.1:9/mcp", "--transport", "sse", "--allow-private")
     assert remote.exit_code == 0, remote.output
     assert _shown(run, "time")["target"] == {"transport": "sse", "url": "http://127.0.0.1:9/mcp"}
-    assert run("connector", "set", "time", "--socket", "/run/user/mcp.sock").exit_code == 1  # allow_private stays
+    kept = run("connector", "set", "time", "--socket", "/run/user/mcp.sock")  # allow_private stays
+    assert kept.exit_code == 1 and kept.stderr.startswith("error[invalid_config]: allow_private: ")
+    assert "reset it in the same change (CLI: --reset allow-private;" in kept.stderr  # the way out is named
     assert run("connector", "set", "time", "--socket", "/run/user/mcp.sock", "--reset", "allow-private").exit_code == 0
     assert _shown(run, "time")["target"] == {"transport": "socket", "path": "/run/user/mcp.sock"}
 
