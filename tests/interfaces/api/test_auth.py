@@ -177,6 +177,23 @@ def test_api_token_prints_the_token_login_url_and_header(tmp_path: Path) -> None
     assert f"Login URL: http://127.0.0.1:8765/login?token={token}\n" in text.stdout
 
 
+def test_api_token_names_the_port_the_running_serve_really_listens_on(tmp_path: Path) -> None:
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    with serve_process(home, workspace) as served:  # --port 0: any free port
+        shown = CliRunner().invoke(cli_app, ["--home", str(home), "api-token", "--json"])
+        assert shown.exit_code == 0, shown.output
+        login = json.loads(shown.stdout)["login_url"]
+        assert login == served.info["login_url"] and login.startswith(f"{served.url}/login?token=")
+        assert requests.get(f"{served.url}/api/mcp/connectors", headers=served.headers, timeout=30).ok
+        explicit = CliRunner().invoke(cli_app, ["--home", str(home), "api-token", "--port", "9999", "--json"])
+        assert json.loads(explicit.stdout)["login_url"].startswith("http://127.0.0.1:9999/")  # asked for
+    assert served.process.returncode == 0
+    assert not (home / serve.SERVING_FILE).exists()  # gone with the serve that wrote it
+    after = CliRunner().invoke(cli_app, ["--home", str(home), "api-token", "--json"])
+    assert json.loads(after.stdout)["login_url"].startswith("http://127.0.0.1:8765/")
+
+
 _INTRUDER = """
 import sys, requests
 url, token_file = sys.argv[1], sys.argv[2]

@@ -22,13 +22,16 @@ since the command began: loading the API, opening the store (and migrating it), 
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
+import os
 import secrets
 import signal
 import socket
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -222,13 +225,65 @@ def serve(
             out_console.print(Text(f"Database: {database}"))
             out_console.print(Text("Press Ctrl-C to stop."))
         progress.step("starting the session host; requests are answered once it runs")
+        _record_serving(settings.home, url)
         _bounded_server(config, context, grace).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _forget_serving(settings.home)
         sock.close()
         context.close()
+
+
+SERVING_FILE = "serving.json"
+"""``{"url", "pid"}`` of the ``serve`` running on this data home (0600), so ``api-token`` can
+name the port it really listens on (``--port 0`` included); removed when that serve stops."""
+
+
+def _record_serving(home: Path, url: str) -> None:
+    from patchbay.adapters.atomic import replace_file
+
+    data = json.dumps({"url": url, "pid": os.getpid()}).encode()
+    try:
+        dir_fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return  # a hint for api-token only: serving goes on without it
+    try:
+        replace_file(dir_fd, SERVING_FILE, data, 0o600, strict_dir_sync=False)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+def _forget_serving(home: Path) -> None:
+    if _serving_record(home).get("pid") == os.getpid():
+        with contextlib.suppress(OSError):
+            (home / SERVING_FILE).unlink()
+
+
+def _serving_record(home: Path) -> dict[str, Any]:
+    try:
+        record = json.loads((home / SERVING_FILE).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def running_url(home: Path) -> str | None:
+    """The URL of the ``serve`` running on ``home`` (a live process wrote it), else None."""
+    record = _serving_record(home)
+    pid, url = record.get("pid"), record.get("url")
+    if not isinstance(pid, int) or not isinstance(url, str) or not url.startswith("http://"):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # alive, someone else's: still the one on this home
+    return url
 
 
 def _interrupt(_signum: int, _frame: object) -> None:
@@ -250,15 +305,22 @@ def api_token_command(
     ),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Print the REST API's token for this data home (created on first use), its login URL and header."""
+    """Print the REST API's token for this data home (created on first use), its login URL and header.
+
+    The login URL names the running ``serve`` of this data home when there is one (its real
+    port), else ``--host``/``--port`` or the settings."""
     from patchbay.adapters.api_token import API_TOKEN_FILE, api_token
     from patchbay.interfaces.api.auth import login_url
 
     settings = state.settings
     token = api_token(settings.home)
-    host = host if host is not None else settings.api_host
-    port = port if port is not None else (settings.api_port or 8765)
-    base = f"http://[{host.strip('[]')}]:{port}" if ":" in host else f"http://{host}:{port}"
+    running = running_url(settings.home) if host is None and port is None else None
+    if running is not None:
+        base = running
+    else:
+        host = host if host is not None else settings.api_host
+        port = port if port is not None else (settings.api_port or 8765)
+        base = f"http://[{host.strip('[]')}]:{port}" if ":" in host else f"http://{host}:{port}"
     document = {
         "token": token,
         "login_url": login_url(base, token),
