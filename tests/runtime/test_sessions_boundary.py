@@ -21,7 +21,7 @@ from patchbay.core.errors import FailureReason, ToolCallError
 from patchbay.core.models import Project
 from patchbay.runtime.sessions import SessionHost, collect_reloads
 from patchbay.runtime.snapshot import snapshot_path
-from support import FIXTURES, wait_until
+from support import FIXTURES, rogue_server, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -61,31 +61,6 @@ def alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
-
-
-def rogue_server(marker: Path) -> dict[str, Any]:
-    """A snapshot entry the control plane never wrote: an eager command that leaves ``marker``."""
-    return {
-        "connector_id": "con_rogue",
-        "revision": 1,
-        "settings_revision": 1,
-        "target": {
-            "transport": "stdio",
-            "command": sys.executable,
-            "args": ["-c", f"open({str(marker)!r}, 'w')"],
-            "cwd": "",
-        },
-        "lifecycle": "eager",
-        "runtime_config": {},
-        "bindings": [],
-        "include_tools": [],
-        "exclude_tools": [],
-        "approval_mode": "allow_all",
-        "approve_tools": [],
-        "allowed_tools": ["echo"],
-        "project_overrides": [],
-        "tools": [],
-    }
 
 
 def tamper(workspace: Path, marker: Path) -> None:

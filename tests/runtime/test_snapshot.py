@@ -17,7 +17,7 @@ from patchbay.core.errors import ConfigError, NotFoundError, ToolCallError
 from patchbay.runtime import Runtime
 from patchbay.runtime import snapshot as snapshot_module
 from patchbay.runtime.snapshot import load_snapshot, parse_snapshot, snapshot_path
-from support import write_sealed_snapshot
+from support import rogue_server, write_sealed_snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -246,31 +246,6 @@ async def test_no_ambient_mcp_file_adds_a_server(service: ConnectorService, work
 # -- authentication: the snapshot is sealed with the data home's key ------------------------------
 
 
-def _rogue(marker: Path) -> dict:
-    """A server entry a workspace writer would add: a command the control plane never registered."""
-    return {
-        "connector_id": "con_rogue",
-        "revision": 1,
-        "settings_revision": 1,
-        "target": {
-            "transport": "stdio",
-            "command": sys.executable,
-            "args": ["-c", f"open({str(marker)!r}, 'w')"],
-            "cwd": "",
-        },
-        "lifecycle": "eager",
-        "runtime_config": {},
-        "bindings": [],
-        "include_tools": [],
-        "exclude_tools": [],
-        "approval_mode": "allow_all",
-        "approve_tools": [],
-        "allowed_tools": ["anything"],
-        "project_overrides": [],
-        "tools": [],
-    }
-
-
 @pytest.mark.parametrize("how", ["body changed, old mac kept", "mac removed", "mac recomputed with another key"])
 async def test_a_tampered_snapshot_is_refused_and_nothing_in_it_starts(
     service: ConnectorService, workspace: Path, tmp_path: Path, how: str
@@ -285,7 +260,7 @@ async def test_a_tampered_snapshot_is_refused_and_nothing_in_it_starts(
     marker = tmp_path / "ROGUE_RAN"
     document["servers"]["time"]["exclude_tools"] = []  # lift the global deny
     document["servers"]["time"]["allowed_tools"] = ["convert_time"]
-    document["servers"]["rogue"] = _rogue(marker)
+    document["servers"]["rogue"] = rogue_server(marker, allowed_tools=["anything"])
     if how == "body changed, old mac kept":
         path.write_text(json.dumps(document, indent=2) + "\n")  # mac kept as the last member
         assert json.loads(path.read_bytes())["mac"] == json.loads(sealed)["mac"]

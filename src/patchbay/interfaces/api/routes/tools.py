@@ -19,7 +19,7 @@ from fastapi import APIRouter
 from fastapi import Path as PathParam
 
 from patchbay.core.errors import PatchbayError
-from patchbay.core.models import RESOURCE_SUBJECT
+from patchbay.core.models import RESOURCE_SUBJECT, GrantKind, Project
 from patchbay.interfaces.api import contracts as c
 from patchbay.interfaces.api._views import probe_report, tool_list
 from patchbay.interfaces.api.errors import error_responses
@@ -129,21 +129,31 @@ def clear_grant(connector: ConnectorRef, tool: ToolName, service: Service, cwd: 
     """Remove the grant of that scope so the tool inherits again (seed 003 §20.2); ``cleared`` is
     false when there was none (the call is idempotent). A ``cwd`` that is no project has no grant:
     nothing is written (``project_id`` null)."""
+    name, cleared, project, reload = _clear(service, connector, "tool", tool, cwd)
+    return c.ToolGrantCleared(
+        connector=name,
+        tool=tool,
+        cleared=cleared,
+        scope="project" if cwd is not None else "global",
+        project_id=project.project_id if project else None,
+        runtime_reload=reload,
+    )
+
+
+def _clear(
+    service: Service, connector: str, kind: GrantKind, subject: str, cwd: str | None
+) -> tuple[str, bool, Project | None, c.RuntimeReload]:
+    """Clear one grant of the scope ``cwd`` names: ``(connector name, cleared, project, reload)``.
+    A ``cwd`` that is no project has no grant: nothing is written."""
     current = resolve_connector(service, connector)
     project = service.find_project(Path(cwd)) if cwd is not None else None
     with collect_reloads() as reloads:
         if cwd is not None and project is None:
             cleared = False
         else:
-            cleared = service.clear_grant(current.name, tool, project=Path(project.path) if project else None)
-    return c.ToolGrantCleared(
-        connector=current.name,
-        tool=tool,
-        cleared=cleared,
-        scope="project" if cwd is not None else "global",
-        project_id=project.project_id if project else None,
-        runtime_reload=reload_view(reloads.result()),
-    )
+            where = Path(project.path) if project else None
+            cleared = service.clear_grant(current.name, subject, project=where, kind=kind)
+    return current.name, cleared, project, reload_view(reloads.result())
 
 
 def _set_subject_grant(
@@ -167,22 +177,15 @@ def _set_subject_grant(
 def _clear_subject_grant(
     service: Service, connector: str, kind: _SubjectKind, subject: str, cwd: str | None
 ) -> c.GrantCleared:
-    current = resolve_connector(service, connector)
-    project = service.find_project(Path(cwd)) if cwd is not None else None
-    with collect_reloads() as reloads:
-        if cwd is not None and project is None:
-            cleared = False
-        else:
-            where = Path(project.path) if project else None
-            cleared = service.clear_grant(current.name, subject, project=where, kind=kind)
+    name, cleared, project, reload = _clear(service, connector, kind, subject, cwd)
     return c.GrantCleared(
-        connector=current.name,
+        connector=name,
         kind=kind,
         subject=subject,
         cleared=cleared,
         scope="project" if cwd is not None else "global",
         project_id=project.project_id if project else None,
-        runtime_reload=reload_view(reloads.result()),
+        runtime_reload=reload,
     )
 
 
