@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from patchbay.adapters.api_token import read_api_token
 from patchbay.adapters.credentials import CredentialStore, StoredCredential
 from patchbay.adapters.faults import crash_point
 from patchbay.adapters.store import Repository
@@ -53,6 +54,7 @@ from patchbay.core.credentials import (
 from patchbay.core.errors import CanonicalStateUnavailable, ConfigError, NotFoundError
 from patchbay.core.models import Connector
 from patchbay.core.oauth import oauth_from_config
+from patchbay.core.redaction import register_secret
 
 __all__ = [
     "BindingSpec",
@@ -114,7 +116,9 @@ class CredentialService:
 
     def open(self) -> RepairReport | None:
         """What a service does when it opens the store: :meth:`repair`, then register every
-        resolvable value for redaction (:meth:`CredentialStore.register_values`). Never raises: an
+        resolvable value for redaction (:meth:`CredentialStore.register_values`) and the data
+        home's API token, so no process stores it as a connector's command or argument and every
+        one masks it. Never raises: an
         unavailable store or database is reported where it is used; returns None then."""
         try:
             report = self.repair()
@@ -122,6 +126,12 @@ class CredentialService:
             _log.warning("credential store not checked: %s", exc.message)
             report = None
         self.store.register_values()
+        try:  # the API token is a secret in every process of this home, not only in serve's
+            token = read_api_token(self.store.home)
+        except CanonicalStateUnavailable:
+            token = None
+        if token:
+            register_secret(token)
         return report
 
     def repair(self) -> RepairReport:

@@ -226,3 +226,21 @@ def test_another_local_user_cannot_register_a_connector(tmp_path: Path) -> None:
         assert lines[-2:] == ["401", "401"]
         assert served.session.get(f"{served.url}/api/mcp/connectors", timeout=30).json() == {"connectors": []}
         assert requests.get(f"{served.url}/api/mcp/connectors", timeout=30).status_code == 401
+
+
+def test_no_process_of_the_home_stores_the_api_token_in_a_connector(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    token = api_token(home)
+    env = {**os.environ, "PATCHBAY_HOME": str(home)}
+    added = subprocess.run(
+        ["patchbay", "connector", "add", "bad", "--", "echo", token],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert added.returncode == 1, added.stdout
+    assert added.stderr.startswith("error[invalid_config]: args: argument 0 looks like a secret")
+    assert token not in added.stdout + added.stderr
+    listed = subprocess.run(["patchbay", "connector", "list", "--json"], env=env, capture_output=True, text=True)
+    assert json.loads(listed.stdout)["connectors"] == []
