@@ -105,6 +105,7 @@ def test_the_served_api_refuses_declared_and_chunked_bodies_over_the_cap(tmp_pat
 async def test_a_malformed_or_foreign_host_is_refused(api: Api, host: str) -> None:
     response = await api.client.get("/api/mcp/connectors", headers={"host": host})
     assert response.status_code == 403 and error_of(response)["code"] == "origin_refused", host
+    assert error_of(response)["details"] == {"header": "Host"}  # the refused value is never echoed
 
 
 @pytest.mark.parametrize(
@@ -126,6 +127,7 @@ async def test_a_malformed_or_foreign_host_is_refused(api: Api, host: str) -> No
 async def test_a_malformed_or_other_origin_is_refused_not_a_500(api: Api, origin: str) -> None:
     response = await api.client.get("/api/mcp/connectors", headers={"origin": origin})
     assert response.status_code == 403 and error_of(response)["code"] == "origin_refused", origin
+    assert error_of(response)["details"] == {"header": "Origin"}  # the refused value is never echoed
 
 
 @pytest.mark.parametrize(

@@ -240,24 +240,25 @@ class LocalOnlyMiddleware:
         )
 
     def _refusal(self, scope: Scope) -> tuple[str, dict[str, str]] | None:
+        # details name the header only: refused input is never echoed
         headers = list(scope.get("headers", []))
         hosts = _header_values(headers, b"host")
         if len(hosts) > 1:
-            return "more than one Host header", {"host": ", ".join(hosts)[:200]}
+            return "more than one Host header", {"header": "Host"}
         host = hosts[0] if hosts else ""
         authority = parse_authority(host)
         if authority is None and (self.allowed is not None or host):
-            return "Host header names no address this server answers to", {"host": host[:200]}
+            return "Host header names no address this server answers to", {"header": "Host"}
         if self.allowed is not None and authority is not None and authority[0] not in self.allowed:
-            return "Host header names no address this server answers to", {"host": host[:200]}
+            return "Host header names no address this server answers to", {"header": "Host"}
         origins = _header_values(headers, b"origin")
         if not origins:
             return None
         if len(origins) > 1:
-            return "more than one Origin header", {"origin": ", ".join(origins)[:200]}
+            return "more than one Origin header", {"header": "Origin"}
         scheme = str(scope.get("scheme", "http"))
         if authority is None or not _same_origin(origins[0], scheme, authority):
-            return "cross-origin requests are refused", {"origin": origins[0][:200]}
+            return "cross-origin requests are refused", {"header": "Origin"}
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
