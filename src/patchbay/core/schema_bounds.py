@@ -2,7 +2,7 @@
 
 A server's tool schemas are untrusted input that Patchbay hands on (to a model API, to a JSON
 Schema validator). A tool whose ``inputSchema`` + ``outputSchema`` exceed a bound is left out of
-the catalog (issue 3 point 5; the bounds are ``Settings.schema_max_depth``,
+the catalog (the bounds are ``Settings.schema_max_depth``,
 ``schema_max_nodes`` and ``schema_max_bytes``).
 
 Measures, over both schemas of one tool together:
@@ -211,7 +211,7 @@ def exceeded_bounds(
         output_schema: the tool's ``outputSchema`` or ``None``.
         bounds: the limits (default: the Settings defaults; use :meth:`SchemaBounds.from_settings`).
 
-    Source: issue 3 point 5 (schemas bounded by depth, node count and bytes, as settings).
+    Why: schemas bounded by depth, node count and bytes, as settings.
     """
     measured = measure_schemas(
         (input_schema, output_schema), stop_after_nodes=bounds.max_nodes, stop_after_bytes=bounds.max_bytes

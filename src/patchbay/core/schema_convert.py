@@ -1,4 +1,4 @@
-"""A tool's input schema made acceptable to a model API (issue 6 point 6). Pure; no I/O.
+"""A tool's input schema made acceptable to a model API. Pure; no I/O.
 
 MCP servers publish ``inputSchema`` in whatever JSON Schema dialect their SDK emits (draft-07 with
 ``definitions`` from zod, ``$defs`` and a root ``$ref`` from pydantic, tuples as ``items: [...]``,

@@ -1,4 +1,4 @@
-"""Keeping a live connection's catalog current when the server says it changed (issue 6 point 5).
+"""Keeping a live connection's catalog current when the server says it changed.
 
 A server that advertises ``tools.listChanged`` (``resources``/``prompts`` likewise) tells its
 client ``notifications/tools/list_changed`` (``resources/list_changed``, ``prompts/list_changed``)

@@ -35,7 +35,7 @@ A failed *first* connect is not a crash: the connection is ``failed``; a later u
 ``policy.delay(k)`` seconds have passed since the ``k``-th failure, at most ``max_restarts`` times
 (``keep_alive`` connections retry in the background on the same delays).
 
-**list_changed** (issue 6 point 5): :attr:`ServerConnection.refresh` re-lists the tools on the live
+**list_changed**: :attr:`ServerConnection.refresh` re-lists the tools on the live
 connection when the server sends ``notifications/tools/list_changed`` and republishes the catalog
 through ``on_catalog``; it also carries the resources/prompts change counters. See
 :mod:`patchbay.runtime.catalog_refresh`.

@@ -9,7 +9,7 @@ in :mod:`patchbay.runtime.connection`.
 so concurrent calls are concurrent on the wire and a caller's cancellation cancels exactly its
 request (the SDK then sends ``notifications/cancelled``).
 
-**Timeouts** (issue 3 point 3): a call fails with ``timeout`` when no result and no progress
+**Timeouts**: a call fails with ``timeout`` when no result and no progress
 notification arrived for ``request_timeout`` seconds, or after ``max_call_seconds`` in total
 whatever the progress; the cancellation makes the SDK send ``notifications/cancelled`` and drop a
 late reply, and the connection stays usable.
@@ -23,7 +23,7 @@ crash (the first to notice does) and fails with ``mcp_server_restarted`` /
 ``mcp_server_unstable`` / ``mcp_server_unavailable`` as the restart policy decides; it is never
 re-sent.
 
-**Output check** (issue 3 point 5): a successful ``tools/call`` result is checked against the
+**Output check**: a successful ``tools/call`` result is checked against the
 tool's ``outputSchema`` (:mod:`patchbay.runtime.output_schema`) after the call, off the event loop.
 """
 
@@ -104,7 +104,7 @@ class RequestExchange:
                 ``max_call_seconds`` in total; ``details["timeoutSeconds"]``, ``details["capped"]``),
                 ``tool_error`` (a JSON-RPC error, ``details["mcpCode"]``; an invalid result; or a
                 successful result whose structuredContent is missing or violates the tool's
-                outputSchema, ``details["problem"]``, ``details["jsonPath"]``: issue 3 point 5).
+                outputSchema, ``details["problem"]``, ``details["jsonPath"]``).
         """
         if self._state in ("idle", "closing"):  # closed for idleness (perhaps during an approval)
             await self.ensure_connected()
@@ -134,7 +134,7 @@ class RequestExchange:
             functools.partial(check_tool_result, tool, output_schema, result, connector=self.name)
         )
 
-    # -- other requests: resources and prompts (issue 6; used by runtime/peer.py) -------------
+    # -- other requests: resources and prompts (used by runtime/peer.py) -------------
 
     async def request(self, method: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
         """Send one request other than ``tools/call`` (``resources/list``, ``resources/read``,

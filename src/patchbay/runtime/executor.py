@@ -166,7 +166,7 @@ class ToolExecutor:
         return connection
 
     async def _resolve_fresh(self, name: str, connector: str | None, log: EventLog) -> Route:
-        """Resolve ``name`` against a current catalog (issue 6 point 5, catalog_refresh.py).
+        """Resolve ``name`` against a current catalog (catalog_refresh.py).
 
         A queued or in-flight tools re-list of the name's connector is waited for first; a name
         the router does not know gets one re-list on demand when the listing may be stale.

@@ -1,6 +1,6 @@
 """Checking a tool result's ``structuredContent`` against the tool's ``outputSchema``.
 
-The rules (issue 3 point 5; MCP "Structured content": a client SHOULD validate structured results
+The rules (MCP "Structured content": a client SHOULD validate structured results
 against the output schema):
 
 * A result with ``isError: true`` is a tool error, whatever it carries: it is never checked
@@ -115,8 +115,8 @@ def check_tool_result(
               ``$ref`` in it does not resolve inside it; no result can be checked;
             * ``"structured_content_too_deep"``: the content nests too deeply to validate.
 
-    Source: issue 3 point 5 (``isError`` is a tool error whatever its structuredContent; a
-    successful result that violates the outputSchema fails with a clear message).
+    Why: ``isError`` is a tool error whatever its structuredContent; a
+    successful result that violates the outputSchema fails with a clear message.
     """
     if result.is_error or output_schema is None:
         return

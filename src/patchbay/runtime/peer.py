@@ -1,4 +1,4 @@
-"""One connector of an open runtime, as resource and prompt operations see it (issue 6).
+"""One connector of an open runtime, as resource and prompt operations see it.
 
 :class:`ConnectorPeer` bundles what :mod:`patchbay.runtime.resources` and
 :mod:`patchbay.runtime.prompts` need of a :class:`~patchbay.runtime.Runtime`: the connector, its

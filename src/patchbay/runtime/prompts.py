@@ -1,4 +1,4 @@
-"""MCP prompts: listing, local argument checks, ``/prompt`` parsing and expansion (seed 000 §8; issue 6).
+"""MCP prompts: listing, local argument checks, ``/prompt`` parsing and expansion (seed 000 §8).
 
 A prompt is a parameterised template a user triggers explicitly (``/prompt NAME key=value``). Its
 arguments are checked against what the server declared in ``prompts/list`` *before* anything is

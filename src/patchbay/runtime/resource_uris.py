@@ -1,4 +1,4 @@
-"""Resource URIs and RFC 6570 URI templates (issue 6 point 1; seed 000 §7: read by URI, never by name).
+"""Resource URIs and RFC 6570 URI templates (seed 000 §7: read by URI, never by name).
 
 Templates are expanded with the maintained ``uritemplate`` library (levels 1–4). Simple expansion
 percent-encodes every reserved character: ``{id}`` with ``a b/c`` → ``a%20b%2Fc``. Unlike plain

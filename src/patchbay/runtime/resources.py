@@ -1,4 +1,4 @@
-"""MCP resources: listing, URI templates, and the explicit include (seed 000 §7, §10, §12; issue 6).
+"""MCP resources: listing, URI templates, and the explicit include (seed 000 §7, §10, §12).
 
 A resource is something an agent *may* read; it never enters a model's context by itself. Listing
 (``resources/list``, ``resources/templates/list``; every page, within the catalog's bounds) reads

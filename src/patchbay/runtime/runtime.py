@@ -344,7 +344,7 @@ class Runtime(ToolExecutor):
     async def tool_definitions(
         self, format: DefinitionFormat = "anthropic", *, shape: ProxyShape = "mcp"
     ) -> ToolDefinitions:
-        """Tool definitions for a model API (issue 6 point 6; see :mod:`patchbay.runtime.tool_definitions`).
+        """Tool definitions for a model API (see :mod:`patchbay.runtime.tool_definitions`).
 
         Args:
             format: ``"anthropic"`` (default: ``{"name", "description", "input_schema"}``),
@@ -452,7 +452,7 @@ class Runtime(ToolExecutor):
             raise ValidationError(f"no connector {name!r} in this runtime", details={"field": "name"})
         await connection.shutdown()
 
-    # -- resources and prompts (issue 6): runtime/resources.py, runtime/prompts.py --------------
+    # -- resources and prompts: runtime/resources.py, runtime/prompts.py --------------
 
     def _peer(self, connector: str) -> ConnectorPeer:
         return connector_peer(

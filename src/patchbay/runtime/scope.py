@@ -1,4 +1,4 @@
-"""Capability scope (seed 003 "能力范围"; issue 3 point 9): which connectors a runtime may start
+"""Capability scope (seed 003 "能力范围"): which connectors a runtime may start
 and which of their tools it may register, decided from names alone before anything starts."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tool definitions for model APIs, and the one-tool proxy form (issue 6 point 6, seed 003 §1.5).
+"""Tool definitions for model APIs, and the one-tool proxy form (seed 003 §1.5).
 
 A host hands its model either every visible tool directly, in the shape its API wants, or one
 small ``mcp`` proxy tool that searches, describes and calls the catalog, so the model does not pay

@@ -11,7 +11,7 @@ of a name already listed (the first wins), and reports each of these as a
 :class:`ListingWarning` -- not as a failure. The metadata byte cap still fails the listing
 (``tool_list_failed``): it bounds what a server can make Patchbay hold.
 
-Each listed tool's schemas are screened one by one (issue 3 point 5): a tool whose
+Each listed tool's schemas are screened one by one: a tool whose
 ``inputSchema`` + ``outputSchema`` break a bound of :mod:`patchbay.core.schema_bounds` (depth,
 JSON values, compact-JSON bytes), or whose schemas are malformed, is left out with one
 :class:`ToolDiagnostic` on :attr:`Catalog.diagnostics`; every other tool is kept.
@@ -345,7 +345,7 @@ def screen_tool(tool: types.Tool, bounds: SchemaBounds = DEFAULT_SCHEMA_BOUNDS) 
     Returns:
         ``None`` or a :class:`ToolDiagnostic` (``problem`` ``depth``/``nodes``/``bytes``/``malformed``).
 
-    Source: issue 3 point 5 (bounded schemas; one bad tool never costs the server its other tools).
+    Why: bounded schemas; one bad tool never costs the server its other tools.
     """
     shown = tool.name if len(tool.name) <= _NAME_IN_MESSAGE else tool.name[:_NAME_IN_MESSAGE] + "…"
     broken = exceeded_bounds(tool.input_schema, tool.output_schema, bounds)
@@ -378,11 +378,11 @@ async def list_catalog(
     """List tools, and resources when ``resources`` and the server advertises them.
 
     A server without the tools capability, or one answering the first tools/list with -32601
-    (Method not found), has 0 tools: that is not an error (issue 2, seed 003 §9).
+    (Method not found), has 0 tools: that is not an error (seed 003 §9).
 
     A tool whose schemas break a schema bound or are malformed (:func:`screen_tool`) is left out
     of ``tools`` and gets one :class:`ToolDiagnostic` on ``diagnostics``; the server keeps its
-    other tools (issue 3 point 5). Left-out tools still count towards ``max_metadata_bytes``. A
+    other tools. Left-out tools still count towards ``max_metadata_bytes``. A
     kept tool with a flagged name (:func:`flag_tool_name`) gets one on ``name_flags``.
 
     Args:

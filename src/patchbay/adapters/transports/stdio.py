@@ -15,7 +15,7 @@ Contract:
   does it. A server that exits gracefully can still leave grandchildren in its group (``sh -c``,
   ``npx``); they are signalled too, so nothing the connector started survives the connection.
   Shutdown is shielded from cancellation and every wait in it is bounded.
-* Why not the SDK's ``stdio_client`` itself (it was used until issue 3): its stdout reader grows a
+* Why not the SDK's ``stdio_client`` itself: its stdout reader grows a
   ``str`` buffer by ``buffer + chunk`` for every 64 KiB read, which is quadratic in the line
   length: a 50 MiB tool result took 62 s and peaked at 3.0x its size (measured with mcp 2.3.0).
   The framing here is the socket transport's (:func:`ndjson_streams`, bytes, ``receive_until``,

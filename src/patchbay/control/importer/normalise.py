@@ -1,5 +1,5 @@
 """One legacy server definition → the connector Patchbay would store (seed 003 §12; the host
-differences listed in issue 5 and shared/notes/host-config-formats.md).
+differences listed in shared/notes/host-config-formats.md).
 
 What each difference maps to:
 
