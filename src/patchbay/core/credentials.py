@@ -1,7 +1,5 @@
 """Credentials by reference: the shapes, the rules, and how a resolved value is delivered (no I/O).
 
-Seed 003 §10.4, §11.1 and the addenda dated 2026-09-04 and 2026-09-07; seed 000 §10.
-
 A **credential** lives in the credential store (``credentials.json`` in the data home, mode 0600,
 see :mod:`patchbay.adapters.credentials`), never in the database, a runtime snapshot or a log.
 It has an owner (``owner_kind="mcp"``, ``owner_id=<connector_id>``) and a source:
@@ -22,16 +20,15 @@ A connector holds **bindings** only (``Connector.runtime_config["bindings"]``): 
 secret (``NODE_ENV=production``), a **plain** binding holding its ``value`` in the connector's
 config, which is shown in views and never registered for redaction. The places are:
 
-* ``env``: an environment variable of a stdio child (``name`` matches ``^[A-Za-z_][A-Za-z0-9_]*$``,
-  seed 003 §7.3);
+* ``env``: an environment variable of a stdio child (``name`` matches ``^[A-Za-z_][A-Za-z0-9_]*$``);
 * ``header``: an HTTP request header of a remote connector;
 * ``bearer``: ``Authorization: Bearer <value>`` of a remote connector (``name`` is always
   ``Authorization``).
 
-A connector may use only the credentials it owns or ones explicitly shared with it (seed 003
-§11.1). A binding that cannot be resolved stops only its connector, with
-:class:`CredentialUnavailable` (code ``auth_required``, the seed 003 §9.3 code for a connector
-that lacks what it needs to authenticate; ``details["reason"] == "credential_unavailable"``).
+A connector may use only the credentials it owns or ones explicitly shared with it. A binding that
+cannot be resolved stops only its connector, with :class:`CredentialUnavailable` (code
+``auth_required``, the probe code for a connector that lacks what it needs to authenticate;
+``details["reason"] == "credential_unavailable"``).
 
 Key names in this module's public shapes avoid words the redaction treats as secret names
 (``credential``, ``token``, ``secret``): ``ref`` names a credential, ``variable`` an environment
@@ -145,7 +142,7 @@ def is_credential_id(value: object) -> bool:
 
 
 def validate_env_name(field: str, name: str) -> str:
-    """An environment variable name, ``^[A-Za-z_][A-Za-z0-9_]*$`` (seed 003 §7.3), at most 128 chars.
+    """An environment variable name, ``^[A-Za-z_][A-Za-z0-9_]*$``, at most 128 chars.
 
     Raises:
         ConfigError: ``invalid_config`` naming ``field``.
@@ -174,8 +171,8 @@ def validate_secret_value(field: str, value: str, delivery: Delivery) -> str:
     """A managed credential value for ``delivery``; never quoted back in an error.
 
     Rules: a non-empty string of at most :data:`MAX_SECRET_CHARS` characters without NUL; for
-    ``header`` and ``bearer`` also no CR/LF or other control characters but tab, and no leading
-    or trailing whitespace (an HTTP field value, RFC 9110 §5.5); a ``bearer`` value has no space
+    ``header`` and ``bearer`` also no CR/LF or other control characters but tab, and no leading or
+    trailing whitespace (an HTTP field value, RFC 9110 section 5.5); a ``bearer`` value has no space
     (it follows ``Bearer ``).
 
     Raises:
@@ -207,8 +204,8 @@ class CredentialBinding(_Model):
     """A connector's reference to one credential and how its value is delivered, or a plain
     (non-secret) value delivered the same way.
 
-    Stored in ``Connector.runtime_config["bindings"]`` and carried by ``RuntimeServer.bindings``;
-    a credential binding holds no value (seed 003 §10.4: references only).
+    Stored in ``Connector.runtime_config["bindings"]`` and carried by ``RuntimeServer.bindings``; a
+    credential binding holds no value (references only).
     """
 
     ref: str | None = None
@@ -287,7 +284,7 @@ def validate_plain_value(field: str, name: str, value: str, delivery: Delivery) 
 
 
 class Credential(_Model):
-    """One stored credential as every interface may show it: never its value (seed 003 §11.1)."""
+    """One stored credential as every interface may show it: never its value."""
 
     credential_id: str
     kind: CredentialKind
@@ -329,19 +326,19 @@ class Credential(_Model):
         return self
 
     def usable_by(self, connector_id: str) -> bool:
-        """Whether ``connector_id`` may use it: its owner, or one it was shared with (seed 003 §11.1)."""
+        """Whether ``connector_id`` may use it: its owner, or one it was shared with."""
         return self.owner_kind == "mcp" and (connector_id == self.owner_id or connector_id in self.shared_with)
 
 
 class CredentialUnavailable(PatchbayError):
-    """A binding of a connector cannot be resolved; that connector does not start (seed 003 addendum
-    2026-09-07: "缺失引用会明确报错并阻止连接器运行"), the others run on.
+    """A binding of a connector cannot be resolved; that connector fails with a clear
+    error and does not start; the others run on.
 
-    ``code`` is ``auth_required`` (seed 003 §9.3); ``details``: ``reason`` (always
-    ``credential_unavailable``), ``problem`` (``missing``: no such credential; ``not_shared``:
-    owned by another connector and not shared; ``variable_unset``: the referenced environment
-    variable is unset or empty; ``no_value``: a managed credential without a value; ``unreadable``:
-    the store cannot be read), ``ref``, ``binding`` (e.g. ``env PB_KEY``) and ``connector``.
+    ``code`` is ``auth_required``; ``details``: ``reason`` (always ``credential_unavailable``),
+    ``problem`` (``missing``: no such credential; ``not_shared``: owned by another connector and not
+    shared; ``variable_unset``: the referenced environment variable is unset or empty; ``no_value``:
+    a managed credential without a value; ``unreadable``: the store cannot be read), ``ref``,
+    ``binding`` (e.g. ``env PB_KEY``) and ``connector``.
     """
 
     default_code = ErrorCode.AUTH_REQUIRED

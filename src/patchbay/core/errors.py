@@ -1,7 +1,6 @@
 """Patchbay's exception hierarchy and its stable error codes.
 
-Front ends switch on ``code``, never on message text (DESIGN.md "Stable error codes",
-seed 003 §9.3)::
+Front ends switch on ``code``, never on message text (DESIGN.md "Stable error codes")::
 
     PatchbayError                      code: any ErrorCode
     ├── ConfigError                    invalid_config (a connector definition is wrong)
@@ -38,7 +37,7 @@ __all__ = [
 
 
 class ErrorCode(StrEnum):
-    """Every stable error code Patchbay reports (DESIGN.md, seed 003 §9.3 and §8)."""
+    """Every stable error code Patchbay reports (DESIGN.md)."""
 
     INVALID_CONFIG = "invalid_config"
     COMMAND_NOT_FOUND = "command_not_found"
@@ -62,7 +61,7 @@ class ErrorCode(StrEnum):
 
 
 class FailureReason(StrEnum):
-    """Why a tool call failed; carried by ``tool.failed`` events (seed 000 §3.1, §6)."""
+    """Why a tool call failed; carried by ``tool.failed`` events."""
 
     PERMISSION_DENIED = "permission_denied"
     APPROVAL_UNAVAILABLE = "approval_unavailable"
@@ -104,7 +103,7 @@ class PatchbayError(Exception):
 
 
 class ConfigError(PatchbayError):
-    """A connector definition breaks a validation rule (seed 003 §7.3); ``details["field"]`` names it."""
+    """A connector definition breaks a validation rule; ``details["field"]`` names it."""
 
     default_code = ErrorCode.INVALID_CONFIG
 
@@ -134,7 +133,7 @@ class NotFoundError(PatchbayError):
 
 
 class RevisionConflictError(PatchbayError):
-    """An update named a stale revision; nothing was changed (API 409, seed 003 §7.1, §15)."""
+    """An update named a stale revision; nothing was changed (API 409)."""
 
     default_code = ErrorCode.REVISION_CONFLICT
 
@@ -146,20 +145,20 @@ class BuiltinConnectorError(PatchbayError):
 
 
 class CanonicalStateUnavailable(PatchbayError):
-    """The canonical store cannot be written (API 503, seed 003 §15)."""
+    """The canonical store cannot be written (API 503)."""
 
     default_code = ErrorCode.CANONICAL_STATE_UNAVAILABLE
 
 
 class ProbeError(PatchbayError):
-    """Connecting to a server failed; ``code`` is one of seed 003 §9.3's probe codes."""
+    """Connecting to a server failed; ``code`` is one of the stable probe codes."""
 
 
 class ToolCallError(PatchbayError):
     """A governed tool call did not produce a result.
 
     Args:
-        reason: the FailureReason (seed 000 §3.1): ``permission_denied``, ``approval_unavailable``,
+        reason: the FailureReason: ``permission_denied``, ``approval_unavailable``,
             ``mcp_server_unavailable``, ``timeout``, ``tool_error``, ...
     """
 

@@ -1,9 +1,9 @@
-"""Configuration fingerprints: which cached tool catalog belongs to which server (seed 003 §5.4).
+"""Configuration fingerprints: which cached tool catalog belongs to which server.
 
-A cached catalog is only valid for the server that produced it. Seed 003 §5.4 requires the cache
-key to include a fingerprint of everything that decides the server's identity -- at least the
-transport, the URL origin and path, the command, its arguments, the socket path and the
-authentication type -- and never a secret value.
+A cached catalog is only valid for the server that produced it. The cache key includes a
+fingerprint of everything that decides the server's identity -- at least the transport, the URL
+origin and path, the command, its arguments, the socket path and the authentication type -- and
+never a secret value.
 
 The fingerprint is the SHA-256 (lower-case hex) of a canonical JSON document::
 
@@ -50,7 +50,7 @@ def _url_identity(url: str) -> dict[str, Any]:
 
 
 def config_fingerprint(target: ConnectorTarget, auth_type: str = "none") -> str:
-    """Return the SHA-256 hex fingerprint of ``target``'s server identity (seed 003 §5.4).
+    """Return the SHA-256 hex fingerprint of ``target``'s server identity.
 
     Args:
         target: a stdio, HTTP/SSE or socket target (already validated or not; nothing is checked).

@@ -1,4 +1,4 @@
-"""Pydantic models of Patchbay's domain (seed 003 §5, DESIGN.md).
+"""Pydantic models of Patchbay's domain (DESIGN.md).
 
 These are the shapes every layer passes around; the store maps them to rows, the CLI and API
 print them. Nothing here holds a secret value.
@@ -76,7 +76,7 @@ class _Model(BaseModel):
 
 
 class StdioTarget(_Model):
-    """A local command started as a child process, never through a shell (seed 003 §7.3)."""
+    """A local command started as a child process, never through a shell."""
 
     transport: Literal["stdio"] = "stdio"
     command: str
@@ -107,7 +107,7 @@ ConnectorTarget = Annotated[StdioTarget | HttpTarget | SocketTarget, Field(discr
 
 
 class ConnectorSettings(_Model):
-    """Global, user-level settings of one connector (seed 003 §5.2); they carry their own revision."""
+    """Global, user-level settings of one connector; they carry their own revision."""
 
     enabled: bool = True
     include_tools: tuple[str, ...] = ()
@@ -119,7 +119,7 @@ class ConnectorSettings(_Model):
 
 
 class Connector(_Model):
-    """One registered MCP server (seed 003 §5.1)."""
+    """One registered MCP server."""
 
     connector_id: str
     name: str
@@ -144,7 +144,7 @@ class Connector(_Model):
 
     @property
     def bindings(self) -> tuple[CredentialBinding, ...]:
-        """The credential bindings in ``runtime_config`` (seed 003 addendum 2026-09-07).
+        """The credential bindings in ``runtime_config``.
 
         Raises:
             ConfigError: ``invalid_config`` (field ``bindings``) when the stored bindings are malformed.
@@ -182,7 +182,7 @@ class ResourceSummary(_Model):
 
 
 class ToolCacheEntry(_Model):
-    """The cached catalog of one connector (seed 003 §5.4), valid only for its fingerprint."""
+    """The cached catalog of one connector, valid only for its fingerprint."""
 
     connector_id: str
     config_revision: int
@@ -197,7 +197,7 @@ class ToolCacheEntry(_Model):
 
 
 class ToolGrant(_Model):
-    """A global (``project_id is None``) or project grant (seed 003 §5.3) in one key space."""
+    """A global (``project_id is None``) or project grant in one key space."""
 
     connector_id: str
     tool_name: str
@@ -217,7 +217,7 @@ class Project(_Model):
 
 
 class ProbeResult(_Model):
-    """What one real connect probe found (seed 003 §9)."""
+    """What one real connect probe found."""
 
     connector: str
     state: RuntimeState
@@ -261,7 +261,7 @@ class ProbeOutcome(_Model):
 
 
 class RestartPolicy(_Model):
-    """What happens when a live server crashes (seed 000 §3.1); settable per connector.
+    """What happens when a live server crashes; settable per connector.
 
     After crash number ``n`` (1-based) the runtime waits :meth:`delay` ``(n)`` seconds and
     restarts the server, while ``n <= max_restarts``; the next crash is permanent
@@ -283,7 +283,7 @@ class RestartPolicy(_Model):
 
 
 class ResourceLimits(_Model):
-    """Optional setrlimit bounds applied in a stdio child before exec (seed 003 addendum 2026-09-04)."""
+    """Optional setrlimit bounds applied in a stdio child before exec."""
 
     address_space_bytes: PositiveInt | None = None
     """RLIMIT_AS, bytes."""
@@ -321,15 +321,14 @@ class RuntimeOptions(_Model):
     limits: ResourceLimits = ResourceLimits()
     allow_private: bool = False
     """HTTP/SSE only: let the egress guard reach loopback, private, link-local, unique-local and
-    CGNAT addresses (refused by default; cloud metadata addresses stay refused; seed 003 §14.2,
-    addendum 2026-09-04)."""
+    CGNAT addresses (refused by default; cloud metadata addresses stay refused)."""
 
     @classmethod
     def parse_strict(cls, data: Mapping[str, Any], *, transport: TransportKind | None = None) -> RuntimeOptions:
         """``data`` validated as a connector's stored options, refusing what ``model_validate`` lets by.
 
-        ``model_validate`` (what the runtime uses) ignores unknown top-level keys and coerces;
-        this is the write-side check the control plane runs before storing (seed 003 §7.3):
+        ``model_validate`` (what the runtime uses) ignores unknown top-level keys and coerces; this
+        is the write-side check the control plane runs before storing:
 
         - every key must be a field (also inside ``restart`` and ``limits``), no coercion
           (``"5"`` is not a number, ``1`` is not a boolean, ``2.0`` is not a count);
@@ -396,14 +395,14 @@ class RuntimeServer(_Model):
     """One connector as a runtime sees it: what to connect to and how to decide its tools.
 
     Built by the control plane from canonical state (later written as the workspace's projected
-    snapshot, seed 003 §10.3); holds references only, never a secret value.
+    snapshot); holds references only, never a secret value.
     """
 
     connector_id: str
     name: str
     target: ConnectorTarget
     revision: int = 1
-    """The connector revision this was built from (written into the snapshot, seed 003 §10.3)."""
+    """The connector revision this was built from (written into the snapshot)."""
     settings: ConnectorSettings = ConnectorSettings()
     global_grants: dict[str, GrantDecision] = Field(default_factory=dict)
     """Explicit global grants keyed by the server's original tool name."""
@@ -430,7 +429,7 @@ class RuntimeServer(_Model):
 
 
 class RuntimeConfig(_Model):
-    """Everything one workspace runtime may use (seed 003 §10.1): nothing else is ever loaded."""
+    """Everything one workspace runtime may use: nothing else is ever loaded."""
 
     version: Literal[1] = 1
     project_id: str

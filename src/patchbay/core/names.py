@@ -1,4 +1,4 @@
-"""Connector and tool names (DESIGN.md "Names", seed 000 §5, seed 003 §7.3)."""
+"""Connector and tool names (DESIGN.md "Names")."""
 
 from __future__ import annotations
 
@@ -34,9 +34,8 @@ _INVISIBLE = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp"})
 def validate_connector_name(name: str) -> str:
     """Return ``name`` if it is a valid connector name, else raise.
 
-    Rule (seed 003 §7.3): 1–64 chars of ``^[a-z0-9][a-z0-9-]*[a-z0-9]$`` (one char allowed); so no
-    upper case, control characters, dots or path separators. Uniqueness (case-insensitive) is the
-    store's job.
+    Rule: 1–64 chars of ``^[a-z0-9][a-z0-9-]*[a-z0-9]$`` (one char allowed); so no upper case,
+    control characters, dots or path separators. Uniqueness (case-insensitive) is the store's job.
 
     Raises:
         ConfigError: ``invalid_config`` with field ``name``.
@@ -59,7 +58,7 @@ def is_connector_name(name: str) -> bool:
 
 
 def canonical_tool_name(connector: str, tool: str) -> str:
-    """``mcp.<connector>.<tool>`` (seed 000 §5). The tool part is the server's original name."""
+    """``mcp.<connector>.<tool>``. The tool part is the server's original name."""
     return f"{MCP_PREFIX}{connector}.{tool}"
 
 

@@ -1,10 +1,10 @@
-"""OAuth 2.1 settings of a remote connector, and the errors of its authorization (seed 003 §11.2).
+"""OAuth 2.1 settings of a remote connector, and the errors of its authorization.
 
-A connector's ``runtime_config["oauth"]`` holds an :class:`OAuthConfig`: which grant it uses and
-the *references* of its client secrets (credential ids, seed 003 §11.1) -- never a secret value.
-The tokens themselves live in one ``oauth_token_bundle`` credential the connector owns, in the
-CredentialStore only; a bundle is pinned to the resource origin and the authorization server it
-was granted for (:class:`TokenBundle`), and is void for any other.
+A connector's ``runtime_config["oauth"]`` holds an :class:`OAuthConfig`: which grant it uses and the
+*references* of its client secrets (credential ids) -- never a secret value. The tokens themselves
+live in one ``oauth_token_bundle`` credential the connector owns, in the CredentialStore only; a
+bundle is pinned to the resource origin and the authorization server it was granted for
+(:class:`TokenBundle`), and is void for any other.
 
 Grants:
 
@@ -66,7 +66,8 @@ _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 def _check_oauth_url(name: str, value: str) -> None:
     """An authorization-server URL: absolute, with a host, no userinfo, no fragment (and no query
-    for an issuer, RFC 8414 §2); https unless the host is loopback (OAuth 2.1 §1.5)."""
+    for an issuer, RFC 8414 section 2); https unless the host is loopback (OAuth 2.1 section
+    1.5)."""
     if len(value) > 2048:
         raise ValueError(f"{name} is longer than 2048 characters")
     parts = urlsplit(value)
@@ -85,7 +86,7 @@ def _check_oauth_url(name: str, value: str) -> None:
 
 
 class OAuthConfig(BaseModel):
-    """``runtime_config["oauth"]``: how a Streamable HTTP/SSE connector authorizes (seed 003 §11.2).
+    """``runtime_config["oauth"]``: how a Streamable HTTP/SSE connector authorizes.
 
     Every ``*_ref`` is a credential id (``cred_…``) owned by or shared with the connector; values
     never appear here. Fields that a grant does not use must be left unset.
@@ -178,7 +179,7 @@ def oauth_from_config(runtime_config: Mapping[str, Any]) -> OAuthConfig | None:
 
 
 class TokenBundle(BaseModel):
-    """The value of an ``oauth_token_bundle`` credential (CredentialStore only, seed 003 §11.2).
+    """The value of an ``oauth_token_bundle`` credential (CredentialStore only).
 
     ``resource_origin`` and ``issuer`` pin the grant: a bundle is used only for a connector whose
     URL still has that origin and whose authorization server is still that issuer.

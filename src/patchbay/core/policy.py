@@ -4,10 +4,10 @@ Order, for tool T of connector C in project P:
 
 1. C disabled → not visible. T matched by ``exclude_tools``, or not matched by a non-empty
    ``include_tools`` (glob patterns) → not visible.
-2. Global grant ``deny`` → deny; nothing lifts it (seed 003 §5.3, §20.2).
+2. Global grant ``deny`` → deny; nothing lifts it.
 3. Else the project grant for (P, C, T) if any, else the global grant if any.
-4. Else ``approval_mode``: ``allow_all`` → allow, except tools annotated ``destructiveHint``,
-   which stay ``ask`` unless explicitly granted (seed 000 §10); ``ask``/``custom`` → ask.
+4. Else ``approval_mode``: ``allow_all`` → allow, except tools annotated ``destructiveHint``, which
+   stay ``ask`` unless explicitly granted; ``ask``/``custom`` → ask.
 
 Step 5 (``ask`` with no approver → deny ``approval_unavailable``) happens at call time in the
 runtime, because only the runtime knows whether an approver is attached.
@@ -74,7 +74,7 @@ class Decision:
         visible: False when the tool is not projected at all (step 1); ``decision`` is then ``deny``.
         decision: ``allow``, ``ask`` or ``deny``.
         source: which rule decided (for ``sourcedFrom`` in events and the ``tools`` listing).
-        risk: ``read``, ``destructive`` or ``network`` (seed 000 §6).
+        risk: ``read``, ``destructive`` or ``network``.
     """
 
     visible: bool
@@ -85,7 +85,7 @@ class Decision:
 
 def risk_of(annotations: dict[str, Any] | None) -> Risk:
     """Risk at decision from tool annotations: readOnlyHint → read, destructiveHint → destructive,
-    otherwise an MCP tool is ``network`` (seed 000 §6)."""
+    otherwise an MCP tool is ``network``."""
     annotations = annotations or {}
     if annotations.get("readOnlyHint"):
         return "read"

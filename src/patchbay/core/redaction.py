@@ -1,9 +1,9 @@
 """Secret redaction: one module for events, logs, probe diagnostics, stderr tails and messages.
 
-Seed 003 §14.3 (audit and redaction), seed 000 §10 (security model). Applied to every text
-Patchbay stores or prints that could carry a secret: session event payloads, stderr tails, probe
-results, error messages, CLI output and Python log records (:class:`RedactingFilter`). It is a
-safety net, not the primary defence: secrets are kept out by reference in the first place.
+Applied to every text Patchbay stores or prints that could carry a secret: session event payloads,
+stderr tails, probe results, error messages, CLI output and Python log records
+(:class:`RedactingFilter`). It is a safety net, not the primary defence: secrets are kept out by
+reference in the first place.
 
 What is masked (the name stays visible, only the value becomes ``[REDACTED]``):
 
@@ -238,11 +238,11 @@ def _known_forms(known_secrets: tuple[str, ...]) -> tuple[str, ...]:
 def register_secret(value: str, *, transient: bool = False) -> bool:
     """Remember ``value`` as a secret: from now on every redaction in this process masks it.
 
-    For credential values (seed 003 §11: values are resolved by reference and never stored):
-    configured credentials are registered when the credential store is opened and again when
-    they are resolved, so events, logs, stderr tails and messages mask them even on paths that
-    do not pass ``known_secrets``. Values :func:`is_maskable` refuses (shorter than
-    :data:`MIN_SECRET_LENGTH`, common words) are ignored.
+    For credential values (values are resolved by reference and never stored): configured
+    credentials are registered when the credential store is opened and again when they are resolved,
+    so events, logs, stderr tails and messages mask them even on paths that do not pass
+    ``known_secrets``. Values :func:`is_maskable` refuses (shorter than :data:`MIN_SECRET_LENGTH`,
+    common words) are ignored.
 
     Registering a value again makes it the most recently registered one. Configured values
     (the default) are kept for the life of the process; ``transient`` ones (OAuth access and

@@ -1,7 +1,7 @@
 """Patchbay's settings (pydantic-settings, prefix ``PATCHBAY_``).
 
-Every bound of seed 003 §9.2 is a named setting with the seed's default. Sizes are bytes, times
-are seconds.
+Every probe bound is a named setting (15 s, 50 pages, 2 MiB of metadata, 16 KiB of stderr, 4 probes
+at once by default). Sizes are bytes, times are seconds.
 """
 
 from __future__ import annotations
@@ -38,15 +38,15 @@ class Settings(BaseSettings):
     """SQLAlchemy URL; default ``sqlite:///<home>/patchbay.db``."""
 
     probe_connect_timeout: float = 15.0
-    """Seconds for one whole probe: spawn/connect, initialize and the list requests (seed 003 §9.2)."""
+    """Seconds for one whole probe: spawn/connect, initialize and the list requests."""
     probe_max_pages: int = 50
-    """Most tools/list + resources/list pages one probe follows (seed 003 §9.2)."""
+    """Most tools/list + resources/list pages one probe follows."""
     probe_max_metadata_bytes: int = 2 * 1024 * 1024
-    """Most bytes of tool and resource metadata one probe accepts (seed 003 §9.2)."""
+    """Most bytes of tool and resource metadata one probe accepts."""
     stderr_tail_bytes: int = 16 * 1024
-    """Bytes of a stdio server's stderr kept (redacted) for diagnostics (seed 003 §9.2)."""
+    """Bytes of a stdio server's stderr kept (redacted) for diagnostics."""
     probe_concurrency: int = 4
-    """Probes running at once, process-wide (seed 003 §9.2, §15)."""
+    """Probes running at once, process-wide."""
     tool_cache_ttl: float = 24 * 3600.0
     """Seconds a cached tool catalog stays fresh."""
 
@@ -74,8 +74,8 @@ class Settings(BaseSettings):
     read them; a reader waits for budget when it is used up (one message larger than the budget
     still proceeds when nothing else holds any). The per-message limit applies as well."""
     max_output_bytes: int = 10 * 1024 * 1024
-    """Bytes of tool-result content above which the result is cut to a preview and stored whole
-    as an artifact (seed 000 §11)."""
+    """Bytes of tool-result content above which the result is cut to a preview and stored whole as
+    an artifact."""
     max_output_lines: int = 100_000
     """Lines of text content above which the result is cut the same way."""
     output_preview_bytes: int = 64 * 1024
@@ -89,12 +89,12 @@ class Settings(BaseSettings):
     protocol_mode: str = "legacy"
     """The SDK ``Client`` mode: ``legacy`` (initialize handshake; server→client requests work) or ``auto``."""
     screening_max_bytes: int = Field(default=256 * 1024, ge=1024)
-    """UTF-8 bytes of one item (prompt expansion, resource content, tool result) the injection scanner
-    reads; a bigger item is scanned in its first and last half of this and is marked untrusted
-    (rule ``scan_limit``) (seed 000 §8, §10)."""
+    """UTF-8 bytes of one item (prompt expansion, resource content, tool result) the injection
+    scanner reads; a bigger item is scanned in its first and last half of this and is marked
+    untrusted (rule ``scan_limit``)."""
     screening_policy: Literal["label", "withhold"] = "label"
-    """What an item the injection scanner flags becomes in a model's context: ``label`` (wrapped in an
-    untrusted-content label) or ``withhold`` (a placeholder naming the rules) (seed 000 §8, §10)."""
+    """What an item the injection scanner flags becomes in a model's context: ``label`` (wrapped in
+    an untrusted-content label) or ``withhold`` (a placeholder naming the rules)."""
     api_host: str = "127.0.0.1"
     """Address ``patchbay serve`` binds; anything but loopback also needs ``--allow-remote``."""
     api_port: int = Field(default=8765, ge=0, le=65535)

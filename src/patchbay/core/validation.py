@@ -1,4 +1,4 @@
-"""Connector validation rules (seed 003 §7.3). Pure functions; no I/O except ``~`` expansion.
+"""Connector validation rules. Pure functions; no I/O except ``~`` expansion.
 
 Every failure raises :class:`~patchbay.core.errors.ConfigError` with code ``invalid_config`` and
 the offending field in ``details["field"]`` and at the start of the message.
@@ -174,7 +174,7 @@ def validate_cwd(cwd: str | None, workspace: str | None) -> str:
 def validate_stdio_target(
     command: str, args: list[str] | tuple[str, ...] = (), cwd: str | None = None, workspace: str | None = None
 ) -> StdioTarget:
-    """Validate a local command: command and args apart, never a shell line (seed 003 §7.3).
+    """Validate a local command: command and args apart, never a shell line.
 
     Raises:
         ConfigError: field ``command`` (empty, starts with ``-``, contains whitespace-separated
@@ -221,7 +221,7 @@ def validate_http_target(url: str, transport: str = "streamable_http") -> HttpTa
 
 
 def validate_socket_path(path: str) -> SocketTarget:
-    """Validate and normalise a Unix socket path: absolute or ``~``-relative (seed 003 §7.3).
+    """Validate and normalise a Unix socket path: absolute or ``~``-relative.
 
     Raises:
         ConfigError: field ``socket_path``.
