@@ -1,5 +1,5 @@
-"""The credential store: ``<data home>/credentials.json``, mode 0600 (seed 003 §11.1, §10.4, addendum
-2026-09-07; DESIGN.md "Where things live").
+"""The credential store: ``<data home>/credentials.json``, mode 0600 (DESIGN.md "Where things
+live").
 
 File contract:
 
@@ -323,7 +323,7 @@ class CredentialStore:
         """Save ``upserts`` and delete ``deletes`` in one atomic replace.
 
         Returns the previous state of every touched id (None: it did not exist), which
-        :meth:`restore` puts back (the compensation of seed 003 §15).
+        :meth:`restore` puts back (the compensation when a later step fails).
         """
         upserts, deletes = list(upserts), list(deletes)
 
@@ -347,8 +347,7 @@ class CredentialStore:
     def delete_owned_by(self, connector_id: str) -> builtins.list[str]:
         """Delete every credential ``connector_id`` owns and drop it from every ``shared_with``.
 
-        Returns the deleted ids (seed 003 addendum 2026-09-07: removing a custom connector removes
-        its own credentials).
+        Returns the deleted ids (removing a custom connector removes its own credentials).
         """
 
         def change(records: dict[str, StoredCredential]) -> builtins.list[str]:
@@ -432,7 +431,7 @@ class CredentialStore:
     def resolve(
         self, bindings: Iterable[CredentialBinding], *, connector_id: str, connector: str | None = None
     ) -> ResolvedCredentials:
-        """Resolve one connector's bindings to values, at connect time (seed 003 §10.4, §11.1).
+        """Resolve one connector's bindings to values, at connect time.
 
         Each credential value is registered with :func:`~patchbay.core.redaction.register_secret`
         before it is returned, so every redaction in this process masks it from then on; plain

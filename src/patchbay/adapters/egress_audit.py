@@ -1,4 +1,4 @@
-"""The egress audit: one metadata-only JSON line per outbound operation (seed 003 §14.2).
+"""The egress audit: one metadata-only JSON line per outbound operation.
 
 ``<home>/egress-audit.jsonl`` (mode 0600, append-only), one line per probe, connect, tool call and
 OAuth discovery/token operation of a connector::
@@ -8,9 +8,8 @@ OAuth discovery/token operation of a connector::
 
 * ``note``: one of :data:`NOTES`.
 * ``origin``: ``scheme://host:port`` only (port always explicit); ``null`` for stdio and socket
-  connectors, whose lines carry ``"runtime_call_audit": "unavailable"`` instead: what such a
-  program sends on its own cannot be seen by a transport wrapper (seed 003 §14.2, addendum
-  2026-09-04), so it is not claimed to be audited.
+  connectors, whose lines carry ``"runtime_call_audit": "unavailable"`` instead: what such a program
+  sends on its own cannot be seen by a transport wrapper, so it is not claimed to be audited.
 * ``approved``: False when the egress guard refused a request of the operation (nothing was sent).
 * Nothing else, ever: no path, query, body, header value, argument, result or secret. The writer
   takes no free text, and an origin that is not exactly ``scheme://host:port`` is refused.
@@ -41,7 +40,7 @@ logger = logging.getLogger(__name__)
 AUDIT_FILE = "egress-audit.jsonl"
 EgressNote = Literal["mcp_probe", "mcp_connect", "mcp_tool_call", "mcp_oauth_discovery", "mcp_oauth_token"]
 NOTES: frozenset[str] = frozenset(get_args(EgressNote))
-"""Every operation type of seed 003 §14.2."""
+"""Every operation type the egress audit records."""
 
 # Exactly what origin_of() produces for a host url_host_problem() accepts (``_``: Docker names).
 _ORIGIN = re.compile(r"https?://(?:[a-z0-9._-]+|\[[0-9a-f:.]+\]):\d{1,5}")

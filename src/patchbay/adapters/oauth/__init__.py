@@ -1,4 +1,4 @@
-"""OAuth 2.1 for remote connectors, on the SDK's providers (seed 003 §11.2).
+"""OAuth 2.1 for remote connectors, on the SDK's providers.
 
 :mod:`.storage` keeps tokens in the CredentialStore; :mod:`.callback` is the loopback redirect
 endpoint; :mod:`.provider` runs the SDK's providers behind the egress guard; :mod:`.build` picks

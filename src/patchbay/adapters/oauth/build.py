@@ -1,4 +1,4 @@
-"""Build the OAuth provider of one connector connection (seed 003 §11.2).
+"""Build the OAuth provider of one connector connection.
 
 :func:`connector_auth` resolves the config's secret references, picks the SDK provider for the
 grant (see :mod:`patchbay.adapters.oauth.provider`) and, for an interactive login, runs the

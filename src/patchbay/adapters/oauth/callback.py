@@ -1,4 +1,4 @@
-"""The loopback redirect endpoint of an authorization-code login (RFC 8252 §7.3, seed 003 §11.2).
+"""The loopback redirect endpoint of an authorization-code login (RFC 8252 section 7.3).
 
 :class:`LoopbackCallback` listens on ``127.0.0.1`` only, at ``http://127.0.0.1:<port>/callback``.
 Each authorization it is told to expect (:meth:`LoopbackCallback.expect`) registers its ``state``:
@@ -28,7 +28,7 @@ from patchbay.core.errors import ErrorCode, ProbeError
 __all__ = ["STATE_TTL", "AuthorizationFailed", "LoopbackCallback"]
 
 STATE_TTL = 600.0
-"""Seconds an authorization's ``state`` stays valid (seed 003 §11.2: 10 minutes)."""
+"""Seconds an authorization's ``state`` stays valid (10 minutes)."""
 _MAX_REQUEST_BYTES = 16 * 1024
 _READ_TIMEOUT = 10.0
 

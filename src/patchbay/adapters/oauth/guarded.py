@@ -1,5 +1,5 @@
 """The SDK's OAuth providers behind Patchbay's egress guard: the shared request wrapper and the
-machine-to-machine grants (seed 003 §11.2, §14.2).
+machine-to-machine grants.
 
 :class:`GuardedFlow` wraps any SDK provider's ``_auth_flow`` request by request: an OAuth request
 is tagged for the egress audit (``mcp_oauth_discovery`` for metadata GETs, ``mcp_oauth_token`` for

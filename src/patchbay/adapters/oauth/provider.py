@@ -1,5 +1,5 @@
 """Authorization code + PKCE S256 on the SDK's ``OAuthClientProvider``, behind Patchbay's egress
-guard and token rules (seed 003 §11.2).
+guard and token rules.
 
 Discovery (protected-resource and authorization-server metadata), the strict issuer check,
 dynamic client registration or CIMD, PKCE, RFC 8707 ``resource``, scope selection and step-up
@@ -160,7 +160,7 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
                 self.context.oauth_metadata = OAuthMetadata.model_validate(stored)
                 self._restored = True
         if self.config.client_id is not None:
-            # A pre-registered client always wins over anything stored (seed 003 §11.2).
+            # A pre-registered client always wins over anything stored.
             method = self.config.token_endpoint_auth or ("client_secret_basic" if self._client_secret else "none")
             self.context.client_info = OAuthClientInformationFull(
                 client_id=self.config.client_id,
@@ -389,8 +389,8 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
         error = oauth_error(body)
         details = {"connector": self.connector, "status": response.status_code, "error": (error or "")[:64] or None}
         if error != "invalid_grant":
-            # Only invalid_grant says the grant is gone (seed 003 §11.2); a 408/429/5xx, a redirect,
-            # a 404 or a client-side error keeps the refresh token for a later try.
+            # Only invalid_grant says the grant is gone; a 408/429/5xx, a redirect, a 404 or a
+            # client-side error keeps the refresh token for a later try.
             code = (
                 ErrorCode.AUTH_REQUIRED
                 if error in ("invalid_client", "unauthorized_client")

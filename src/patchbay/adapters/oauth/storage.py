@@ -1,4 +1,4 @@
-"""OAuth tokens in the CredentialStore, nowhere else (seed 003 §11.2).
+"""OAuth tokens in the CredentialStore, nowhere else.
 
 :class:`BundleStorage` is the SDK's ``TokenStorage`` for one connector: the tokens and the client
 registration live in the connector's single ``oauth_token_bundle`` credential
@@ -189,7 +189,7 @@ class BundleStorage:
 
     async def void(self, reason: str, *, keep_client: bool = True) -> None:
         """Mark the grant ``needs_auth``: tokens dropped (refresh token included), registration kept
-        unless ``keep_client`` is False (seed 003 §11.2: ``invalid_grant`` → needs-auth)."""
+        unless ``keep_client`` is False (``invalid_grant`` → needs-auth)."""
         changes: dict[str, Any] = {"tokens": None, "expires_at": None, "status": "needs_auth", "reason": reason}
         if not keep_client:
             changes["client_info"] = None

@@ -7,7 +7,7 @@ Usage::
     repo = open_store(settings)          # engine + migrations to head
     repo.create_connector("time", "Time", StdioTarget(command="mcp-server-time"))
 
-Only the control plane writes here (DESIGN.md "Layers"); the schema is seed 003 §6.
+Only the control plane writes here (DESIGN.md "Layers").
 """
 
 from patchbay.adapters.store.db import create_engine_for, open_store, upgrade_to_head

@@ -1,6 +1,6 @@
 """Turning database and filesystem failures into ``CanonicalStateUnavailable`` at the store boundary.
 
-What counts as "the canonical store is unavailable" (seed 003 §15):
+What counts as "the canonical store is unavailable":
 
 - ``sqlalchemy.exc.OperationalError`` and ``InterfaceError`` (cannot open, read-only, locked,
   disk I/O, disk full, server gone), and a plain ``DatabaseError`` (SQLite's "file is not a

@@ -1,4 +1,4 @@
-"""Projects, tool grants and the tool cache of the store repository (seed 003 §5.3, §5.4, §15).
+"""Projects, tool grants and the tool cache of the store repository.
 
 Grants are idempotent upserts and never touch a connector revision; a project ``allow`` never
 lifts a global ``deny``, but that is the policy's rule (``patchbay.core.policy``), not the store's.
@@ -78,8 +78,7 @@ class ProjectGrantCacheMixin(StoreBase):
     def find_project(self, path: str | os.PathLike[str]) -> Project | None:
         """The project of a workspace directory if there is one; never creates it (unlike
         :meth:`ensure_project`: same canonical path, same ``project_id``). Read-only callers use
-        this, as every known project's workspace is re-projected on each committed change (seed
-        003 §10.3).
+        this, as every known project's workspace is re-projected on each committed change.
 
         Raises:
             ConfigError: ``invalid_config`` (field ``path``) for an empty or NUL-containing path.
@@ -115,7 +114,7 @@ class ProjectGrantCacheMixin(StoreBase):
             if conn.execute(delete(projects).where(projects.c.project_id == project_id)).rowcount != 1:
                 raise NotFoundError(f"no project {project_id!r}", details={"project_id": project_id})
 
-    # -- grants (seed 003 §5.3), one key space per GrantKind -------------------------------
+    # -- grants, one key space per GrantKind -------------------------------
 
     def set_global_grant(
         self, connector_id: str, tool_name: str, decision: str, *, kind: GrantKind = "tool"
@@ -157,8 +156,7 @@ class ProjectGrantCacheMixin(StoreBase):
     def set_project_grant(
         self, project_id: str, connector_id: str, tool_name: str, decision: str, *, kind: GrantKind = "tool"
     ) -> ToolGrant:
-        """Upsert a project override (seed 003 §5.3, §15) in ``kind``'s key space; idempotent,
-        touches no revision.
+        """Upsert a project override in ``kind``'s key space; idempotent, touches no revision.
 
         A project ``allow`` never lifts a global ``deny``; that is the policy's rule, not the store's.
 
@@ -221,7 +219,7 @@ class ProjectGrantCacheMixin(StoreBase):
         with self._read() as conn:
             return [_rows.grant_from_row(row) for row in conn.execute(query).mappings()]
 
-    # -- tool cache (seed 003 §5.4) -----------------------------------------------------------
+    # -- tool cache -----------------------------------------------------------
 
     def replace_tool_cache(self, entry: ToolCacheEntry) -> ToolCacheEntry:
         """Store ``entry`` as the connector's whole cached catalog, replacing any previous one.

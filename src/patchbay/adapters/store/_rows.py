@@ -1,6 +1,6 @@
 """Mapping between the domain models (``patchbay.core.models``) and rows of ``tables.py``.
 
-Column mapping of a connector target (seed 003 §5.1, §6):
+Column mapping of a connector target:
 
 - ``StdioTarget.command`` → ``command``, ``.args`` → ``args_json``, ``.cwd`` → the ``cwd`` key of
   ``runtime_config_json`` (only when non-empty);

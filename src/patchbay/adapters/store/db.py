@@ -3,7 +3,7 @@
 SQLite (the default, ``sqlite:///<home>/patchbay.db``) gets, on every new DBAPI connection::
 
     PRAGMA busy_timeout=30000     -- wait up to 30 s for a lock instead of failing at once
-    PRAGMA foreign_keys=ON        -- enforce the ON DELETE CASCADE of seed 003 §6 / §15
+    PRAGMA foreign_keys=ON        -- enforce the schema's ON DELETE CASCADE
     PRAGMA journal_mode=WAL       -- readers never block the single writer
     PRAGMA synchronous=NORMAL     -- durable at checkpoints; safe with WAL
 
@@ -236,9 +236,9 @@ def open_store(settings: Settings) -> Repository:
 
     Raises:
         CanonicalStateUnavailable: ``canonical_state_unavailable`` when the data home or the
-            database cannot be created, opened or migrated: read-only, corrupt, not a SQLite
-            file, locked past ``busy_timeout``, server unreachable (seed 003 §15: MCP writes then
-            answer 503). The message is one line naming the database and the cause.
+            database cannot be created, opened or migrated: read-only, corrupt, not a SQLite file,
+            locked past ``busy_timeout``, server unreachable (MCP writes then answer 503). The
+            message is one line naming the database and the cause.
     """
     from patchbay.adapters.store.repository import Repository
 

@@ -1,19 +1,18 @@
-"""The canonical-store repository: transactional CRUD over the seed 003 §6 schema (seed 003 §7.1).
+"""The canonical-store repository: transactional CRUD over the canonical schema.
 
 Rules this module enforces (everything else — URL, command and credential checks, audit, runtime
 reload — is the connector service's job):
 
 - every write runs in one transaction (``BEGIN IMMEDIATE`` on SQLite); bad input raises before
   or inside it and leaves nothing behind;
-- connector updates use the optimistic lock on ``revision``, settings updates the independent
-  one on ``settings_revision`` (seed 003 §7.1, §15): one ``UPDATE ... WHERE revision = :expected``
-  whose row count decides, so two writers can never both win;
+- connector updates use the optimistic lock on ``revision``, settings updates the independent one on
+  ``settings_revision``: one ``UPDATE ... WHERE revision = :expected`` whose row count decides, so
+  two writers can never both win;
 - grants are idempotent upserts keyed by ``(connector_id, subject_kind, tool_name)`` or
-  ``(project_id, connector_id, subject_kind, tool_name)`` and never touch a revision (seed 003
-  §15); ``subject_kind`` keeps tools, resource reads and prompts in separate key spaces;
-- removing a connector or project relies on ``ON DELETE CASCADE`` (seed 003 §15), so an engine
-  on SQLite must come from :func:`~patchbay.adapters.store.db.create_engine_for`
-  (``PRAGMA foreign_keys=ON``).
+  ``(project_id, connector_id, subject_kind, tool_name)`` and never touch a revision;
+  ``subject_kind`` keeps tools, resource reads and prompts in separate key spaces;
+- removing a connector or project relies on ``ON DELETE CASCADE``, so an engine on SQLite must come
+  from :func:`~patchbay.adapters.store.db.create_engine_for` (``PRAGMA foreign_keys=ON``).
 
 Timestamps are Unix milliseconds. Errors and their stable codes: ``ConfigError``
 (``invalid_config``), ``NotFoundError`` (``not_found``), ``RevisionConflictError``
@@ -97,7 +96,7 @@ class Repository(ProjectGrantCacheMixin):
     def create_connector(
         self, name: str, display_name: str, target: Any, **fields: Unpack[ConnectorFields]
     ) -> Connector:
-        """Insert a connector (seed 003 §5.1, §5.2) with ``revision`` and settings revision 1.
+        """Insert a connector with ``revision`` and settings revision 1.
 
         Args:
             name: the stable name (``validate_connector_name``); unique case-insensitively.
@@ -112,7 +111,7 @@ class Repository(ProjectGrantCacheMixin):
     def create_connectors(
         self, items: Sequence[Mapping[str, Any]], *, before_commit: Callable[[list[Connector]], None] | None = None
     ) -> list[Connector]:
-        """Insert several connectors in ONE transaction: all of them or none (seed 003 §15, "Import
+        """Insert several connectors in ONE transaction: all of them or none ("Import
         commit: SQLite batch").
 
         Args:
@@ -209,7 +208,7 @@ class Repository(ProjectGrantCacheMixin):
         runtime_config: dict[str, Any] | Unset = UNSET,
         credential_ref: str | Unset | None = UNSET,
     ) -> Connector:
-        """Change connector fields under the ``revision`` optimistic lock (seed 003 §7.1, §15).
+        """Change connector fields under the ``revision`` optimistic lock.
 
         Only the given keywords change (``credential_ref=None`` clears it); a change bumps
         ``revision`` by one and sets ``updated_at``. With no keywords the revision is only checked.
@@ -263,7 +262,7 @@ class Repository(ProjectGrantCacheMixin):
         exclude_tools: Any = UNSET,
         approval_mode: str | Unset = UNSET,
     ) -> Connector:
-        """Change global settings (seed 003 §5.2) under the ``settings_revision`` lock (§15).
+        """Change global settings under the ``settings_revision`` lock.
 
         Independent of the connector ``revision``: neither update bumps the other's counter.
 
@@ -300,7 +299,7 @@ class Repository(ProjectGrantCacheMixin):
             return _rows.connector_from_row(self._connector_row(conn, connector_id))
 
     def delete_connector(self, connector_id: str) -> None:
-        """Remove a connector; its grants and tool cache go by FK cascade (seed 003 §15).
+        """Remove a connector; its grants and tool cache go by FK cascade.
 
         Raises:
             NotFoundError: ``not_found``.

@@ -1,4 +1,4 @@
-"""The canonical schema as SQLAlchemy Core tables (seed 003 §6).
+"""The canonical schema as SQLAlchemy Core tables.
 
 This module describes the schema for queries and for comparing against the migrated database;
 it never creates anything. Schema changes happen only through the Alembic migrations in

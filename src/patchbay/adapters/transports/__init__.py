@@ -149,10 +149,10 @@ async def open_client(
         link_holder: if given, the link is appended as soon as the transport is open, so a caller
             can read the stderr tail even when the handshake then fails.
         limits: setrlimit bounds for a stdio child (ignored for other transports).
-        egress: the egress policy of an HTTP/SSE connector (seed 003 §14.2): pass
+        egress: the egress policy of an HTTP/SSE connector: pass
             ``EgressPolicy(allow_private=options.allow_private)``; default ``EgressPolicy()``
-            refuses loopback, private and other non-public addresses. Ignored for stdio and
-            sockets (their own traffic cannot be guarded).
+            refuses loopback, private and other non-public addresses. Ignored for stdio and sockets
+            (their own traffic cannot be guarded).
         auth: the connector's OAuth provider (HTTP/SSE only; see :mod:`patchbay.adapters.oauth`).
         client_kwargs: passed to ``mcp.Client`` (callbacks, ``read_timeout_seconds``, ...).
 

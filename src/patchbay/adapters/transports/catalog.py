@@ -1,8 +1,8 @@
 """Reading a server's catalog: every page of tools/list (and resources/list), within bounds.
 
-The SDK returns one page per call (shared/notes/mcp-sdk-2.3-client.md §1.8); this walks
-``next_cursor`` under a page budget and a metadata byte budget (seed 003 §9.2). Both the probe and
-the runtime's connections list through here, so they agree on what a server offers.
+The SDK returns one page per call (shared/notes/mcp-sdk-2.3-client.md, section 1.8); this walks
+``next_cursor`` under a page budget and a metadata byte budget. Both the probe and the runtime's
+connections list through here, so they agree on what a server offers.
 
 Pagination that misbehaves never costs a server what it did list (:func:`walk_pages`): the walk
 stops at the first cursor the server hands out a second time (a repeated page, a cycle) and at
@@ -377,8 +377,8 @@ async def list_catalog(
 ) -> Catalog:
     """List tools, and resources when ``resources`` and the server advertises them.
 
-    A server without the tools capability, or one answering the first tools/list with -32601
-    (Method not found), has 0 tools: that is not an error (seed 003 §9).
+    A server without the tools capability, or one answering the first tools/list with -32601 (Method
+    not found), has 0 tools: that is not an error.
 
     A tool whose schemas break a schema bound or are malformed (:func:`screen_tool`) is left out
     of ``tools`` and gets one :class:`ToolDiagnostic` on ``diagnostics``; the server keeps its

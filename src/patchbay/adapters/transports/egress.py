@@ -1,9 +1,9 @@
 """The egress guard: every outbound HTTP request Patchbay makes goes through it.
 
-Seed 003 §14.2 and the security addendum 2026-09-04 ("HTTP/SSE 的真实请求经过共同的出站策略"):
-Streamable HTTP and SSE requests (handshake, message POSTs, the GET stream, the session DELETE)
-and, through the same client factory, OAuth discovery, registration, token and refresh requests.
-The rules, applied to each request before it leaves the machine:
+Every real HTTP/SSE request goes through one common egress policy and its audit: Streamable HTTP and
+SSE requests (handshake, message POSTs, the GET stream, the session DELETE) and, through the same
+client factory, OAuth discovery, registration, token and refresh requests. The rules, applied to
+each request before it leaves the machine:
 
 * **URL**: absolute ``http``/``https`` only, with a host and without userinfo.
 * **Origin**: the request's origin (scheme, host, port) must be one the guard was opened for
@@ -135,8 +135,8 @@ class EgressDecision:
         origin: ``scheme://host:port`` of the request (None when the URL had none to give).
         approved: False when the guard refused the request (nothing was sent).
         reason: why it was refused; None when approved.
-        request: the request itself, for in-process classification (e.g. which OAuth endpoint);
-            an observer must not log its URL, headers or body (seed 003 §14.2).
+        request: the request itself, for in-process classification (e.g. which OAuth endpoint); an
+            observer must not log its URL, headers or body.
     """
 
     origin: str | None
@@ -497,9 +497,9 @@ class _EndpointCheckedStream(httpx2.AsyncByteStream):
     """A legacy SSE stream whose ``endpoint`` events are checked before the SDK sees them.
 
     The SDK refuses a cross-origin endpoint too, but from inside its reader task, before anyone
-    reads the stream it reports to: the connection then hangs until a deadline (seed 003 §9.3
-    wants ``network_blocked``, at once). This raises :class:`SseEndpointRefused` instead, which
-    the SDK's reader re-raises, so the connection attempt fails immediately.
+    reads the stream it reports to: the connection then hangs until a deadline (it must fail with
+    ``network_blocked``, at once). This raises :class:`SseEndpointRefused` instead, which the SDK's
+    reader re-raises, so the connection attempt fails immediately.
     """
 
     def __init__(self, inner: Any, guard: EgressGuard, request: httpx2.Request):

@@ -1,4 +1,4 @@
-"""Map whatever a connection attempt raised to one stable probe code (seed 003 §9.3).
+"""Map whatever a connection attempt raised to one stable probe code.
 
 Connect-time failures come out of the SDK in many shapes: ``ExceptionGroup``s wrapping
 ``httpx2`` errors, ``MCPError`` with JSON-RPC codes (some synthesised from HTTP statuses),
@@ -136,8 +136,8 @@ def classify(exc: BaseException, *, http_status: int | None = None) -> tuple[Err
 def _blocked_cause(exc: BaseException) -> PatchbayError | None:
     """The egress guard's refusal (``network_blocked``) in ``exc``'s cause/context chain, if any.
 
-    The guard raises from inside httpx2/httpcore2 and the SDK; a layer that wraps the error must
-    not turn a refused request into a "connection failed" (seed 003 §9.3).
+    The guard raises from inside httpx2/httpcore2 and the SDK; a layer that wraps the error must not
+    turn a refused request into a "connection failed".
     """
     seen: set[int] = set()
     current: BaseException | None = exc

@@ -1,12 +1,12 @@
 """Remote transports: Streamable HTTP and legacy HTTP+SSE, both the SDK's own clients.
 
-Every request goes through the egress guard (:mod:`patchbay.adapters.transports.egress`;
-seed 003 §14.2, addendum 2026-09-04): the SDK is handed a guarded ``httpx2`` client (Streamable
-HTTP) or a factory of them (SSE), pinned to the endpoint's origin. The SDK follows redirects only
-within the endpoint's origin and never downgrades https; the guard refuses a cross-origin redirect
-outright and checks every followed one again. Headers (and, later, auth) are configured on that
-client. A Streamable HTTP session the server forgot (HTTP 404) is replaced by a new one and the
-failed request sent once more (:mod:`patchbay.adapters.transports.session_renewal`).
+Every request goes through the egress guard (:mod:`patchbay.adapters.transports.egress`): the SDK is
+handed a guarded ``httpx2`` client (Streamable HTTP) or a factory of them (SSE), pinned to the
+endpoint's origin. The SDK follows redirects only within the endpoint's origin and never downgrades
+https; the guard refuses a cross-origin redirect outright and checks every followed one again.
+Headers (and, later, auth) are configured on that client. A Streamable HTTP session the server
+forgot (HTTP 404) is replaced by a new one and the failed request sent once more
+(:mod:`patchbay.adapters.transports.session_renewal`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ async def open_http(
     Args:
         headers: extra request headers (resolved credential values arrive here, never stored).
         egress: the connector's egress policy; default :class:`EgressPolicy` ``()``: private,
-            loopback and other non-public addresses are refused (seed 003 §14.2).
+            loopback and other non-public addresses are refused.
         auth: an ``httpx2.Auth`` for every request (the connector's OAuth provider,
             :mod:`patchbay.adapters.oauth`); one with ``bind_guard`` is given this connection's
             guard, so its discovery and token requests are guarded and audited too.

@@ -1,4 +1,4 @@
-"""A tiny launcher that runs a stdio server under setrlimit bounds (seed 003 addendum 2026-09-04).
+"""A tiny launcher that runs a stdio server under setrlimit bounds.
 
 The SDK spawns a stdio server itself (``anyio.open_process``, new session) and offers no hook
 between fork and exec, so when a connector has resource limits, and on Linux always (to tie the

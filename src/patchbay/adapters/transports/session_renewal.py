@@ -2,9 +2,9 @@
 
 A server that restarts, or expires a session, answers ``404 Not Found`` to every later request
 carrying the old ``Mcp-Session-Id``. The SDK's transport keeps that id for as long as it lives
-(shared/notes/mcp-sdk-2.3-client.md §1.4), so without help every later call fails. The MCP
-specification says what a client must do instead: start a new session with a fresh
-``initialize`` (sent without a session id) and go on.
+(shared/notes/mcp-sdk-2.3-client.md, section 1.4), so without help every later call fails. The MCP
+specification says what a client must do instead: start a new session with a fresh ``initialize``
+(sent without a session id) and go on.
 
 :func:`renewing_streamable_http` does that below the SDK's ``Client``, so the client and the
 supervised connection above it never notice:

@@ -1,6 +1,6 @@
 """Unix domain socket transport: newline-delimited JSON-RPC, the stdio framing over a socket.
 
-The SDK has no socket transport (shared/notes/mcp-sdk-2.3-client.md §1.6), so this mirrors
+The SDK has no socket transport (shared/notes/mcp-sdk-2.3-client.md, section 1.6), so this mirrors
 ``mcp.client.stdio.stdio_client``'s stream contract: it yields ``(read_stream, write_stream)`` of
 ``SessionMessage | Exception`` / ``SessionMessage`` and parses with the SDK's own message adapter.
 Closing it closes the socket; pending requests then fail with CONNECTION_CLOSED in the session.
@@ -43,7 +43,7 @@ class SocketLink:
 
 
 def check_socket_ownership(path: str) -> None:
-    """Refuse a socket another user could have planted or could hijack (seed 003 §7.3).
+    """Refuse a socket another user could have planted or could hijack.
 
     The socket must be owned by the current user and not writable by others; its directory must
     belong to the current user (or root) and, if others may write to it, carry the sticky bit.
@@ -92,8 +92,8 @@ async def open_socket(target: SocketTarget) -> AsyncIterator[SocketLink]:
 
     Raises:
         ProbeError: ``invalid_config`` when the path is not a socket owned by this user and closed
-            to writes by others (seed 003 §7.3: a socket can share tool state and file access);
-            ``server_closed`` when nothing listens there (missing file, refused).
+            to writes by others (a socket can share tool state and file access); ``server_closed``
+            when nothing listens there (missing file, refused).
     """
     check_socket_ownership(target.path)
     try:

@@ -2,12 +2,12 @@
 
 Contract:
 
-* The command is run directly (``execve`` of the resolved executable with an argument list),
-  never through a shell (seed 003 §7.3). A missing executable fails with ``command_not_found``
-  before anything is spawned; an exec failure is ``spawn_failed``.
+* The command is run directly (``execve`` of the resolved executable with an argument list), never
+  through a shell. A missing executable fails with ``command_not_found`` before anything is spawned;
+  an exec failure is ``spawn_failed``.
 * The child's stderr goes to a pipe that a task reads continuously into a ring buffer of the last
-  ``stderr_tail_bytes`` bytes, so a chatty server never blocks on a full pipe (seed 003 §9.2).
-  The tail is redacted when read.
+  ``stderr_tail_bytes`` bytes, so a chatty server never blocks on a full pipe. The tail is redacted
+  when read.
 * The server is spawned in a new session (its own process group) with the SDK's minimal inherited
   environment (``mcp.client.stdio.get_default_environment``) plus the connector's bindings. On
   exit stdin is closed, the server gets ``PROCESS_EXIT_GRACE`` seconds to exit, then the whole
@@ -20,11 +20,11 @@ Contract:
   length: a 50 MiB tool result took 62 s and peaked at 3.0x its size (measured with mcp 2.3.0).
   The framing here is the socket transport's (:func:`ndjson_streams`, bytes, ``receive_until``,
   the SDK's own ``jsonrpc_message_adapter``): 4 s and 2.0x for the same result.
-* With resource limits (seed 003 addendum 2026-09-04) the command runs through
-  :mod:`patchbay.adapters.transports.rlimit_exec`: the launcher is the spawned process (the group
-  leader, whose fd 2 is our stderr pipe), applies ``setrlimit`` in its child before exec, passes
-  the environment on unchanged and, when a limit stopped the server, writes a marker line as the
-  last line of stderr; :meth:`StdioLink.limit_exceeded` reads it.
+* With resource limits the command runs through :mod:`patchbay.adapters.transports.rlimit_exec`: the
+  launcher is the spawned process (the group leader, whose fd 2 is our stderr pipe), applies
+  ``setrlimit`` in its child before exec, passes the environment on unchanged and, when a limit
+  stopped the server, writes a marker line as the last line of stderr;
+  :meth:`StdioLink.limit_exceeded` reads it.
 * On Linux every server is spawned through that launcher, limits or not, so that it dies with
   this process even when this process is SIGKILLed (``PR_SET_PDEATHSIG``; without limits the
   launcher execs the server in place: same pid, same group).
@@ -172,7 +172,7 @@ def workspace_cwd(workspace: Path, relative: str) -> Path:
 
     Raises:
         ConfigError: ``invalid_config`` (field ``cwd``) when a symlink leads outside the workspace
-            (seed 003 §7.3: cwd must be inside the workspace).
+            (cwd must be inside the workspace).
     """
     root = workspace.resolve()
     real = (root / relative).resolve() if relative else root
@@ -335,8 +335,8 @@ async def open_stdio(
         env: extra environment variables, merged over the SDK's minimal inherited set (HOME, PATH,
             ...); Patchbay's own environment is not passed on.
         stderr_tail_bytes: bytes of stderr kept.
-        limits: setrlimit bounds for the server (seed 003 addendum 2026-09-04); when any is set the
-            command runs through the ``rlimit_exec`` launcher (POSIX only), see the module docstring.
+        limits: setrlimit bounds for the server; when any is set the command runs through the
+            ``rlimit_exec`` launcher (POSIX only), see the module docstring.
 
     Raises:
         ProbeError: ``command_not_found``, ``spawn_failed`` (not executable, exec failed, bad cwd,

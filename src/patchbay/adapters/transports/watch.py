@@ -1,10 +1,10 @@
 """Noticing that a server's message stream ended, with no request in flight.
 
-The SDK fails pending requests with ``CONNECTION_CLOSED`` when the transport's read stream ends,
-but it has no hook for "the stream ended while nothing was pending" — exactly the moment a
-supervisor needs to see a crashed stdio server (seed 000 §3: "子进程退出 → MCPClient 监听 →
-emit mcp.server.crashed"). :class:`WatchedReceiveStream` forwards the transport's read stream to
-the SDK unchanged and sets an event once it is exhausted or closed.
+The SDK fails pending requests with ``CONNECTION_CLOSED`` when the transport's read stream ends, but
+it has no hook for "the stream ended while nothing was pending" — exactly the moment a supervisor
+needs to see a crashed stdio server (the child exits, the client notices and emits
+``mcp.server.crashed``). :class:`WatchedReceiveStream` forwards the transport's read stream to the
+SDK unchanged and sets an event once it is exhausted or closed.
 """
 
 from __future__ import annotations

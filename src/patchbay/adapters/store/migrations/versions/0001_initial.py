@@ -1,9 +1,9 @@
 """Initial canonical schema: connectors, global and project tool grants, projects, tool cache.
 
-Follows seed 003 §6 column for column (its 0002-0004 SQL files folded into one revision, since
-Patchbay has no earlier schema to migrate from). Written out explicitly so the revision stays
-frozen when ``tables.py`` changes later; ``tests/adapters/store/test_migrations.py`` checks that
-the two agree.
+Follows the specified schema column for column (its 0002-0004 SQL files folded into one revision,
+since Patchbay has no earlier schema to migrate from). Written out explicitly so the revision stays
+frozen when ``tables.py`` changes later; ``tests/adapters/store/test_migrations.py`` checks that the
+two agree.
 
 Revision ID: 0001
 Revises:
