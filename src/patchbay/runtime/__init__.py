@@ -1,5 +1,5 @@
-"""The governed client runtime: ToolRouter → PermissionEngine → executor → MCP connections, with
-an append-only session event log (seed 000 §2–§6). The public door is :class:`Runtime`."""
+"""The governed client runtime: ToolRouter → PermissionEngine → executor → MCP connections, with an
+append-only session event log. The public door is :class:`Runtime`."""
 
 from patchbay.runtime.calls import ToolCallResult
 from patchbay.runtime.connection import ConnectionState, ServerConnection

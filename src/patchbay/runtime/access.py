@@ -1,4 +1,4 @@
-"""What one connection may reach and with which secrets (seed 003 §10.4, §11.1, §14.2).
+"""What one connection may reach and with which secrets.
 
 :class:`ConnectorAccess` bundles, for one connector of a runtime: its credential bindings resolved
 at each connect (values only in memory, each one also kept as a known secret for redaction), the
@@ -144,7 +144,7 @@ class ConnectorAccess:
         if note is not None and decision.approved and self.on_oauth_request is not None:
             self.on_oauth_request()
         if note is not None:
-            # One line per OAuth request, naming the server it went to (seed 003 §14.2).
+            # One line per OAuth request, naming the server it went to.
             self._audit.record(
                 note,
                 connector_id=self._server.connector_id,

@@ -1,4 +1,4 @@
-"""Content-addressed artifact store for whole tool results (seed 000 §6, §11; DESIGN.md "Where things live").
+"""Content-addressed artifact store for whole tool results (DESIGN.md "Where things live").
 
 An artifact is an immutable byte string named by its SHA-256: ``sha256:<64 hex digits>``. It lives at
 ``<root>/sha256/<first 2 hex>/<64 hex>``; ``root`` is ``settings.artifacts_dir`` (``<home>/artifacts``).

@@ -1,4 +1,4 @@
-"""One tool call: its result type and its event chain (seed 000 §6).
+"""One tool call: its result type and its event chain.
 
 :class:`CallEvents` appends the chain of one call to the session log. It redacts and JSON-encodes
 the call's variable parts once (tool name, arguments, connector name; names are memoised across
@@ -40,8 +40,7 @@ class ToolCallResult:
         size_bytes: UTF-8 size of the JSON of the whole content + structured content (before
             any cut).
         is_error: True only for the result attached to a ``tool_error`` ``ToolCallError``.
-        truncated: the result was over ``max_output_bytes``/``max_output_lines`` and was cut
-            (seed 000 §11).
+        truncated: the result was over ``max_output_bytes``/``max_output_lines`` and was cut.
         artifact_id: ``sha256:<hex>`` of the whole result in the artifact store
             (:class:`patchbay.runtime.artifacts.ArtifactStore`), when it was cut and stored.
     """
@@ -58,7 +57,7 @@ class ToolCallResult:
 
     @property
     def untrusted_prefix(self) -> str:
-        """``[mcp:<connector>:<tool>]`` for an MCP tool, ``""`` for a local tool (seed 000 §10, §12)."""
+        """``[mcp:<connector>:<tool>]`` for an MCP tool, ``""`` for a local tool."""
         if not self.name.startswith(MCP_PREFIX):
             return ""
         try:
@@ -71,8 +70,7 @@ class ToolCallResult:
     def model_text(self) -> str:
         """The text to hand on to a model: :attr:`text` (or, when there is none, the structured
         content's JSON). MCP output enters a model's context as untrusted text, so it carries
-        ``[mcp:<connector>:<tool>]`` and a newline in front (seed 000 §10, §12); a local tool's
-        text is as is."""
+        ``[mcp:<connector>:<tool>]`` and a newline in front; a local tool's text is as is."""
         body = self.text
         if not body and self.structured_content is not None:
             body = encode_json(self.structured_content)
@@ -106,7 +104,7 @@ def to_result(
     call_id: str, name: str, blocks: list[Any], structured: Any, is_error: bool, guard: OutputGuard | None = None
 ) -> ToolCallResult:
     """Build a :class:`ToolCallResult` from MCP content blocks (SDK models or wire-form dicts) and
-    structured content; bounded by ``guard`` when given (seed 000 §11), else kept whole."""
+    structured content; bounded by ``guard`` when given, else kept whole."""
     content = [block if isinstance(block, dict) else _dump(block) for block in blocks]
     if structured is not None and type(structured) is not dict and isinstance(structured, Mapping):
         structured = dict(structured)
@@ -120,8 +118,8 @@ def to_result(
 
 
 def mcp_result(call_id: str, name: str, result: types.CallToolResult, guard: OutputGuard) -> ToolCallResult:
-    """A server's ``CallToolResult`` as a :class:`ToolCallResult`, bounded by ``guard``: an oversized
-    result is cut to a preview and stored whole as an artifact (seed 000 §11; see
+    """A server's ``CallToolResult`` as a :class:`ToolCallResult`, bounded by ``guard``: an
+    oversized result is cut to a preview and stored whole as an artifact (see
     :mod:`patchbay.runtime.output_guard`)."""
     return to_result(call_id, name, result.content, result.structured_content, bool(result.is_error), guard)
 
@@ -251,7 +249,7 @@ class CallEvents:
     def tool_completed(self, outcome: ToolCallResult, preview_chars: int) -> None:
         """``resultPreview``: the first ``preview_chars`` of the text (else of the structured JSON);
         ``resultSize``: bytes of the whole result. A cut result adds ``truncated: true`` and, when
-        it was stored, ``artifactId`` (seed 000 §6, §11); the result itself never goes in."""
+        it was stored, ``artifactId``; the result itself never goes in."""
         # Redact, then cut: a cut through a key would leave an unrecognisable piece of a secret.
         margin = preview_chars + 256
         preview = self.log.redact(outcome.text[:margin])[:preview_chars]

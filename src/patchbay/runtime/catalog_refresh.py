@@ -1,22 +1,22 @@
 """Keeping a live connection's catalog current when the server says it changed.
 
-A server that advertises ``tools.listChanged`` (``resources``/``prompts`` likewise) tells its
-client ``notifications/tools/list_changed`` (``resources/list_changed``, ``prompts/list_changed``)
-when its list changed. How they arrive in SDK 2.3.0 (shared/notes/mcp-sdk-2.3-client.md §1.10):
-on a ``legacy`` connection (Patchbay's default ``Settings.protocol_mode``) through the Client's
+A server that advertises ``tools.listChanged`` (``resources``/``prompts`` likewise) tells its client
+``notifications/tools/list_changed`` (``resources/list_changed``, ``prompts/list_changed``) when its
+list changed. How they arrive in SDK 2.3.0 (shared/notes/mcp-sdk-2.3-client.md, section 1.10): on a
+``legacy`` connection (Patchbay's default ``Settings.protocol_mode``) through the Client's
 ``message_handler``; on a 2026-07-28 connection only on a ``subscriptions/listen`` stream, which
 :class:`CatalogRefresh` opens itself when the server serves it.
 
-**Tools.** A ``tools/list_changed`` triggers a re-list on the live connection: every page, under
-the same caps as the first listing (``probe_max_pages``, ``probe_max_metadata_bytes``, the schema
-bounds; seed 003 §9.2), within ``connect_timeout`` seconds. The new catalog replaces the old one
-on the connection, whose ``on_catalog`` then re-registers the router with include/exclude applied
-again (runtime.py ``_catalog_changed``); removed tools leave the router (a call gets
-``unknown_tool``), added ones become callable, grants and ``approval_mode`` are evaluated afresh
-(a tool denied by name stays denied when it appears). When the names or definitions changed, the
-connection's log gets ``mcp.server.tools_changed {server, added, removed, changed, toolCount}``
-(server tool names, at most :data:`MAX_NAMES_IN_EVENT` per list, plus ``addedCount`` etc. when
-cut). A failed or timed-out re-list keeps the previous catalog (:attr:`CatalogRefresh.last_error`).
+**Tools.** A ``tools/list_changed`` triggers a re-list on the live connection: every page, under the
+same caps as the first listing (``probe_max_pages``, ``probe_max_metadata_bytes``, the schema
+bounds), within ``connect_timeout`` seconds. The new catalog replaces the old one on the connection,
+whose ``on_catalog`` then re-registers the router with include/exclude applied again (runtime.py
+``_catalog_changed``); removed tools leave the router (a call gets ``unknown_tool``), added ones
+become callable, grants and ``approval_mode`` are evaluated afresh (a tool denied by name stays
+denied when it appears). When the names or definitions changed, the connection's log gets
+``mcp.server.tools_changed {server, added, removed, changed, toolCount}`` (server tool names, at
+most :data:`MAX_NAMES_IN_EVENT` per list, plus ``addedCount`` etc. when cut). A failed or timed-out
+re-list keeps the previous catalog (:attr:`CatalogRefresh.last_error`).
 
 **Coalescing.** One re-list in flight per connection and at most one queued: a burst of
 notifications during a re-list costs one more re-list, not one each. A notification-triggered

@@ -1,4 +1,4 @@
-"""ServerConnection: the supervised connection of a runtime to one connector (seed 000 §3, §3.1).
+"""ServerConnection: the supervised connection of a runtime to one connector.
 
 **One owner task per connection.** The SDK requires a ``Client`` to be entered and exited in the
 same task, so each connection's lifecycle runs in one long-lived task in the runtime's task group:
@@ -17,12 +17,11 @@ session; their timeouts, crash detection and output check live in :mod:`patchbay
 ``eager`` connections are closed after ``idle_timeout`` seconds without a call (never while a call
 is in flight) and reopen on the next use; ``keep_alive`` ones are never closed for idleness.
 
-**Restart policy** (seed 000 §3.1, :class:`patchbay.core.models.RestartPolicy`). A *crash* is the
-end of a live connection that nobody asked for (the server exited, its stream ended, a call saw
-the connection close), a server that stopped answering (``unresponsive_timeouts`` request
-timeouts in a row; the crash event says ``reason: "unresponsive"``), or a failed reconnect during
-a restart. Crash ``n`` emits
-``mcp.server.crashed``; while ``n <= max_restarts`` the owner emits ``mcp.server.restarting
+**Restart policy** (:class:`patchbay.core.models.RestartPolicy`). A *crash* is the end of a live
+connection that nobody asked for (the server exited, its stream ended, a call saw the connection
+close), a server that stopped answering (``unresponsive_timeouts`` request timeouts in a row; the
+crash event says ``reason: "unresponsive"``), or a failed reconnect during a restart. Crash ``n``
+emits ``mcp.server.crashed``; while ``n <= max_restarts`` the owner emits ``mcp.server.restarting
 {delaySeconds}``, waits ``policy.delay(n)`` (0.5 s, 1 s, 2 s, ... capped at 10 s) and reconnects.
 Calls in flight at crash 1 fail with ``mcp_server_restarted``, at later crashes with
 ``mcp_server_unstable``; none is ever re-sent. Crash ``max_restarts + 1`` is permanent:
@@ -101,18 +100,18 @@ class ServerConnection(CrashPolicy, RequestExchange):
         on_catalog: ``on_catalog(name, tools)`` when a (re)connect published a catalog, and
             ``on_catalog(name, None)`` when the connector's tools must leave the router
             (permanent failure, user shutdown).
-        credentials: resolves ``server.bindings`` at each connect (seed 003 §10.4, §11.1); the
-            values go to the stdio environment / HTTP headers and are registered for redaction.
-            A binding that cannot be resolved fails the connect with ``auth_required`` (only
-            this connection; it is retried like any failed connect).
+        credentials: resolves ``server.bindings`` at each connect; the values go to the stdio
+            environment / HTTP headers and are registered for redaction. A binding that cannot be
+            resolved fails the connect with ``auth_required`` (only this connection; it is retried
+            like any failed connect).
         project_id: the runtime's project, named in the egress audit lines.
         hooks: the host's authorizer (an OAuth login may then reach a person; the connect
             deadline is lifted while one is under way) and elicitation handler.
 
-    Egress (seed 003 §14.2): every HTTP/SSE request goes through the egress guard with the
-    connector's ``allow_private`` option; each connect attempt and each tool call appends one
-    metadata-only line (``mcp_connect`` / ``mcp_tool_call``) to ``<home>/egress-audit.jsonl``,
-    ``approved`` false when the guard refused a request meanwhile.
+    Egress: every HTTP/SSE request goes through the egress guard with the connector's
+    ``allow_private`` option; each connect attempt and each tool call appends one metadata-only line
+    (``mcp_connect`` / ``mcp_tool_call``) to ``<home>/egress-audit.jsonl``, ``approved`` false when
+    the guard refused a request meanwhile.
 
     Requests: :meth:`call_tool` and :meth:`request` come from
     :class:`~patchbay.runtime.exchange.RequestExchange` (timeouts, crashes during a call, output check);

@@ -1,8 +1,8 @@
 """What a host hands its model: transcript, tool results, included resources, within a budget.
 
-Seed 000 §7 ("ContextBuilder 按 budget 分配"; context.md §3: MCP resources have their own token
-bucket), §8, §10, §12. A :class:`Session` keeps, for one :class:`~patchbay.runtime.Runtime`, the
-items a model may see, in order:
+Resources are never added automatically; a user includes them, and they share a budget of their own.
+A :class:`Session` keeps, for one :class:`~patchbay.runtime.Runtime`, the items a model may see, in
+order:
 
 * transcript messages (``user``/``assistant``) the host adds;
 * tool results of calls made through the session (the governed path);
@@ -112,7 +112,7 @@ class BuiltContext:
 
 
 class ContextBuilder:
-    """Fit items into a token budget (seed 000 §7: resources have their own bucket).
+    """Fit items into a token budget (resources have their own bucket).
 
     Args:
         budget_tokens: the whole context's budget (resources included).
@@ -265,8 +265,8 @@ class Session:
         return result
 
     async def include_resource(self, connector: str, uri: str) -> ContextItem:
-        """Include one resource the user chose (seed 000 §7): read through the runtime's governed
-        include (PermissionEngine, risk ``read``, ``sourcedFrom: user_explicit_include``;
+        """Include one resource the user chose: read through the runtime's governed include
+        (PermissionEngine, risk ``read``, ``sourcedFrom: user_explicit_include``;
         ``mcp.resource.requested``/``fetched``), screened, added to the resource bucket.
 
         Raises:
@@ -278,8 +278,8 @@ class Session:
     async def expand_prompt(
         self, connector: str, prompt: str, arguments: Mapping[str, Any] | None = None
     ) -> list[ContextItem]:
-        """Expand a server prompt (seed 000 §8) into user messages, each screened and carrying
-        ``source: {"mcp": {"server", "prompt"}}``; never a system message.
+        """Expand a server prompt into user messages, each screened and carrying ``source: {"mcp":
+        {"server", "prompt"}}``; never a system message.
 
         Raises:
             ValidationError / ToolCallError: as :meth:`Runtime.expand_prompt` (arguments checked

@@ -1,4 +1,4 @@
-"""Counting a connection's crashes and deciding what follows (seed 000 §3.1).
+"""Counting a connection's crashes and deciding what follows.
 
 :class:`CrashPolicy` is a mixin of :class:`~patchbay.runtime.connection.ServerConnection` (whose
 module docstring states the restart policy): crash ``n`` sets the state to ``restarting`` while

@@ -1,4 +1,4 @@
-"""The session event log: append-only JSONL, one file per session (seed 000 §6, DESIGN.md "Events").
+"""The session event log: append-only JSONL, one file per session (DESIGN.md "Events").
 
 Each line is one event::
 

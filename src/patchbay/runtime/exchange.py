@@ -1,4 +1,4 @@
-"""The per-request exchange of a :class:`~patchbay.runtime.connection.ServerConnection` (seed 000 §3.1).
+"""The per-request exchange of a :class:`~patchbay.runtime.connection.ServerConnection`.
 
 :class:`RequestExchange` is a mixin of ``ServerConnection``: it holds ``tools/call``
 (:meth:`~RequestExchange.call_tool`) and the other requests (:meth:`~RequestExchange.request`:
@@ -18,10 +18,9 @@ late reply, and the connection stays usable.
 not even an error, in between) the connection counts as crashed with reason ``unresponsive``, so
 the restart policy replaces the server instead of letting every later call wait out its timeout.
 
-**Crashes during a request** (seed 000 §3.1): a request that sees the connection die counts the
-crash (the first to notice does) and fails with ``mcp_server_restarted`` /
-``mcp_server_unstable`` / ``mcp_server_unavailable`` as the restart policy decides; it is never
-re-sent.
+**Crashes during a request**: a request that sees the connection die counts the crash (the first to
+notice does) and fails with ``mcp_server_restarted`` / ``mcp_server_unstable`` /
+``mcp_server_unavailable`` as the restart policy decides; it is never re-sent.
 
 **Output check**: a successful ``tools/call`` result is checked against the
 tool's ``outputSchema`` (:mod:`patchbay.runtime.output_schema`) after the call, off the event loop.
@@ -99,12 +98,12 @@ class RequestExchange:
 
         Raises:
             ToolCallError: ``mcp_server_unavailable`` (not connected), ``mcp_server_restarted`` /
-                ``mcp_server_unstable`` (the server crashed during the call; seed 000 §3.1),
-                ``timeout`` (``request_timeout`` seconds without a result or progress, or
-                ``max_call_seconds`` in total; ``details["timeoutSeconds"]``, ``details["capped"]``),
-                ``tool_error`` (a JSON-RPC error, ``details["mcpCode"]``; an invalid result; or a
-                successful result whose structuredContent is missing or violates the tool's
-                outputSchema, ``details["problem"]``, ``details["jsonPath"]``).
+                ``mcp_server_unstable`` (the server crashed during the call), ``timeout``
+                (``request_timeout`` seconds without a result or progress, or ``max_call_seconds``
+                in total; ``details["timeoutSeconds"]``, ``details["capped"]``), ``tool_error`` (a
+                JSON-RPC error, ``details["mcpCode"]``; an invalid result; or a successful result
+                whose structuredContent is missing or violates the tool's outputSchema,
+                ``details["problem"]``, ``details["jsonPath"]``).
         """
         if self._state in ("idle", "closing"):  # closed for idleness (perhaps during an approval)
             await self.ensure_connected()
@@ -145,8 +144,8 @@ class RequestExchange:
             send: ``await send(client)`` makes the SDK call and returns its result.
 
         The rules of :meth:`call_tool` apply, except that these requests report no progress: the
-        answer must come within ``request_timeout`` seconds; a crash during the request counts
-        like one during a call (seed 000 §3.1) and the request is never re-sent.
+        answer must come within ``request_timeout`` seconds; a crash during the request counts like
+        one during a call and the request is never re-sent.
 
         Raises:
             ToolCallError: ``mcp_server_unavailable``, ``mcp_server_restarted`` /
@@ -176,7 +175,7 @@ class RequestExchange:
         check: Callable[[_T], Awaitable[None]] | None = None,
     ) -> _T:
         """One request on the live session with the rules that :meth:`call_tool` and :meth:`request`
-        share: the timeout, crash detection (seed 000 §3.1: never re-sent) and error translation.
+        share: the timeout, crash detection (never re-sent) and error translation.
 
         Args:
             what: the request for messages (a tool's ``repr`` or a JSON-RPC method).

@@ -1,7 +1,7 @@
 """The executor of the governed runtime: one tool call from its name to its result, through
-ToolRouter → PermissionEngine → MCP connection (seed 000 §2, §5, §6). :class:`ToolExecutor` is
-the part of :class:`patchbay.runtime.runtime.Runtime` that runs calls; ``Runtime`` owns the state it
-uses (connections, router, permissions, output guard) and its lifecycle.
+ToolRouter → PermissionEngine → MCP connection. :class:`ToolExecutor` is the part of
+:class:`patchbay.runtime.runtime.Runtime` that runs calls; ``Runtime`` owns the state it uses
+(connections, router, permissions, output guard) and its lifecycle.
 
 The chain of one allowed MCP call; ``toolCallId`` is ``tc_<n>`` for the session's n-th call
 (consecutive), and every event of the call carries it::
@@ -83,7 +83,7 @@ class ToolExecutor:
         """Call a tool by canonical name (``mcp.<connector>.<tool>``), wire name, or local bare name.
 
         Args:
-            name: resolved strictly (seed 000 §5): MCP tools need their full name.
+            name: resolved strictly: MCP tools need their full name.
             arguments: the tool's arguments (a JSON object).
 
         Returns:

@@ -1,9 +1,9 @@
 """What a host lends the servers of a runtime: a person's browser and a person's answers.
 
 :class:`HostHooks` carries the host's callbacks into every connection: ``authorizer`` lets a
-connector's OAuth login reach a person (seed 003 §11.2; without it a runtime never starts a
-login and reports ``auth_required``), ``elicitation`` answers a server's ``elicitation/create``
-requests (without it the SDK refuses them and does not advertise the capability).
+connector's OAuth login reach a person (without it a runtime never starts a login and reports
+``auth_required``), ``elicitation`` answers a server's ``elicitation/create`` requests (without it
+the SDK refuses them and does not advertise the capability).
 """
 
 from __future__ import annotations

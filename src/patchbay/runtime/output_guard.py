@@ -1,8 +1,8 @@
 """Output guard: bounds what one tool result may put into memory, events and a model's context.
 
-Rule (seed 000 §11 "oversized output truncation", §6; DESIGN.md "Events"): a result whose JSON
-(``{"content": [...], "structuredContent": ...}``, UTF-8) is over ``settings.max_output_bytes``, or
-whose text has more than ``settings.max_output_lines`` lines, is *cut*:
+Rule (DESIGN.md "Events"): a result whose JSON (``{"content": [...], "structuredContent": ...}``,
+UTF-8) is over ``settings.max_output_bytes``, or whose text has more than
+``settings.max_output_lines`` lines, is *cut*:
 
 * the whole result is written, streaming, to the content-addressed artifact store
   (:class:`patchbay.runtime.artifacts.ArtifactStore`, ``<home>/artifacts``, files 0600);
@@ -330,7 +330,7 @@ def _joined_text(content: list[dict[str, Any]]) -> str:
 
 
 class OutputGuard:
-    """Bounds tool results (see the module docstring for the rule; seed 000 §11).
+    """Bounds tool results (see the module docstring for the rule).
 
     Args:
         settings: ``max_output_bytes``, ``max_output_lines``, ``output_preview_bytes`` and

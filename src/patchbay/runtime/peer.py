@@ -2,11 +2,11 @@
 
 :class:`ConnectorPeer` bundles what :mod:`patchbay.runtime.resources` and
 :mod:`patchbay.runtime.prompts` need of a :class:`~patchbay.runtime.Runtime`: the connector, its
-supervised connection (requests other than ``tools/call`` go through
-:meth:`ServerConnection.request <patchbay.runtime.connection.ServerConnection.request>`, with the
-same timeouts and crash rules as calls) and the session log. :func:`list_all` walks every page of
-a list method within the bounds the catalog uses (seed 003 §9.2: ``probe_max_pages`` pages and
-``probe_max_metadata_bytes`` bytes of listed metadata per listing).
+supervised connection (requests other than ``tools/call`` go through :meth:`ServerConnection.request
+<patchbay.runtime.connection.ServerConnection.request>`, with the same timeouts and crash rules as
+calls) and the session log. :func:`list_all` walks every page of a list method within the bounds the
+catalog uses (``probe_max_pages`` pages and ``probe_max_metadata_bytes`` bytes of listed metadata
+per listing).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ async def list_all(
 
     Raises:
         CatalogError: ``tool_list_failed`` when the items' wire JSON exceeds
-            ``settings.probe_max_metadata_bytes`` bytes (the catalog's bound, seed 003 §9.2).
+            ``settings.probe_max_metadata_bytes`` bytes (the catalog's bound).
         ToolCallError: the connector is unavailable, a request timed out, or a page failed
             (``tool_error``, ``details["mcpCode"]``).
     """

@@ -1,4 +1,4 @@
-"""PermissionEngine: every MCP tool call passes here before it may reach a server (seed 000 §2, §6, §10).
+"""PermissionEngine: every MCP tool call passes here before it may reach a server.
 
 The decision itself is :func:`patchbay.core.policy.decide` (DESIGN.md "Permissions", steps 1–4):
 disabled/excluded/not included → invisible; global ``deny`` → deny (nothing lifts it); else the
@@ -44,7 +44,7 @@ grant key: resource reads are decided in their own key space (``kind="resource"`
 ``resources/read`` is a tool like any other."""
 
 USER_EXPLICIT_INCLUDE = "user_explicit_include"
-"""``sourcedFrom`` of the ``permission.requested`` event of a resource include (seed 000 §7)."""
+"""``sourcedFrom`` of the ``permission.requested`` event of a resource include."""
 
 ApprovalAnswer = Literal["allow_once", "allow_session", "deny"]
 """What an approver answers: allow this call, allow this tool for the rest of the session, or deny."""
@@ -66,7 +66,7 @@ class ApprovalRequest:
         tool: the server's original tool name.
         arguments: the call's arguments, redacted (secret-named keys and secret-looking values
             replaced by ``[REDACTED]``).
-        risk: ``read``, ``destructive`` or ``network`` (seed 000 §6).
+        risk: ``read``, ``destructive`` or ``network``.
         source: the policy rule that produced ``ask`` (``approval_mode``, ``destructive_default``,
             ``project_grant``, ``global_grant``).
         session_id: the runtime session asking.
@@ -155,7 +155,7 @@ class PermissionEngine:
 
     def evaluate_resource_read(self, server: RuntimeServer) -> Decision:
         """The policy decision for reading ``server``'s resources, in the resource key space:
-        always risk ``read`` (seed 000 §7: "risk=read 通常 allow"), so ``allow_all`` allows it and
+        always risk ``read`` (a read is usually allowed), so ``allow_all`` allows it and
         ``ask``/``custom`` ask; the connector's resource grants (global deny first, then project,
         then global) decide before the mode. Tool grants and tool patterns play no part."""
         return decide_resource_read(

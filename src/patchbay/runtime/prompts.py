@@ -1,10 +1,10 @@
-"""MCP prompts: listing, local argument checks, ``/prompt`` parsing and expansion (seed 000 §8).
+"""MCP prompts: listing, local argument checks, ``/prompt`` parsing and expansion.
 
 A prompt is a parameterised template a user triggers explicitly (``/prompt NAME key=value``). Its
 arguments are checked against what the server declared in ``prompts/list`` *before* anything is
-sent (seed 000 §8: "client 端不接收 unknown 参数"): an unknown argument, or a required one missing
-or empty, is refused locally with ``validation_error`` and ``prompts/get`` never reaches the
-server. Values are sent as given, so multi-word values arrive whole.
+sent (the client accepts no unknown argument): an unknown argument, or a required one missing or
+empty, is refused locally with ``validation_error`` and ``prompts/get`` never reaches the server.
+Values are sent as given, so multi-word values arrive whole.
 
 The chain of one expansion (``promptCallId`` is ``pc_<seq of mcp.prompt.invoked>``)::
 
@@ -14,10 +14,10 @@ The chain of one expansion (``promptCallId`` is ``pc_<seq of mcp.prompt.invoked>
 
 A ``prompts/get`` that fails logs ``mcp.call.failed {server, promptCallId, method: "prompts/get",
 durationMs, reason, error}`` and raises its ``ToolCallError``. The expanded messages are *user*
-messages, never system ones (seed 000 §8: they may not jump the queue into the system prompt),
-whatever role the server gave them (kept as ``server_role``); each carries ``source: {mcp:
-{server, prompt}}``, so an audit can tell a prompt expansion from what the user typed. They are
-untrusted text like any MCP output (seed 000 §10).
+messages, never system ones (they may not jump the queue into the system prompt), whatever role the
+server gave them (kept as ``server_role``); each carries ``source: {mcp: {server, prompt}}``, so an
+audit can tell a prompt expansion from what the user typed. They are untrusted text like any MCP
+output.
 
 Prompts are governed in their own key space (:func:`~patchbay.core.policy.decide_prompt`): a
 person triggers a prompt, so that trigger is its approval and nothing asks; a prompt grant
@@ -113,7 +113,7 @@ class ExpandedMessage:
             ``audio``, ``resource``, ``resource_link``).
         server_role: the role the server gave it (``user`` or ``assistant``); for audit only.
         source: ``{"mcp": {"server", "prompt"}}``.
-        role: always ``"user"`` (seed 000 §8).
+        role: always ``"user"``.
     """
 
     content: dict[str, Any]
@@ -203,7 +203,7 @@ def parse_prompt_arguments(tokens: Iterable[str]) -> dict[str, str]:
 
 
 def parse_prompt_command(text: str) -> tuple[str, dict[str, str]]:
-    """Parse a host's ``/prompt NAME key=value key2="two words"`` line (seed 000 §8).
+    """Parse a host's ``/prompt NAME key=value key2="two words"`` line.
 
     Words are split like a POSIX shell (:mod:`shlex`): quotes group words and are removed,
     backslashes escape, ``#`` is an ordinary character. The first word after ``/prompt`` is the
@@ -246,7 +246,7 @@ def parse_prompt_command(text: str) -> tuple[str, dict[str, str]]:
 
 
 def check_prompt_arguments(prompt: PromptInfo, arguments: Mapping[str, Any] | None) -> dict[str, str]:
-    """Check arguments against the prompt's declaration, before anything is sent (seed 000 §8).
+    """Check arguments against the prompt's declaration, before anything is sent.
 
     Rules: every name must be declared; every value must be a string; a required argument must
     be present and not empty (nor only whitespace); an empty optional argument is left out, as if
@@ -310,7 +310,7 @@ async def list_prompts(peer: ConnectorPeer) -> list[PromptInfo]:
     a server without the prompts capability lists none.
 
     Raises:
-        CatalogError: ``tool_list_failed`` past the page or metadata bound (seed 003 §9.2).
+        CatalogError: ``tool_list_failed`` past the page or metadata bound.
         ToolCallError: ``mcp_server_unavailable``, ``timeout``, ``tool_error``, ...
     """
 

@@ -1,4 +1,4 @@
-"""Resource URIs and RFC 6570 URI templates (seed 000 §7: read by URI, never by name).
+"""Resource URIs and RFC 6570 URI templates (read by URI, never by name).
 
 Templates are expanded with the maintained ``uritemplate`` library (levels 1–4). Simple expansion
 percent-encodes every reserved character: ``{id}`` with ``a b/c`` → ``a%20b%2Fc``. Unlike plain
@@ -23,7 +23,8 @@ MAX_URI_CHARS = 8192
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _UNSAFE = re.compile(r"[\x00-\x20\x7f]")
-# RFC 6570 §2: expression = "{" [ operator ] variable-list "}"; the reserved operators =,!@| are refused.
+# RFC 6570 section 2: expression = "{" [ operator ] variable-list "}"; the reserved operators =,!@|
+# are refused.
 _VARCHAR = r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})"
 _VARSPEC = rf"{_VARCHAR}+(?:\.{_VARCHAR}+)*(?::[1-9][0-9]{{0,3}}|\*)?"
 _EXPRESSION = re.compile(rf"\{{[+#./;?&]?{_VARSPEC}(?:,{_VARSPEC})*\}}")
@@ -79,8 +80,8 @@ def template_variables(template: str) -> tuple[str, ...]:
 def expand_uri_template(template: str, values: Mapping[str, str | int]) -> str:
     """Expand an RFC 6570 URI template (levels 1–4, through ``uritemplate``).
 
-    Every variable must be given and no other: an undefined variable would silently vanish from
-    the URI (RFC 6570 §3.2.1) and read something else than meant. Values are strings (an int is
+    Every variable must be given and no other: an undefined variable would silently vanish from the
+    URI (RFC 6570 section 3.2.1) and read something else than meant. Values are strings (an int is
     written in decimal). Simple expansion percent-encodes reserved characters:
     ``expand_uri_template("x://{id}", {"id": "a b/c"}) == "x://a%20b%2Fc"``.
 

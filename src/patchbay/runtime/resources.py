@@ -1,4 +1,4 @@
-"""MCP resources: listing, URI templates, and the explicit include (seed 000 §7, §10, §12).
+"""MCP resources: listing, URI templates, and the explicit include.
 
 A resource is something an agent *may* read; it never enters a model's context by itself. Listing
 (``resources/list``, ``resources/templates/list``; every page, within the catalog's bounds) reads
@@ -178,7 +178,7 @@ class IncludedResource:
 
     @property
     def prefix(self) -> str:
-        """``[mcp:<server>:<uri>]``: what marks it in a model's context (seed 000 §7, §10)."""
+        """``[mcp:<server>:<uri>]``: what marks it in a model's context."""
         return f"[mcp:{self.server}:{self.uri}]"
 
     @property
@@ -227,7 +227,7 @@ async def list_resources(peer: ConnectorPeer) -> list[ResourceInfo]:
     resource is read. A server without the resources capability lists none.
 
     Raises:
-        CatalogError: ``tool_list_failed`` past the page or metadata bound (seed 003 §9.2).
+        CatalogError: ``tool_list_failed`` past the page or metadata bound.
         ToolCallError: ``mcp_server_unavailable``, ``timeout``, ``tool_error``, ...
     """
 
@@ -293,7 +293,7 @@ def _rough_size(result: types.ReadResourceResult) -> int:
 
 
 async def include_resource(peer: ConnectorPeer, permissions: PermissionEngine, uri: str) -> IncludedResource:
-    """Read one resource because a user (or a policy) explicitly included it (seed 000 §7).
+    """Read one resource because a user (or a policy) explicitly included it.
 
     The include passes the PermissionEngine in the resource key space with risk ``read`` (an
     ``ask`` decision asks the approver: :class:`ApprovalRequest` with ``kind == "resource"``,

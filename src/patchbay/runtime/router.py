@@ -1,4 +1,4 @@
-"""ToolRouter: which tool a name means (seed 000 §5, DESIGN.md "Names").
+"""ToolRouter: which tool a name means (DESIGN.md "Names").
 
 Two registries:
 

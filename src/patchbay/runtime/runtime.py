@@ -1,5 +1,5 @@
-"""Runtime: the governed client. Every tool call goes ToolRouter → PermissionEngine → executor →
-MCP connection, and leaves one auditable event chain in the session log (seed 000 §2, §5, §6).
+"""Runtime: the governed client. Every tool call goes ToolRouter → PermissionEngine → executor → MCP
+connection, and leaves one auditable event chain in the session log.
 
 :class:`Runtime` owns the session's state and lifecycle (connections, event log, router,
 permissions, output guard), lists tools and writes model definitions, and is the door to resources
@@ -127,22 +127,20 @@ class Runtime(ToolExecutor):
         approver: asked for ``ask`` decisions; None is headless (``ask`` → ``approval_unavailable``).
         session_id: continue a session (its log is appended to); default: a new ``ses_…`` id.
         local_tools: bare name → callable (see :data:`LocalTool`).
-        allowed_tools: capability scope (seed 003 "能力范围"): when given, only these tools exist
-            for this runtime — full MCP names (``mcp.<connector>.<tool>`` or
-            ``mcp__<connector>__<tool>``) and local bare names. Connectors none of them names are
-            dropped before anything starts (never spawned, contacted, or given credentials); of
-            the rest, only the listed tools that pass include/exclude are registered. An empty
-            list (or only local names) means no MCP discovery at all. Local tools are the host's
-            own and are not scoped.
-        credentials: resolves each started connector's credential bindings when it connects
-            (seed 003 §10.4, §11.1); default the credential store of ``settings.home``. Only
-            connectors this runtime actually starts are resolved; one whose binding cannot be
-            resolved fails with ``mcp_server_unavailable`` (``details["code"] == "auth_required"``)
-            and the others run on.
+        allowed_tools: capability scope: when given, only these tools exist for this runtime — full
+            MCP names (``mcp.<connector>.<tool>`` or ``mcp__<connector>__<tool>``) and local bare
+            names. Connectors none of them names are dropped before anything starts (never spawned,
+            contacted, or given credentials); of the rest, only the listed tools that pass
+            include/exclude are registered. An empty list (or only local names) means no MCP
+            discovery at all. Local tools are the host's own and are not scoped.
+        credentials: resolves each started connector's credential bindings when it connects; default
+            the credential store of ``settings.home``. Only connectors this runtime actually starts
+            are resolved; one whose binding cannot be resolved fails with ``mcp_server_unavailable``
+            (``details["code"] == "auth_required"``) and the others run on.
         authorizer: ``await authorizer(url)`` brings a person's browser to an OAuth authorization
-            URL (seed 003 §11.2); with it, a connector that needs a login (or more scope) gets one
-            during its connect or call; without it, such a connector fails with ``auth_required``
-            / ``auth_expired`` (``details["code"]``) and the others run on.
+            URL; with it, a connector that needs a login (or more scope) gets one during its connect
+            or call; without it, such a connector fails with ``auth_required`` / ``auth_expired``
+            (``details["code"]``) and the others run on.
         elicitation_handler: answers servers' ``elicitation/create`` requests
             (``await handler(params) -> ElicitResult``); without it they are refused.
 
@@ -229,7 +227,7 @@ class Runtime(ToolExecutor):
 
     def record_event(self, type: str, payload: Mapping[str, Any]) -> None:
         """Append a host event (``user.message``, ``context.built``, ``content.screened``, ...) to
-        this session's log, redacted like every event (seed 000 §6).
+        this session's log, redacted like every event.
 
         Raises:
             ValidationError: ``validation_error`` for a type not in ``EVENT_TYPES``.
@@ -350,9 +348,9 @@ class Runtime(ToolExecutor):
             format: ``"anthropic"`` (default: ``{"name", "description", "input_schema"}``),
                 ``"openai"`` (Chat Completions function tools), ``"openai-responses"`` (the
                 Responses API's flat function tools, ``strict: false``), ``"mcp"`` (MCP ``Tool``
-                shape) or ``"proxy"`` (the one ``mcp`` tool of seed 003 §1.5; no connector is
-                contacted). ``name`` is always the wire name (``^[A-Za-z0-9_-]{1,64}$``, unique,
-                stable for the same catalog) that :meth:`call_wire` maps back.
+                shape) or ``"proxy"`` (the one ``mcp`` proxy tool; no connector is contacted).
+                ``name`` is always the wire name (``^[A-Za-z0-9_-]{1,64}$``, unique, stable for the
+                same catalog) that :meth:`call_wire` maps back.
             shape: for ``"proxy"`` only, the API shape the proxy tool is written in.
 
         Returns:
@@ -399,7 +397,7 @@ class Runtime(ToolExecutor):
         return await self.call(name, arguments)
 
     async def call_proxy(self, arguments: Mapping[str, Any] | None) -> ToolCallResult:
-        """Run the proxy tool (``format="proxy"``): ``search``, ``describe`` or ``call`` (seed 003 §1.5).
+        """Run the proxy tool (``format="proxy"``): ``search``, ``describe`` or ``call``.
 
         ``call`` goes through :meth:`call` (permissions, events); ``search``/``describe`` read the
         catalog only. See :func:`patchbay.runtime.tool_definitions.run_proxy`.
@@ -439,9 +437,9 @@ class Runtime(ToolExecutor):
         return (str(failure[0]), failure[1]) if failure else None
 
     async def shutdown_server(self, name: str) -> None:
-        """User-initiated shutdown of one connector (seed 000 §3.1): its connection closes,
-        ``mcp.server.shutdown`` is emitted, its tools leave the router, and it never restarts in
-        this runtime; later calls fail with ``mcp_server_unavailable``.
+        """User-initiated shutdown of one connector: its connection closes, ``mcp.server.shutdown``
+        is emitted, its tools leave the router, and it never restarts in this runtime; later calls
+        fail with ``mcp_server_unavailable``.
 
         Raises:
             ValidationError: ``validation_error`` when ``name`` is no connector of this runtime.
@@ -460,7 +458,7 @@ class Runtime(ToolExecutor):
         )
 
     async def list_resources(self, connector: str) -> list[ResourceInfo]:
-        """Every resource ``connector`` lists, all pages; metadata only, nothing is read (seed 000 §7).
+        """Every resource ``connector`` lists, all pages; metadata only, nothing is read.
 
         Raises:
             NotFoundError: ``not_found`` (no such enabled connector); CatalogError:
@@ -476,8 +474,8 @@ class Runtime(ToolExecutor):
     async def include_resource(self, connector: str, uri: str) -> IncludedResource:
         """Read one resource by URI because the user (or a policy) explicitly included it: it passes
         the PermissionEngine with risk ``read`` and ``sourcedFrom: user_explicit_include``, then
-        ``mcp.resource.requested`` … ``mcp.resource.fetched {sizeBytes, contentHash}`` are logged
-        (seed 000 §7). Expand a template first (:func:`patchbay.runtime.resources.expand_uri_template`).
+        ``mcp.resource.requested`` … ``mcp.resource.fetched {sizeBytes, contentHash}`` are logged.
+        Expand a template first (:func:`patchbay.runtime.resources.expand_uri_template`).
 
         Raises:
             ValidationError, NotFoundError, ToolCallError (``permission_denied``,
@@ -492,9 +490,9 @@ class Runtime(ToolExecutor):
     async def expand_prompt(
         self, connector: str, prompt: str, arguments: Mapping[str, Any] | None = None
     ) -> ExpandedPrompt:
-        """``prompts/get`` after a local check of the arguments against the declaration (seed 000 §8);
-        logs ``mcp.prompt.invoked`` and ``mcp.prompt.expanded``; the messages are user messages
-        carrying ``source: {mcp: {server, prompt}}``.
+        """``prompts/get`` after a local check of the arguments against the declaration; logs
+        ``mcp.prompt.invoked`` and ``mcp.prompt.expanded``; the messages are user messages carrying
+        ``source: {mcp: {server, prompt}}``.
 
         Raises:
             ValidationError (unknown argument; ``argument '<name>' is required``), NotFoundError,

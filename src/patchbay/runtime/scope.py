@@ -1,5 +1,5 @@
-"""Capability scope (seed 003 "能力范围"): which connectors a runtime may start
-and which of their tools it may register, decided from names alone before anything starts."""
+"""Capability scope: which connectors a runtime may start and which of their tools it may register,
+decided from names alone before anything starts."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The workspace runtime snapshot: its schema and the only way a runtime loads its servers.
 
-Seed 003 §10.1–§10.3 and the addendum dated 2026-09-04; DESIGN.md "Layers". The control plane
-(:mod:`patchbay.control.projection`) writes ``<workspace>/.patchbay/mcp-runtime.json``; a runtime
-(in this process or another one) reads it with :func:`load_snapshot` and nothing else: no
-``.mcp.json``, ``.cursor/mcp.json``, ``.vscode/mcp.json`` or host file can add a server.
+The control plane (:mod:`patchbay.control.projection`) writes
+``<workspace>/.patchbay/mcp-runtime.json``; a runtime (in this process or another one) reads it with
+:func:`load_snapshot` and nothing else: no ``.mcp.json``, ``.cursor/mcp.json``, ``.vscode/mcp.json``
+or host file can add a server.
 
 The file (version 1)::
 
@@ -15,7 +15,7 @@ The file (version 1)::
         "<connector name>": {
           "connector_id": "...", "revision": 3, "settings_revision": 2,
           "target": {"transport": "stdio", "command": "...", "args": [...], "cwd": ""},
-          "lifecycle": "lazy",                        # default lazy (seed 003 §10.3)
+          "lifecycle": "lazy",                        # default lazy
           "runtime_config": {...},                    # other non-secret runtime options
           "bindings": [{"ref": "cred_...", "delivery": "env", "name": "API_KEY"}],
           "include_tools": ["get_*"],                 # the connector's globs
@@ -40,9 +40,8 @@ snapshot (another workspace, project or data home) is refused with ``invalid_con
 nothing in it starts. Runtimes hosted by the control plane itself need no file: they use the
 projection in memory (:func:`snapshot_config`); the file is for runtimes in other processes.
 
-It holds no secret value: targets were checked to carry none when they were stored (seed 003
-§7.3) and credentials appear as bindings (references), resolved by the runtime when it starts a
-connector (seed 003 §10.4, addendum 2026-09-07).
+It holds no secret value: targets were checked to carry none when they were stored and credentials
+appear as bindings (references), resolved by the runtime when it starts a connector.
 
 How the runtime decides from it (:func:`runtime_server`): a tool matched by ``exclude_tools`` or
 not matched by a non-empty ``include_tools`` is invisible (so an explicitly denied tool is never
@@ -109,7 +108,7 @@ SNAPSHOT_DIR = ".patchbay"
 SNAPSHOT_FILE = "mcp-runtime.json"
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """Largest snapshot :func:`load_snapshot` reads (bytes): 32 connectors whose catalogs use the full
-``probe_max_metadata_bytes`` (2 MiB each, seed 003 §9.2) fit."""
+``probe_max_metadata_bytes`` (2 MiB each) fit."""
 
 _ToolName = Annotated[str, StringConstraints(min_length=1, max_length=512)]
 _Pattern = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
@@ -125,7 +124,7 @@ class _Strict(BaseModel):
 
 
 class SnapshotServer(_Strict):
-    """One projected connector (seed 003 §10.3); the connector's name is its key in ``servers``."""
+    """One projected connector; the connector's name is its key in ``servers``."""
 
     connector_id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     revision: int = Field(ge=1)
@@ -134,12 +133,12 @@ class SnapshotServer(_Strict):
     """The settings revision it was projected from."""
     target: ConnectorTarget
     lifecycle: Lifecycle
-    """``lazy`` unless the connector says otherwise (seed 003 §10.3)."""
+    """``lazy`` unless the connector says otherwise."""
     runtime_config: dict[str, Any]
     """The connector's other runtime options (no ``lifecycle``, no ``bindings``); checked with
     :meth:`RuntimeOptions.parse_strict`."""
     bindings: tuple[CredentialBinding, ...]
-    """Credential references; never a value (seed 003 §10.4)."""
+    """Credential references; never a value."""
     include_tools: tuple[_Pattern, ...]
     """The connector's ``include_tools`` globs."""
     exclude_tools: tuple[_Pattern, ...]
@@ -182,7 +181,7 @@ class SnapshotServer(_Strict):
 
 
 class RuntimeSnapshot(_Strict):
-    """The whole file (seed 003 §10.3 ``McpRuntimeSnapshot``)."""
+    """The whole file (``McpRuntimeSnapshot``)."""
 
     version: Literal[1]
     project_id: Annotated[str, StringConstraints(pattern=r"^prj_[0-9a-f]{16}$")]
@@ -196,8 +195,8 @@ def runtime_server(name: str, server: SnapshotServer) -> RuntimeServer:
 
     The connector's settings carry the snapshot's include/exclude patterns (denies included) and
     approval mode; explicit allow and ask names become grants (project ones where
-    ``project_overrides`` says so, for ``sourcedFrom``), so :class:`PermissionEngine` decides exactly
-    as the module docstring says. The target is checked again as when it was stored (seed 003 §7.3).
+    ``project_overrides`` says so, for ``sourcedFrom``), so :class:`PermissionEngine` decides
+    exactly as the module docstring says. The target is checked again as when it was stored.
 
     Raises:
         ConfigError: ``invalid_config``; ``details["field"]`` is ``servers.<name>.<field>``.
@@ -216,8 +215,8 @@ def runtime_server(name: str, server: SnapshotServer) -> RuntimeServer:
             if checked.cwd != target.cwd:
                 raise ConfigError("cwd", "must be a normalised path inside the workspace")
         check_bindings(server.bindings, target.transport)
-        # OAuth settings ride along in runtime_config (references only, seed 003 §11.2); they are
-        # checked by their own model, the rest as runtime options.
+        # OAuth settings ride along in runtime_config (references only); they are checked by their
+        # own model, the rest as runtime options.
         if oauth_from_config(server.runtime_config) is not None and target.transport not in ("streamable_http", "sse"):
             raise ConfigError("oauth", "OAuth is for remote (Streamable HTTP or SSE) connectors")
         options = dict(server.runtime_config)
@@ -332,7 +331,7 @@ def verify_snapshot(data: bytes, *, key: bytes, project_id: str, workspace: str)
 
 
 def parse_snapshot(data: bytes | str, *, project_id: str) -> RuntimeSnapshot:
-    """Check a snapshot document: version, then project, then schema (seed 003 §10.2).
+    """Check a snapshot document: version, then project, then schema.
 
     Args:
         data: the file's bytes (UTF-8 JSON).
@@ -439,10 +438,10 @@ def snapshot_config(snapshot: RuntimeSnapshot, workspace: str) -> RuntimeConfig:
 def load_snapshot(workspace: Path | str, *, project_id: str, home: Path | str) -> RuntimeConfig:
     """The :class:`RuntimeConfig` of ``workspace``, from its projected snapshot and nothing else.
 
-    The file must verify (:func:`verify_snapshot`) with the snapshot key of data home ``home``,
-    for ``project_id`` and the workspace's canonical path, before anything in it is used; then
-    version, ``project_id`` and schema are checked (seed 003 §10.1–§10.2). No ambient MCP file is
-    read. Neither ``.patchbay`` nor the file may be a symlink.
+    The file must verify (:func:`verify_snapshot`) with the snapshot key of data home ``home``, for
+    ``project_id`` and the workspace's canonical path, before anything in it is used; then version,
+    ``project_id`` and schema are checked. No ambient MCP file is read. Neither ``.patchbay`` nor
+    the file may be a symlink.
 
     Args:
         workspace: the workspace directory (symlinks resolved here).

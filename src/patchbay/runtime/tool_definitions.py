@@ -1,9 +1,9 @@
-"""Tool definitions for model APIs, and the one-tool proxy form (seed 003 §1.5).
+"""Tool definitions for model APIs, and the one-tool proxy form.
 
-A host hands its model either every visible tool directly, in the shape its API wants, or one
-small ``mcp`` proxy tool that searches, describes and calls the catalog, so the model does not pay
-for hundreds of schemas up front (seed 003 §1 decision 5: "continue to use the single mcp proxy
-tool ... directTools off by default"; §10.3 ``"directTools": false``).
+A host hands its model either every visible tool directly, in the shape its API wants, or one small
+``mcp`` proxy tool that searches, describes and calls the catalog, so the model does not pay for
+hundreds of schemas up front. The proxy tool is the default: direct tools are off unless a host asks
+for them (``"directTools": false`` in the projected snapshot).
 
 Formats (:data:`DefinitionFormat`); every ``name`` is the tool's wire name (DESIGN.md "Names":
 ``mcp__<connector>__<tool>``, at most 64 characters of ``[A-Za-z0-9_-]``, hash-shortened when
@@ -68,7 +68,7 @@ ProxyShape = Literal["mcp", "openai", "openai-responses", "anthropic"]
 """The API shape the proxy tool is written in."""
 
 PROXY_TOOL_NAME = "mcp"
-"""The proxy tool's name (seed 003 §1.5: the single ``mcp`` proxy tool)."""
+"""The proxy tool's name (the single ``mcp`` proxy tool)."""
 
 SEARCH_LIMIT = 10
 """Results a proxy ``search`` returns unless it asks for a ``limit`` (at most :data:`SEARCH_LIMIT_MAX`)."""

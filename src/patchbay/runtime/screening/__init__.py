@@ -1,6 +1,6 @@
 """Injection screening: a scanner for prompt expansions, resource contents and tool results before
-they reach a model's context (seed 000 §8 "expanded messages must pass prompt-injection detection",
-§10 "MCP output enters the context as untrusted text", §12).
+they reach a model's context: expanded prompts must pass prompt-injection detection, and MCP output
+enters the context as untrusted text.
 
 Usage::
 

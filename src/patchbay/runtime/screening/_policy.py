@@ -37,7 +37,7 @@ def _safe_source(source: str) -> str:
 
 
 def screened_event_payload(result: ScreeningResult, policy: ScreeningPolicy = "label") -> dict[str, Any]:
-    """The payload of a ``content.screened`` event for ``result`` (seed 000 §8, §10).
+    """The payload of a ``content.screened`` event for ``result``.
 
     Shape::
 

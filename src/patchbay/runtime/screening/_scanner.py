@@ -198,8 +198,8 @@ def _utf8_suffix_chars(text: str, limit: int) -> int:
 
 def screen(text: str, *, source: str, max_bytes: int = DEFAULT_MAX_BYTES) -> ScreeningResult:
     """Screen one item (a prompt expansion, resource content or tool result) before it reaches a
-    model's context (seed 000 §8: expanded prompts must pass injection detection; §10: server output
-    is untrusted text; §12).
+    model's context (expanded prompts must pass injection detection, and server output is untrusted
+    text).
 
     Args:
         text: the item's text, as it would be given to the model.

@@ -1,6 +1,6 @@
 """Invisible, bidirectional and tag characters: the three Unicode rules and the hidden text they carry.
 
-Rules (names are stable; seed 000 §10 "tool output is untrusted text"):
+Rules (names are stable; tool output is untrusted text):
 
 ``unicode_tags``
     Characters of the tag block U+E0000–U+E007F. They render as nothing, yet models read them as

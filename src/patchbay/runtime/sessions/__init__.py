@@ -1,9 +1,9 @@
-"""SessionHost: long-lived workspace runtimes, and their reload after a committed change (seed 003 §10.5).
+"""SessionHost: long-lived workspace runtimes, and their reload after a committed change.
 
 A host process (``patchbay serve``, the gateway, an embedding agent) keeps one :class:`Runtime`
 per *session*; each session belongs to one workspace and loads only that workspace's projected
-snapshot (seed 003 §10.2): the control plane's projection in memory when the host is given a
-loader (``serve`` does), else the workspace file, verified with the data home's key
+snapshot: the control plane's projection in memory when the host is given a loader (``serve`` does),
+else the workspace file, verified with the data home's key
 (:func:`~patchbay.runtime.snapshot.load_snapshot`). The session id is the runtime's session id
 (``ses_…``), so one event log spans every rebuild of a session.
 
@@ -18,8 +18,8 @@ runtime's task group must be entered and exited in the same task, so each sessio
 built, entered, and exited by one task in the host's task group. Calls run in the caller's task
 on the entered runtime (a runtime is safe for concurrent calls).
 
-**Reload** (:meth:`SessionHost.reload`; seed 003 §10.5 steps 3–7, §15). After a mutation commits
-and its workspaces are re-projected, each affected session is asked to rebuild from its snapshot:
+**Reload** (:meth:`SessionHost.reload`). After a mutation commits and its workspaces are
+re-projected, each affected session is asked to rebuild from its snapshot:
 
 * *idle* (no call in flight): it rebuilds at once — the old runtime is exited (its servers stop),
   the snapshot is loaded again, and a new runtime is entered; :meth:`reload` waits for it
@@ -30,18 +30,17 @@ and its workspaces are re-projected, each affected session is asked to rebuild f
 * a *failed* rebuild (the snapshot is missing, unreadable, written for another project, names an
   invalid option; or the committed change could not be projected into its workspace, which would
   leave a stale snapshot) is reported ``failed`` with the error. **The session then serves no
-  runtime** (fail closed): keeping the old one would keep serving tools, servers and credentials
-  the committed change may have denied, disabled or revoked (DESIGN.md "Layers": the tools an
-  agent can call are exactly what the control plane projected; the stricter rule wins). Its calls
-  fail with ``mcp_server_unavailable`` (``details["code"] == "runtime_reload_failed"``) until a
-  later reload succeeds (the next committed change re-projects and reloads it; or call
-  :meth:`reload`), or it is closed. Nothing is rolled back: the database, credential store and
-  OAuth writes stand (seed 003 §10.5 step 7, §15 "runtime reload 失败不回滚规范配置").
+  runtime** (fail closed): keeping the old one would keep serving tools, servers and credentials the
+  committed change may have denied, disabled or revoked (DESIGN.md "Layers": the tools an agent can
+  call are exactly what the control plane projected; the stricter rule wins). Its calls fail with
+  ``mcp_server_unavailable`` (``details["code"] == "runtime_reload_failed"``) until a later reload
+  succeeds (the next committed change re-projects and reloads it; or call :meth:`reload`), or it is
+  closed. Nothing is rolled back: the database, credential store and OAuth writes stand.
 
 :class:`ReloadResult` names the affected sessions with their status, and carries the stable code
 ``runtime_reload_failed`` when any failed, so an API can answer a committed mutation with success
-plus that code and the sessions (seed 003 §10.5 step 6). A rebuilt runtime starts fresh: "allow
-for this session" approvals and connections of the old one are not carried over.
+plus that code and the sessions. A rebuilt runtime starts fresh: "allow for this session" approvals
+and connections of the old one are not carried over.
 
 **The hook**: :meth:`SessionHost.committed` has the shape of a
 ``ConnectorService.on_committed`` listener (``listener(project_id, projection_report)``). It never

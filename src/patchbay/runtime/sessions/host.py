@@ -1,5 +1,5 @@
 """The session host: one owner task per session runtime, and the reload state machine (see
-:mod:`patchbay.runtime.sessions` for the contract; seed 003 §10.5, §15)."""
+:mod:`patchbay.runtime.sessions` for the contract)."""
 
 from __future__ import annotations
 
@@ -426,8 +426,8 @@ class SessionHost:
         *,
         unprojected: Mapping[str, PatchbayError] | None = None,
     ) -> ReloadResult:
-        """Rebuild the sessions of ``project_ids`` (default: every session) from their snapshots,
-        as the module docstring describes (seed 003 §10.5 steps 4–6).
+        """Rebuild the sessions of ``project_ids`` (default: every session) from their snapshots, as
+        the module docstring describes.
 
         Args:
             project_ids: the projects a committed change affected; None for all.

@@ -1,6 +1,6 @@
-"""Reload results, tickets and the per-caller collector of :class:`~patchbay.runtime.sessions.SessionHost`
-(seed 003 §10.5 step 6: the API answers a committed change with ``runtime_reload_failed`` and the
-affected sessions)."""
+"""Reload results, tickets and the per-caller collector of
+:class:`~patchbay.runtime.sessions.SessionHost` (the API answers a committed change with
+``runtime_reload_failed`` and the affected sessions)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class SessionReload:
 
 @dataclass(frozen=True, slots=True)
 class ReloadResult:
-    """The outcome of a reload (seed 003 §10.5 step 6): the affected sessions, in session order."""
+    """The outcome of a reload: the affected sessions, in session order."""
 
     sessions: tuple[SessionReload, ...] = ()
 

@@ -1,4 +1,4 @@
-"""A hosted session's record and its states (see :mod:`patchbay.runtime.sessions`; seed 003 §10.5)."""
+"""A hosted session's record and its states (see :mod:`patchbay.runtime.sessions`)."""
 
 from __future__ import annotations
 
