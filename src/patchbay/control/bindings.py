@@ -1,5 +1,5 @@
-"""Binding requests: where a credential's value goes, and where it comes from (seed 003 §11.1,
-addendum 2026-09-07). Parsed from the command-line forms::
+"""Binding requests: where a credential's value goes, and where it comes from. Parsed from the
+command-line forms::
 
     --env KEY=VALUE              a managed credential owned by the connector, delivered as $KEY
     --env KEY=@env:VAR           an environment reference: Patchbay's $VAR, read at connect time

@@ -1,11 +1,11 @@
 """The connector service: the only writer of canonical state (DESIGN.md "Layers").
 
-It validates input (seed 003 §7.3), keeps connectors and tool grants, and runs probes and caches
-their catalogs under the config fingerprint (seed 003 §5.4, §9); every committed mutation is
-re-projected to the workspaces it affects (seed 003 §10.3, §10.5). Resolving workspaces to stable
-projects, judging a cached catalog fresh or stale, the effective decision of every tool (DESIGN.md
-"Permissions") and the :class:`~patchbay.core.models.RuntimeConfig` a workspace runtime loads come
-from :class:`~patchbay.control.tool_views.ToolViewsMixin`.
+It validates input, keeps connectors and tool grants, and runs probes and caches their catalogs
+under the config fingerprint; every committed mutation is re-projected to the workspaces it affects.
+Resolving workspaces to stable projects, judging a cached catalog fresh or stale, the effective
+decision of every tool (DESIGN.md "Permissions") and the
+:class:`~patchbay.core.models.RuntimeConfig` a workspace runtime loads come from
+:class:`~patchbay.control.tool_views.ToolViewsMixin`.
 """
 
 from __future__ import annotations
@@ -108,10 +108,9 @@ class ConnectorService(ToolViewsMixin):
 
     def on_committed(self, listener: CommittedListener) -> Callable[[], None]:
         """Call ``listener`` after every committed mutation, once its workspaces are re-projected
-        (seed 003 §10.5 step 3: e.g. :meth:`patchbay.runtime.sessions.SessionHost.committed`
-        reloads the runtimes). It runs synchronously in the mutating caller's thread; one that
-        raises is logged and never undoes the mutation (§10.5 step 7). Returns a function that
-        removes the listener."""
+        (e.g. :meth:`patchbay.runtime.sessions.SessionHost.committed` reloads the runtimes). It runs
+        synchronously in the mutating caller's thread; one that raises is logged and never undoes
+        the mutation. Returns a function that removes the listener."""
         self._committed.append(listener)
 
         def remove() -> None:
@@ -122,8 +121,8 @@ class ConnectorService(ToolViewsMixin):
 
     def _reprojected(self, result: _T, *, project_id: str | None = None) -> _T:
         """``result``, once the workspaces a committed mutation affects are re-projected: every
-        known one, or only ``project_id``'s for a project grant (seed 003 §10.3, §10.5 steps 1–2;
-        :mod:`patchbay.control.projection`), and the :meth:`on_committed` listeners were told.
+        known one, or only ``project_id``'s for a project grant
+        (:mod:`patchbay.control.projection`), and the :meth:`on_committed` listeners were told.
         Never raises: a workspace that is gone or cannot be written is skipped and reported in
         :attr:`last_projection`."""
         report = self.last_projection = self.projector.reproject(project_id)
@@ -158,12 +157,13 @@ class ConnectorService(ToolViewsMixin):
         Args:
             runtime_options: option changes as for :meth:`update_runtime_options`, e.g.
                 ``{"lifecycle": "eager", "restart": {"max_restarts": 5}}``; stored sparsely.
-            bindings: credentials to create and bind (``parse_env``/``parse_header``/``parse_bearer``
-                of :mod:`patchbay.control.credentials`): managed values go to the credential store,
-                owned by the new connector; the connector stores references only (seed 003 §11.1).
-                The store is written just before the database commit, under the store's lock; if
-                the commit fails the store is put back, and a crash in between leaves credentials
-                the next service start deletes (:meth:`CredentialService.repair`).
+            bindings: credentials to create and bind
+                (``parse_env``/``parse_header``/``parse_bearer`` of
+                :mod:`patchbay.control.credentials`): managed values go to the credential store,
+                owned by the new connector; the connector stores references only. The store is
+                written just before the database commit, under the store's lock; if the commit fails
+                the store is put back, and a crash in between leaves credentials the next service
+                start deletes (:meth:`CredentialService.repair`).
 
         Raises:
             ConfigError: ``invalid_config`` for a bad name, a name already taken, a bad runtime
@@ -221,7 +221,7 @@ class ConnectorService(ToolViewsMixin):
 
     @staticmethod
     def stdio_target(command: str, args: list[str], *, cwd: str | None, workspace: Path) -> StdioTarget:
-        """Validate a local command for ``add`` (seed 003 §7.3).
+        """Validate a local command for ``add``.
 
         ``cwd`` is checked against ``workspace`` as text and again with symlinks resolved, so a link
         inside the workspace cannot lead out of it.
@@ -273,7 +273,7 @@ class ConnectorService(ToolViewsMixin):
         enabled: bool | None = None,
         expected_revision: int | None = None,
     ) -> Connector:
-        """Change global settings; None leaves a field as it is (seed 003 §5.2).
+        """Change global settings; None leaves a field as it is.
 
         Args:
             expected_revision: the settings revision the caller saw (checked even when nothing
@@ -311,16 +311,16 @@ class ConnectorService(ToolViewsMixin):
         dry_run: bool = False,
         **changes: Any,
     ) -> Connector:
-        """Change a connector's runtime options (seed 000 §3, §3.1; seed 003 §5.1 ``runtime_config``).
+        """Change a connector's runtime options (``runtime_config``).
 
         Changes: ``lifecycle`` (lazy|eager|keep_alive); ``idle_timeout``, ``request_timeout``,
         ``max_call_seconds`` (seconds > 0); ``restart`` (mapping: ``enabled``, ``base_delay``,
         ``max_delay`` seconds, ``max_restarts`` 0..100); ``limits`` (mapping, stdio only:
-        ``address_space_bytes``, ``cpu_seconds``, ``open_files``); ``allow_private`` (bool,
-        HTTP/SSE only: the egress guard may reach private addresses). ``None`` resets to the default
-        (:func:`merge_runtime_options`); the result must pass :meth:`RuntimeOptions.parse_strict`.
-        A change bumps ``revision``; a fresh tool cache moves to the new revision, as options are
-        no part of the server's identity (seed 003 §5.4; like credential bindings, addendum 2026-09-07).
+        ``address_space_bytes``, ``cpu_seconds``, ``open_files``); ``allow_private`` (bool, HTTP/SSE
+        only: the egress guard may reach private addresses). ``None`` resets to the default
+        (:func:`merge_runtime_options`); the result must pass :meth:`RuntimeOptions.parse_strict`. A
+        change bumps ``revision``; a fresh tool cache moves to the new revision, as options are no
+        part of the server's identity (like credential bindings).
 
         Args:
             expected_revision: the connector revision the caller saw; default the one read now.
@@ -348,8 +348,8 @@ class ConnectorService(ToolViewsMixin):
         self, name: str, *, expected_revision: int, display_name: str | None = None, description: str | None = None
     ) -> Connector:
         """Change a connector's display name and/or description under ``expected_revision``; the
-        tool catalog stays fresh (they are no part of the server's identity, seed 003 §5.4). With
-        neither given, only the revision is checked.
+        tool catalog stays fresh (they are no part of the server's identity). With neither given,
+        only the revision is checked.
 
         Raises:
             NotFoundError: ``not_found``.
@@ -425,8 +425,8 @@ class ConnectorService(ToolViewsMixin):
 
     def _write_config(self, connector: Connector, revision: int, config: dict[str, Any]) -> Connector:
         """Store a new ``runtime_config`` under the revision lock; a fresh tool cache moves along,
-        as options and bindings are no part of the server's identity (seed 003 §5.4, addendum
-        2026-09-07: "更新认证绑定不会清空工具发现缓存")."""
+        as options and bindings are no part of the server's identity: changing a credential binding
+        never empties the cached tool catalog."""
         return self._write(connector, revision, runtime_config=config)
 
     def _write(self, connector: Connector, revision: int, **fields: Any) -> Connector:
@@ -489,8 +489,8 @@ class ConnectorService(ToolViewsMixin):
         )
 
     def remove(self, name: str) -> Connector:
-        """Delete a connector; its grants and cache go with it (FK cascade, seed 003 §15), and so do
-        the credentials it owns (seed 003 addendum 2026-09-07).
+        """Delete a connector; its grants and cache go with it (FK cascade), and so do the
+        credentials it owns.
 
         Raises:
             NotFoundError, BuiltinConnectorError (``builtin_connector``).
@@ -543,7 +543,7 @@ class ConnectorService(ToolViewsMixin):
         )
 
     def clear_grant(self, name: str, tool: str, *, project: Path | None = None, kind: GrantKind = "tool") -> bool:
-        """Remove a grant so the subject inherits again (seed 003 §20.2); False if there was none.
+        """Remove a grant so the subject inherits again; False if there was none.
 
         Raises:
             ConfigError: ``invalid_config`` (field ``tool``) as :meth:`grant`.
@@ -578,8 +578,8 @@ class ConnectorService(ToolViewsMixin):
     # -- probe ------------------------------------------------------------------------------
 
     async def probe(self, name: str, *, workspace: Path, **login: Any) -> ProbeResult:
-        """Run a real connect probe (seed 003 §9), store its outcome (:meth:`last_probe`) whatever
-        it is, and cache the catalog when it is ready.
+        """Run a real connect probe, store its outcome (:meth:`last_probe`) whatever it is, and
+        cache the catalog when it is ready.
 
         Args:
             workspace: the canonical workspace root (see :meth:`project`); stdio servers run there.
@@ -587,8 +587,8 @@ class ConnectorService(ToolViewsMixin):
                 (:meth:`patchbay.control.oauth.OAuthService.login`; see :meth:`Prober.probe`).
         """
         connector = self.get(name)
-        try:  # the egress audit names the workspace's project (seed 003 §14.2) by its stable id; a
-            # probe does not make the workspace a project (projects get snapshots written, §10.3)
+        try:  # the egress audit names the workspace's project by its stable id; a
+            # probe does not make the workspace a project (projects get snapshots written)
             project_id: str | None = project_id_for(str(real_dir(workspace)))
         except ConfigError:
             project_id = None  # not a directory: the probe reports it (stdio), or needs none (remote)

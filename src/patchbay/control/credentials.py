@@ -1,8 +1,8 @@
 """The credential service: bindings of connectors to credentials, and the credentials themselves.
 
-Seed 003 §11.1, §7.3, §15 and the addenda dated 2026-09-04 and 2026-09-07. The control plane is
-the only writer of the credential store (DESIGN.md "Layers"); values enter here and leave only
-through :meth:`patchbay.adapters.credentials.CredentialStore.resolve` at connect time.
+The control plane is the only writer of the credential store (DESIGN.md "Layers"); values enter here
+and leave only through :meth:`patchbay.adapters.credentials.CredentialStore.resolve` at connect
+time.
 
 What a binding request looks like (:class:`BindingSpec`, parsed from the command line by
 :func:`parse_env`, :func:`parse_header` and :func:`parse_bearer`)::
@@ -19,8 +19,8 @@ A value that starts with ``@`` is written ``@@…``. Rules:
   changes that credential's value in place (same id, no connector revision change);
 * a credential a connector no longer binds, that it owns and that no other connector binds, is
   deleted; removing a connector deletes every credential it owns (addendum 2026-09-07);
-* changes to the store and the database are compensated: when the database write fails, the
-  store is put back as it was (seed 003 §15);
+* changes to the store and the database are compensated: when the database write fails, the store is
+  put back as it was;
 * crash consistency: a change writes the store first and then commits the database, both under
   the store's lock (:meth:`~patchbay.adapters.credentials.CredentialStore.transaction`), so a
   crash between them leaves at worst credentials no connector refers to. :meth:`CredentialService.repair`,
@@ -101,7 +101,7 @@ class _Plan:
 
 
 class CredentialService:
-    """Bindings and credentials (seed 003 §11.1); used by :class:`~patchbay.control.connectors.ConnectorService`.
+    """Bindings and credentials; used by :class:`~patchbay.control.connectors.ConnectorService`.
 
     Args:
         store: the credential store of the data home.
@@ -492,7 +492,7 @@ class CredentialService:
     def view(
         self, credential: Credential, names: Mapping[str, str], bound: Mapping[str, list[dict[str, str]]]
     ) -> dict[str, Any]:
-        """The public shape of one credential: never its value (seed 003 addendum 2026-09-07)."""
+        """The public shape of one credential: never its value."""
         return {
             "id": credential.credential_id,
             "kind": credential.kind,
@@ -594,7 +594,7 @@ class CredentialService:
 
     def remove(self, credential_id: str, *, force: bool = False) -> dict[str, Any]:
         """Delete a credential. One still bound is deleted only with ``force``: its connectors keep
-        the binding and stop with ``auth_required`` until given another (seed 003 §4.3 "Disconnect").
+        the binding and stop with ``auth_required`` until given another.
 
         Raises:
             NotFoundError: ``not_found``.

@@ -1,4 +1,4 @@
-"""The control plane's OAuth 2.1 service: configure, log in, show, log out (seed 003 §11.2).
+"""The control plane's OAuth 2.1 service: configure, log in, show, log out.
 
 :class:`OAuthService` writes a connector's :class:`~patchbay.core.oauth.OAuthConfig` (secrets go
 into the CredentialStore as credentials the connector owns; the config keeps their ids), runs a

@@ -1,5 +1,5 @@
-"""Per-connector runtime options as the control plane changes them (seed 000 §3, §3.1; seed 003
-§5.1 ``runtime_config``): sparse merging of changes, and the strict write-side check."""
+"""Per-connector runtime options as the control plane changes them (``runtime_config``): sparse
+merging of changes, and the strict write-side check."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The bounded real connect probe (seed 003 §9).
+"""The bounded real connect probe.
 
-A connect probe opens a temporary connection to one connector through the official SDK, runs the
-MCP handshake, lists the tools (and the resources, when the server advertises them) and closes
-the connection again. It never calls a tool. Everything is bounded (seed 003 §9.2):
+A connect probe opens a temporary connection to one connector through the official SDK, runs the MCP
+handshake, lists the tools (and the resources, when the server advertises them) and closes the
+connection again. It never calls a tool. Everything is bounded:
 
 * the whole probe -- spawn or connect, ``initialize``, every list page -- must finish within
   ``Settings.probe_connect_timeout`` seconds (15 s), else the result is ``timeout``;
@@ -16,12 +16,12 @@ the connection again. It never calls a tool. Everything is bounded (seed 003 §9
 * the server process (and its process group) is gone when :meth:`Prober.probe` returns, whether
   it succeeded, failed, timed out or the caller was cancelled (the transports shield teardown).
 
-The result's diagnostics (message, stderr tail) are redacted (:mod:`patchbay.core.redaction`),
-and the exact values of ``env``/``headers`` (credentials) are masked everywhere in it, the
-catalog and server info included (seed 003 §11, §14.3).
+The result's diagnostics (message, stderr tail) are redacted (:mod:`patchbay.core.redaction`), and
+the exact values of ``env``/``headers`` (credentials) are masked everywhere in it, the catalog and
+server info included.
 
 A server failure never raises: it becomes a :class:`~patchbay.core.models.ProbeResult` with
-``state="error"`` and one stable code of seed 003 §9.3, chosen by
+``state="error"`` and one stable probe code, chosen by
 :func:`patchbay.adapters.transports.classify`. Front ends switch on that code, never on the text.
 """
 
@@ -82,7 +82,7 @@ def _client_info() -> types.Implementation:
 
 
 def _checked_target(target: ConnectorTarget, workspace: Path) -> ConnectorTarget:
-    """Re-apply the seed 003 §7.3 rules; a stored target may predate them.
+    """Re-apply the validation rules; a stored target may predate them.
 
     Raises:
         ConfigError: ``invalid_config``.
@@ -98,9 +98,9 @@ def _checked_target(target: ConnectorTarget, workspace: Path) -> ConnectorTarget
 
 def _without_known(items: list[Any], known_secrets: tuple[str, ...]) -> tuple[Any, ...]:
     """Catalog entries (``ToolSummary``/``ResourceSummary``) with every exact known secret value
-    masked; an entry without one is kept as it is. The catalog is cached in the store, which
-    never holds a credential value (seed 003 §11), and the pattern rules are not applied to it:
-    a tool's description or schema is data, not a diagnostic."""
+    masked; an entry without one is kept as it is. The catalog is cached in the store, which never
+    holds a credential value, and the pattern rules are not applied to it: a tool's description or
+    schema is data, not a diagnostic."""
     if not known_secrets and not registered_secrets():
         return tuple(items)
     out = []
@@ -112,7 +112,7 @@ def _without_known(items: list[Any], known_secrets: tuple[str, ...]) -> tuple[An
 
 
 class Prober:
-    """Runs bounded connect probes (seed 003 §9) and reports each as a ``ProbeResult``.
+    """Runs bounded connect probes and reports each as a ``ProbeResult``.
 
     One instance is meant to live as long as the control plane: its per-connector locks and its
     global limit only coordinate probes that go through the same instance. Both are created
@@ -131,7 +131,7 @@ class Prober:
         settings: the probe bounds (``probe_connect_timeout``, ``probe_max_pages``,
             ``probe_max_metadata_bytes``, ``stderr_tail_bytes``, ``probe_concurrency``) and the
             SDK handshake ``protocol_mode``.
-        credentials: resolves a connector's credential bindings at probe time (seed 003 §11.1);
+        credentials: resolves a connector's credential bindings at probe time;
             None: a connector with bindings fails with ``auth_required``.
     """
 
@@ -173,13 +173,13 @@ class Prober:
         verify: Callable[[], Awaitable[None]] | None = None,
         login_timeout: float = 300.0,
     ) -> ProbeResult:
-        """Connect to ``connector`` once, list what it offers, disconnect (seed 003 §9.1 "connect").
+        """Connect to ``connector`` once, list what it offers, disconnect.
 
         Waits first for any running probe of the same ``connector_id``, then for one of the
         ``probe_concurrency`` global slots; the timeout starts only once both are held.
 
         Args:
-            connector: the connector to probe; its target is validated again (seed 003 §7.3).
+            connector: the connector to probe; its target is validated again.
             workspace: the canonical workspace root; a stdio server runs in ``workspace / cwd``.
             env: resolved extra environment variables for a stdio server (credential values
                 arrive here and are never stored); their exact values are masked in the stderr
@@ -187,19 +187,18 @@ class Prober:
             headers: resolved extra HTTP headers for a remote server (same treatment).
             project_id: the project the probe runs for, named in its egress audit line.
             authorizer / verify / login_timeout: for a connector with OAuth settings
-                (``runtime_config["oauth"]``, seed 003 §11.2): the probe authorizes with its stored
-                grant (refreshing it when due); with an ``authorizer`` a missing grant starts a
-                login (the probe deadline is lifted once a person is involved; the login waits
+                (``runtime_config["oauth"]``): the probe authorizes with its stored grant
+                (refreshing it when due); with an ``authorizer`` a missing grant starts a login (the
+                probe deadline is lifted once a person is involved; the login waits
                 ``login_timeout`` seconds and ``verify`` may refuse the callback), without one it
                 ends with ``auth_required``/``auth_expired``.
 
         Every HTTP/SSE request goes through the egress guard with the connector's
         ``allow_private`` option (``network_blocked`` when refused; nothing is sent), and every
         probe that gets as far as connecting appends one ``mcp_probe`` line to
-        ``<home>/egress-audit.jsonl`` (seed 003 §14.2).
-                When neither is given, the connector's bindings are resolved through
-                ``credentials`` (each value registered for redaction and masked the same way); a
-                binding that cannot be resolved ends the probe with ``auth_required`` before
+        ``<home>/egress-audit.jsonl``. When neither is given, the connector's bindings are resolved
+                through ``credentials`` (each value registered for redaction and masked the same
+                way); a binding that cannot be resolved ends the probe with ``auth_required`` before
                 anything is started (``details`` are in the message: which binding, why).
 
         Returns:
@@ -301,7 +300,7 @@ class Prober:
             if not decision.approved:
                 refused.append(decision)
             note = decision.request.extensions.get(AUDIT_NOTE)
-            if note is not None:  # one line per OAuth request (seed 003 §14.2)
+            if note is not None:  # one line per OAuth request
                 audit.record(
                     note,
                     connector_id=connector.connector_id,
@@ -389,7 +388,7 @@ class Prober:
             )
         if failure is not None and links:
             limit = getattr(links[0], "limit_exceeded", lambda: None)()
-            if limit:  # the server died of one of its resource limits (seed 003 addendum 2026-09-04)
+            if limit:  # the server died of one of its resource limits
                 failure = (failure[0], f"{failure[1]} (the server was stopped by its {limit} limit)")
         return result(catalog if failure is None else None, failure, links)
 

@@ -1,10 +1,10 @@
-"""Runtime projection: canonical state → ``<workspace>/.patchbay/mcp-runtime.json`` (seed 003 §10.3).
+"""Runtime projection: canonical state → ``<workspace>/.patchbay/mcp-runtime.json``.
 
 The control plane is the only writer of the snapshot a workspace runtime loads
 (:func:`patchbay.runtime.snapshot.load_snapshot`); its schema is
-:class:`~patchbay.runtime.snapshot.RuntimeSnapshot`. Rules per connector (seed 003 §10.3 and the
-addendum dated 2026-09-04), derived from the control plane's own decision function
-(:func:`patchbay.core.policy.decide`, DESIGN.md "Permissions") so both sides cannot drift:
+:class:`~patchbay.runtime.snapshot.RuntimeSnapshot`. Rules per connector, derived from the control
+plane's own decision function (:func:`patchbay.core.policy.decide`, DESIGN.md "Permissions") so both
+sides cannot drift:
 
 * only globally enabled connectors are written; ``lifecycle`` defaults to ``lazy``;
 * ``include_tools``/``exclude_tools`` are copied; every tool whose explicit decision is Deny (a
@@ -21,7 +21,7 @@ addendum dated 2026-09-04), derived from the control plane's own decision functi
 * resource-read and prompt grants are their own key spaces and are copied as stored (the runtime
   decides them with :func:`~patchbay.core.policy.decide_resource_read` and
   :func:`~patchbay.core.policy.decide_prompt`); no tool name can reach them;
-* no secret value: targets carry none (seed 003 §7.3) and credentials are bindings (references).
+* no secret value: targets carry none and credentials are bindings (references).
 
 Writing is atomic and ordered: under an exclusive ``flock`` of ``.patchbay/mcp-runtime.lock`` the
 state is read, a temporary file in ``.patchbay`` is written, fsynced and renamed over the snapshot,
@@ -40,10 +40,10 @@ URLs (possibly internal hosts), credential reference ids and tool catalogs; only
 same user read it, as with ``credentials.json``. A ``.gitignore`` of ``*`` is written when the
 directory is created, so the per-user state is not committed by accident.
 
-Re-projection after a mutation (seed 003 §10.5 steps 1–2; the reload of live runtimes is not
-here): a global change re-projects every known workspace (the projects table), a project grant
-only its own; a workspace that no longer exists, or cannot be written, is skipped and reported
-(:class:`ProjectionReport`), never a failure of the committed mutation.
+Re-projection after a mutation (the reload of live runtimes is not here): a global change
+re-projects every known workspace (the projects table), a project grant only its own; a workspace
+that no longer exists, or cannot be written, is skipped and reported (:class:`ProjectionReport`),
+never a failure of the committed mutation.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def _prompt_grants(grants: dict[str, GrantDecision]) -> dict[str, Literal["allow
 
 
 def build_snapshot(config: RuntimeConfig, *, generated_at: int) -> RuntimeSnapshot:
-    """The snapshot of one workspace: its enabled connectors, by name (seed 003 §10.3).
+    """The snapshot of one workspace: its enabled connectors, by name.
 
     Args:
         config: :meth:`ConnectorService.runtime_config` of the workspace.

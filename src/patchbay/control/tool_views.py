@@ -2,10 +2,10 @@
 
 :class:`ToolViewsMixin` gives :class:`~patchbay.control.connectors.ConnectorService` the methods
 that resolve workspaces to stable projects, tell whether a cached tool catalog still matches its
-connector (fingerprint and revision, seed 003 §5.4), compute the effective decision of every tool
-(DESIGN.md "Permissions"; seed 003 §5.3) and build the
-:class:`~patchbay.core.models.RuntimeConfig` a workspace runtime loads. None of them commits a
-mutation; :meth:`ToolViewsMixin.project` only registers a workspace as a project on first use.
+connector (fingerprint and revision), compute the effective decision of every tool (DESIGN.md
+"Permissions") and build the :class:`~patchbay.core.models.RuntimeConfig` a workspace runtime loads.
+None of them commits a mutation; :meth:`ToolViewsMixin.project` only registers a workspace as a
+project on first use.
 """
 
 from __future__ import annotations
@@ -85,9 +85,9 @@ class ToolViewsMixin:
     def find_project(self, workspace: Path) -> Project | None:
         """The project of a workspace directory if it already has one; never creates it.
 
-        Read-only callers use this rather than :meth:`project`: every known project's workspace
-        gets its snapshot (``<workspace>/.patchbay/``) written on each committed change (seed 003
-        §10.3), so merely looking at a directory must not make it a project.
+        Read-only callers use this rather than :meth:`project`: every known project's workspace gets
+        its snapshot (``<workspace>/.patchbay/``) written on each committed change, so merely
+        looking at a directory must not make it a project.
 
         Raises:
             ConfigError: ``invalid_config`` (field ``project``) when the directory does not exist.
@@ -98,14 +98,14 @@ class ToolViewsMixin:
 
     def fingerprint(self, connector: Connector) -> str:
         """The config fingerprint a cached catalog of ``connector`` must carry to be fresh: its
-        target only (seed 003 §5.4); names, options and credential bindings are no part of it."""
+        target only; names, options and credential bindings are no part of it."""
         return config_fingerprint(connector.target, auth_type="none")
 
     def cached_catalog(self, connector: Connector) -> tuple[ToolCacheEntry | None, str]:
         """The cache entry if it still matches the connector's fingerprint and revision.
 
         Returns ``(entry, state)`` with state ``fresh``, ``stale`` or ``missing``; a stale entry is
-        returned as None: a changed fingerprint invalidates the catalog (seed 003 §5.4).
+        returned as None: a changed fingerprint invalidates the catalog.
         """
         entry = self.repository.get_tool_cache(connector.connector_id)
         if entry is None:
@@ -213,9 +213,9 @@ class ToolViewsMixin:
     def runtime_config(self, workspace: Path | Project) -> RuntimeConfig:
         """What a runtime for ``workspace`` may load: enabled connectors only, with their grants.
 
-        The input of the projected snapshot (seed 003 §10.3, :mod:`patchbay.control.projection`),
-        raw grants included; no secrets: only credential bindings (references), which the runtime
-        resolves when it starts a connector. ``workspace``: a directory, or its :class:`Project`.
+        The input of the projected snapshot (:mod:`patchbay.control.projection`), raw grants
+        included; no secrets: only credential bindings (references), which the runtime resolves when
+        it starts a connector. ``workspace``: a directory, or its :class:`Project`.
         """
         prj = workspace if isinstance(workspace, Project) else self.project(workspace)
         servers = []

@@ -1,5 +1,5 @@
 """What the connector service reports about tools: each with its effective decision (DESIGN.md
-"Permissions"; seed 003 §5.3, §5.4)."""
+"Permissions")."""
 
 from __future__ import annotations
 

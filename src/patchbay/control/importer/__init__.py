@@ -1,4 +1,4 @@
-"""Legacy MCP config import (seed 003 §12): discover host files, preview, commit.
+"""Legacy MCP config import: discover host files, preview, commit.
 
 Modules, by concept:
 

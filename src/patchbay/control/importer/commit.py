@@ -1,4 +1,4 @@
-"""Import commit (seed 003 §12.2, §15): only the selected definitions, all or nothing.
+"""Import commit: only the selected definitions, all or nothing.
 
 Commit never trusts an earlier preview: it scans again and imports what the files say now.
 Every selected entry must be importable (no problem, no name conflict, not shadowed); a
@@ -8,17 +8,17 @@ one that should win). Then, for each entry:
 * ``${VAR}``-style references become environment-reference credentials (``@env:VAR``);
 * plaintext values become managed credentials in the mode-0600 credential store, or, with
   ``references_only``, the whole commit is refused naming their fields (never their values);
-* the connector is stored with ``source = "imported"``, references only (seed 003 §11.1).
+* the connector is stored with ``source = "imported"``, references only.
 
 One transaction: every connector row is inserted in one database transaction
-(:meth:`~patchbay.adapters.store.Repository.create_connectors`); the credentials are written in
-one atomic store replace just before it commits, both under the store's lock
+(:meth:`~patchbay.adapters.store.Repository.create_connectors`); the credentials are written in one
+atomic store replace just before it commits, both under the store's lock
 (:meth:`~patchbay.control.credentials.CredentialService.create_with`). A failure before the commit
-leaves neither; a failed commit after the store write removes the credentials again
-(compensation, seed 003 §15); a crash in between leaves credentials the next start deletes.
-After the commit, every known workspace is re-projected, as after any connector mutation.
-Credential records come from the credential service (:meth:`CredentialService.prepare_new`),
-as for ``patchbay connector add --env KEY=@env:VAR``.
+leaves neither; a failed commit after the store write removes the credentials again (compensation);
+a crash in between leaves credentials the next start deletes. After the commit, every known
+workspace is re-projected, as after any connector mutation. Credential records come from the
+credential service (:meth:`CredentialService.prepare_new`), as for ``patchbay connector add --env
+KEY=@env:VAR``.
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def commit_import(
     connectors = service.credentials.create_with(
         lambda before_commit: service.repository.create_connectors(items, before_commit=before_commit), records
     )
-    return service._reprojected(  # a committed mutation re-projects every known workspace (seed 003 §10.5)
+    return service._reprojected(  # a committed mutation re-projects every known workspace
         _result(service, chosen, connectors)
     )
 

@@ -1,4 +1,4 @@
-"""Where legacy MCP config files are found, and how one is read (seed 003 §12.1).
+"""Where legacy MCP config files are found, and how one is read.
 
 Standard locations, scanned when no file is named (in precedence order: the first definition
 of a name wins, as in the hosts, project before user):
@@ -11,10 +11,10 @@ of a name wins, as in the hosts, project before user):
 6. ``~/.agents/mcp.json``
 7. ``~/.agents/mcp/mcp.json``
 
-Host-specific files are never scanned automatically (seed 003 §12.1); they are read only when
-the user names them, by path or by keyword (:data:`HOST_KEYWORDS`): Claude Desktop's
-``claude_desktop_config.json``, Claude Code's ``~/.claude.json`` (its user scope and the
-per-project scopes inside it), Cursor's ``~/.cursor/mcp.json`` and VS Code's user ``mcp.json``.
+Host-specific files are never scanned automatically; they are read only when the user names them, by
+path or by keyword (:data:`HOST_KEYWORDS`): Claude Desktop's ``claude_desktop_config.json``, Claude
+Code's ``~/.claude.json`` (its user scope and the per-project scopes inside it), Cursor's
+``~/.cursor/mcp.json`` and VS Code's user ``mcp.json``.
 
 The home directory is always passed in (tests use a fake one; nothing here reads ``$HOME``).
 Reading never follows into anything but a regular file (a FIFO would block), is bounded by
@@ -245,7 +245,7 @@ def load_source(source: SourceFile) -> LoadedFile:
 
     A file that exists but cannot be parsed is ``malformed`` with a
     :class:`~patchbay.control.importer.jsonc.MalformedConfigError` carrying its line and column:
-    malformed is never treated as missing (seed 003 §12).
+    malformed is never treated as missing.
     """
     shown = str(source.path)
     try:

@@ -1,5 +1,5 @@
-"""JSONC: JSON with ``//`` and ``/* */`` comments and trailing commas (seed 003 §12; the format of
-VS Code, Cursor, Claude Code and pi-mcp-adapter config files, shared/notes/host-config-formats.md).
+"""JSONC: JSON with ``//`` and ``/* */`` comments and trailing commas (the format of VS Code,
+Cursor, Claude Code and pi-mcp-adapter config files, shared/notes/host-config-formats.md).
 
 How it works: :func:`strip_jsonc` blanks every comment and every trailing comma with spaces,
 keeping every newline and the length of every line, so the result is plain JSON whose line and

@@ -1,8 +1,8 @@
-"""What an import preview and an import commit report (seed 003 §12.2, §8.2).
+"""What an import preview and an import commit report.
 
-These are the public shapes (CLI ``--json``, later the API): no field ever carries a secret
-value. A plaintext value shows only as ``configured: true`` (seed 003 §14.3), a ``!command``
-helper only by the program it would run (``run: false``), a URL with a secret in it redacted.
+These are the public shapes (CLI ``--json``, later the API): no field ever carries a secret value. A
+plaintext value shows only as ``configured: true``, a ``!command`` helper only by the program it
+would run (``run: false``), a URL with a secret in it redacted.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class BindingView(_View):
 
 
 class SecretView(_View):
-    """A suspected plaintext secret: shown only as configured (seed 003 §14.3)."""
+    """A suspected plaintext secret: shown only as configured."""
 
     field: str
     configured: Literal[True] = True
@@ -124,7 +124,7 @@ class ConflictView(_View):
 
 
 class PreviewEntry(_View):
-    """One server definition, normalised (seed 003 §12.2)."""
+    """One server definition, normalised."""
 
     name: str
     """The name in the file."""

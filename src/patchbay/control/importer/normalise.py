@@ -1,5 +1,5 @@
-"""One legacy server definition → the connector Patchbay would store (seed 003 §12; the host
-differences listed in shared/notes/host-config-formats.md).
+"""One legacy server definition → the connector Patchbay would store (the host differences listed in
+shared/notes/host-config-formats.md).
 
 What each difference maps to:
 
@@ -11,9 +11,9 @@ What each difference maps to:
   ``/sse`` → ``sse``; ``socket`` → socket (pi-mcp-adapter). Several of them → not importable;
 * ``${VAR}``, ``${env:VAR}``, ``$env:VAR``, ``{env:VAR}`` as a whole env/header value → an
   environment-reference credential (``--env KEY=@env:VAR``); ``${VAR:-default}`` the same, the
-  default dropped (a loss); ``Authorization: Bearer ${VAR}`` → a bearer binding to ``$VAR``;
-  a value mixing text and a variable → not importable; a variable in ``command``, ``args`` or
-  ``url`` → not importable (Patchbay passes them literally, seed 003 addendum 2026-09-04);
+  default dropped (a loss); ``Authorization: Bearer ${VAR}`` → a bearer binding to ``$VAR``; a value
+  mixing text and a variable → not importable; a variable in ``command``, ``args`` or ``url`` → not
+  importable (Patchbay passes them literally);
 * a plaintext env/header value → a managed credential (a suspected secret is flagged);
 * ``${input:id}`` (VS Code ``inputs``) → needs user input: not importable unless
   ``--input id=VAR`` maps it to an environment variable;
@@ -23,8 +23,8 @@ What each difference maps to:
 * ``${workspaceFolder}``/``${userHome}``/``${pathSeparator}`` → substituted with the workspace,
   the home directory, ``/``. In ``cwd`` this is exact (a stdio cwd is workspace-relative); in
   ``command``, ``args`` and env values the path is fixed at import time (a loss);
-* ``cwd`` outside the workspace → not importable (seed 003 §7.3); a ``socket`` or ``envFile``
-  outside it is reported only;
+* ``cwd`` outside the workspace → not importable; a ``socket`` or ``envFile`` outside it is reported
+  only;
 * ``disabled``/``enabled`` → the connector's enabled flag; ``includeTools``/``excludeTools``/
   ``disabledTools`` → include/exclude globs; ``lifecycle`` → the lifecycle option;
 * tool approvals (``autoApprove``, ``alwaysAllow``), OAuth (``auth``, ``oauth``), timeouts and

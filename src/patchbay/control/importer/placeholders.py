@@ -1,4 +1,4 @@
-"""The value syntaxes of host config files (seed 003 §12; shared/notes/host-config-formats.md).
+"""The value syntaxes of host config files (shared/notes/host-config-formats.md).
 
 A string value in a host file may hold, besides literal text:
 

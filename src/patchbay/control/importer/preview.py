@@ -1,4 +1,4 @@
-"""Import preview (seed 003 §12.2): read the files, normalise every definition, report each.
+"""Import preview: read the files, normalise every definition, report each.
 
 Per entry: source path and precedence, name, transport, suspected plaintext secrets (only as
 ``configured: true``), ``!command`` helpers (never run), name conflicts with existing
@@ -203,7 +203,7 @@ def scan(service: ConnectorService, *, workspace: Path, home: Path, **sources: U
 def preview_import(
     service: ConnectorService, *, workspace: Path, home: Path, **sources: Unpack[ImportSources]
 ) -> ImportPreview:
-    """Preview importing legacy MCP config files (seed 003 §12.2).
+    """Preview importing legacy MCP config files.
 
     Args:
         service: for the existing connectors (name conflicts); nothing is written.
