@@ -1,4 +1,4 @@
-"""Patchbay's REST API (seed 003 §8): FastAPI, served by ``patchbay serve``.
+"""Patchbay's REST API: FastAPI, served by ``patchbay serve``.
 
 Usage::
 

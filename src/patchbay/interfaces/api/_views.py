@@ -80,7 +80,7 @@ def auth_state(bindings: list[dict[str, Any]], oauth: str | None = None) -> c.Au
 
 
 def data_egress(connector: Connector) -> str:
-    """Where a connector's traffic goes, as the old catalog showed it (seed 003 §14.2)."""
+    """Where a connector's traffic goes, as the old catalog showed it."""
     target = connector.target
     if isinstance(target, HttpTarget):
         return "remote: audited by the egress guard"
@@ -145,7 +145,7 @@ def _summary_fields(
 
 
 def connector_summary(service: ConnectorService, connector: Connector) -> c.ConnectorSummary:
-    """One list entry (seed 003 §8.1): reads canonical state and the cache, opens no connection."""
+    """One list entry: reads canonical state and the cache, opens no connection."""
     entry, _ = service.cached_catalog(connector)
     return c.ConnectorSummary(**_summary_fields(service, connector, _bindings(service, connector), entry))
 

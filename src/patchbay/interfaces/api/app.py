@@ -1,4 +1,4 @@
-"""The REST API application (seed 003 §8): :func:`create_app` builds it, ``patchbay serve`` serves it.
+"""The REST API application: :func:`create_app` builds it, ``patchbay serve`` serves it.
 
 Usage::
 
@@ -11,10 +11,10 @@ response models), errors in :mod:`~patchbay.interfaces.api.errors`, routes by ar
 compatibility projections). Routes only translate: the connector service
 (:class:`~patchbay.control.connectors.ConnectorService`) validates, writes and decides.
 
-Where the state is: one :class:`ApiContext` per app holds the settings and one connector service
-(so one prober: per-connector probe locks and the global probe limit are shared by every request,
-seed 003 §9.2, §15). The store is opened on first use; while it cannot be opened every route
-answers 503 ``canonical_state_unavailable`` (seed 003 §15) and the next request tries again.
+Where the state is: one :class:`ApiContext` per app holds the settings and one connector service (so
+one prober: per-connector probe locks and the global probe limit are shared by every request). The
+store is opened on first use; while it cannot be opened every route answers 503
+``canonical_state_unavailable`` and the next request tries again.
 
 Who may call: a control plane on loopback can start local commands (a stdio connector is a
 command line), so neither a web page nor another user of the machine may drive it. Before any
@@ -27,18 +27,18 @@ or its session cookie is 401 ``unauthorized`` (:mod:`~patchbay.interfaces.api.au
 headers are sent, so browsers keep cross-origin pages out of the JSON routes. ``/docs`` and
 ``/redoc`` load their scripts from this server only.
 
-Sessions and runtime reload (seed 003 §10.2, §10.5): the app's lifespan runs one
+Sessions and runtime reload: the app's lifespan runs one
 :class:`~patchbay.runtime.sessions.SessionHost`, so the serve process hosts workspace runtimes
-(``/api/sessions``: open one, list its tools, call them on the governed path, close it). The
-host's :meth:`~patchbay.runtime.sessions.SessionHost.committed` is the connector service's one
+(``/api/sessions``: open one, list its tools, call them on the governed path, close it). The host's
+:meth:`~patchbay.runtime.sessions.SessionHost.committed` is the connector service's one
 :meth:`~patchbay.control.connectors.ConnectorService.on_committed` listener for reloads: every
-committed mutation re-projects the workspaces it affects, then the host rebuilds their idle
-sessions at once and marks busy ones ``restart_pending``. Each mutating route collects the
-reloads its own service calls caused (:func:`~patchbay.runtime.sessions.collect_reloads`) and
-answers with them as ``runtime_reload`` (``runtime_reload_failed`` and the sessions when a rebuild
-failed; the change is saved all the same). Leaving the lifespan closes every session: no server
-process is left behind. An app run without its lifespan (an ASGI client that skips it) has no
-host: its mutations report no sessions and the session routes answer 500 ``unknown``.
+committed mutation re-projects the workspaces it affects, then the host rebuilds their idle sessions
+at once and marks busy ones ``restart_pending``. Each mutating route collects the reloads its own
+service calls caused (:func:`~patchbay.runtime.sessions.collect_reloads`) and answers with them as
+``runtime_reload`` (``runtime_reload_failed`` and the sessions when a rebuild failed; the change is
+saved all the same). Leaving the lifespan closes every session: no server process is left behind. An
+app run without its lifespan (an ASGI client that skips it) has no host: its mutations report no
+sessions and the session routes answer 500 ``unknown``.
 Sessions are built from the projection in memory, never from the workspace file, and a change
 committed by another process (the store's change counter, read before each call) rebuilds a
 session before its next call.
@@ -138,7 +138,7 @@ class ApiContext:
 
     def _resolve(self, workspace: Path) -> Project:
         """The host's resolver: the workspace's project (created on first use), its snapshot
-        projected from the state committed now (seed 003 §10.2). Runs in a worker thread."""
+        projected from the state committed now. Runs in a worker thread."""
         service = self.connector_service()
         project = service.project(workspace)
         service.projector.project(project)

@@ -5,10 +5,10 @@ Every non-2xx answer is ``{"error": {"code", "message", "details"}}``
 
     code                          status  raised by
     validation_error              422     a request FastAPI cannot parse or validate (body, path,
-                                          query); an invalid_config error (ConfigError, seed
-                                          003 §7.3: details.field names the field; a malformed
-                                          import file: details.line/column; details.cause is
-                                          "invalid_config"); a ValidationError
+                                          query); an invalid_config error (ConfigError,
+                                          details.field names the field; a malformed import file:
+                                          details.line/column; details.cause is "invalid_config"); a
+                                          ValidationError
     not_found                     404     NotFoundError; a path no route has
     revision_conflict             409     RevisionConflictError (details.expected, details.actual;
                                           the message says which revision: the connector's or
@@ -16,7 +16,7 @@ Every non-2xx answer is ``{"error": {"code", "message", "details"}}``
                                           (NameTakenError: details.field "name", details.cause
                                           "name_taken")
     builtin_connector             403     BuiltinConnectorError
-    canonical_state_unavailable   503     CanonicalStateUnavailable (seed 003 §15)
+    canonical_state_unavailable   503     CanonicalStateUnavailable
     origin_refused                403     a Host or Origin header this server does not answer
                                           (see :mod:`patchbay.interfaces.api.app`)
     method_not_allowed            405     a method the path does not have
@@ -28,7 +28,7 @@ Every non-2xx answer is ``{"error": {"code", "message", "details"}}``
                                           session routes of an app served without its lifespan
 
 A tool call (``POST /api/sessions/{session_id}/call``) that produced no result answers with the
-ToolCallError's failure reason as the code (DESIGN.md "Stable error codes"; seed 000 §3.1)::
+ToolCallError's failure reason as the code (DESIGN.md "Stable error codes")::
 
     permission_denied             403     a deny (policy or grant); the server never saw the call
     approval_unavailable          403     an ``ask`` decision and no ``"approve": "once"``

@@ -1,10 +1,10 @@
 """The JSON response every route answers with: every string redacted on the way out.
 
-No route puts a secret in a response on purpose (contracts have no field for one); this is the
-same last line of defence the CLI's ``--json`` output has (seed 003 §14.3): every string value
-is passed through :func:`~patchbay.core.redaction.redact_text` (patterns and registered credential
-values), keys stay as they are (field names such as ``auth_state`` are not secrets). Lone
-surrogates, which JSON text cannot carry in UTF-8, become U+FFFD.
+No route puts a secret in a response on purpose (contracts have no field for one); this is the same
+last line of defence the CLI's ``--json`` output has: every string value is passed through
+:func:`~patchbay.core.redaction.redact_text` (patterns and registered credential values), keys stay
+as they are (field names such as ``auth_state`` are not secrets). Lone surrogates, which JSON text
+cannot carry in UTF-8, become U+FFFD.
 """
 
 from __future__ import annotations

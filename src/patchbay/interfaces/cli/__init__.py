@@ -1,9 +1,8 @@
 """The ``patchbay`` command line (Typer + Rich). Every command takes ``--json``.
 
 ``--home DIR`` (or ``PATCHBAY_HOME``) picks the data home; the default is the platform user-data
-directory. Everything the CLI writes is redacted (seed 003 §14.3): its console output and JSON
-(see ``_context``) and Python log records (:func:`configure_logging`), with ``PATCHBAY_DEBUG=1``
-as well.
+directory. Everything the CLI writes is redacted: its console output and JSON (see ``_context``) and
+Python log records (:func:`configure_logging`), with ``PATCHBAY_DEBUG=1`` as well.
 """
 
 from __future__ import annotations
@@ -87,14 +86,14 @@ class _StderrHandler(logging.StreamHandler[TextIO]):
 def configure_logging(*, debug: bool) -> None:
     """Route Python log records to stderr through :class:`~patchbay.core.redaction.RedactingFilter`.
 
-    One handler on the root logger (added once per process, whatever the number of commands run
-    in it) writes every record that reaches it to stderr, redacted: the message with its
-    arguments, tracebacks and stack info (seed 003 §14.3). Without ``debug`` the handler passes
-    warnings and above, and the SDK's own loggers (``mcp``, ``httpx2``, ``httpcore2``) are kept
-    off the terminal entirely: the SDK logs e.g. every non-JSON stdout line of a server with a
-    traceback that quotes the line, and what matters reaches the user through probe results and
-    events. With ``debug`` (``PATCHBAY_DEBUG=1``) those records come through, ``patchbay`` and
-    ``mcp`` down to DEBUG, still redacted.
+    One handler on the root logger (added once per process, whatever the number of commands run in
+    it) writes every record that reaches it to stderr, redacted: the message with its arguments,
+    tracebacks and stack info. Without ``debug`` the handler passes warnings and above, and the
+    SDK's own loggers (``mcp``, ``httpx2``, ``httpcore2``) are kept off the terminal entirely: the
+    SDK logs e.g. every non-JSON stdout line of a server with a traceback that quotes the line, and
+    what matters reaches the user through probe results and events. With ``debug``
+    (``PATCHBAY_DEBUG=1``) those records come through, ``patchbay`` and ``mcp`` down to DEBUG, still
+    redacted.
 
     Args:
         debug: whether ``PATCHBAY_DEBUG`` is set.

@@ -1,5 +1,5 @@
-"""Credential-binding flags of ``connector add`` and ``connector set`` (seed 003 §11.1, addendum
-2026-09-07), and how bindings are printed: references, never values.
+"""Credential-binding flags of ``connector add`` and ``connector set``, and how bindings are
+printed: references, never values.
 
 ``--env KEY=VALUE`` stores VALUE as a managed credential owned by the connector; ``KEY=@env:VAR``
 binds Patchbay's own ``$VAR`` (read at connect time); ``KEY=@credential:ID`` binds a credential the

@@ -4,10 +4,10 @@ User errors print one line ``error[<code>]: <message>`` on stderr (or ``{"error"
 stdout with ``--json``) and exit non-zero; never a traceback (set ``PATCHBAY_DEBUG=1`` to see one,
 redacted).
 
-Everything the CLI prints is redacted (seed 003 §14.3, :mod:`patchbay.core.redaction`): both
-consoles write through a redacting stream, :func:`safe_text`/:func:`one_line` redact before they
-cut, and :func:`emit_json` redacts the document (secret-named keys lose their values, strings are
-scanned) except the values of Patchbay's own identifiers (:data:`NOT_SECRET_KEYS`).
+Everything the CLI prints is redacted (:mod:`patchbay.core.redaction`): both consoles write through
+a redacting stream, :func:`safe_text`/:func:`one_line` redact before they cut, and :func:`emit_json`
+redacts the document (secret-named keys lose their values, strings are scanned) except the values of
+Patchbay's own identifiers (:data:`NOT_SECRET_KEYS`).
 """
 
 from __future__ import annotations

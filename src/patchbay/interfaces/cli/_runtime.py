@@ -1,11 +1,9 @@
 """What the governed CLI commands (``patchbay call``, ``resource``, ``prompt``) share: a runtime
-built from the workspace's projected snapshot (seed 003 §10.2), the approver that ``--yes`` or a
-terminal gives it, one governed operation run on it, and how listings, sessions and governed
-failures are printed.
+built from the workspace's projected snapshot, the approver that ``--yes`` or a terminal gives it,
+one governed operation run on it, and how listings, sessions and governed failures are printed.
 
-Approvals (seed 000 §10; DESIGN.md "Permissions"): ``--yes`` approves once; a terminal on stdin and
-stderr asks; otherwise there is no approver and an ``ask`` decision is refused with
-``approval_unavailable``.
+Approvals (DESIGN.md "Permissions"): ``--yes`` approves once; a terminal on stdin and stderr asks;
+otherwise there is no approver and an ``ask`` decision is refused with ``approval_unavailable``.
 """
 
 from __future__ import annotations
@@ -42,9 +40,9 @@ _ANSWERS = {"o": "allow_once", "s": "allow_session", "d": "deny"}
 
 def project_snapshot(service: Any, project: Path) -> Any:
     """The runtime config of workspace ``project``: its snapshot, built in memory from the store
-    (the runtime reads nothing else; seed 003 §10.2). The workspace file is re-written too, for
-    runtimes in other processes, but never read back here: anything that can write the
-    workspace could replace it between the write and a read.
+    (the runtime reads nothing else). The workspace file is re-written too, for runtimes in other
+    processes, but never read back here: anything that can write the workspace could replace it
+    between the write and a read.
 
     Args:
         service: the :class:`~patchbay.control.connectors.ConnectorService`.

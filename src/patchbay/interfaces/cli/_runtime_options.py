@@ -1,5 +1,5 @@
-"""The per-connector runtime options of ``patchbay connector add|set|show`` (seed 000 §3, §3.1;
-seed 003 §5.1): their Typer options, text → number parsing, and the rows ``show`` prints.
+"""The per-connector runtime options of ``patchbay connector add|set|show``: their Typer options,
+text → number parsing, and the rows ``show`` prints.
 
 Values are parsed here only as far as text → number; every rule is the service's
 (``invalid_config`` naming the field).

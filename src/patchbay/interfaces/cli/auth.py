@@ -1,10 +1,10 @@
 """``patchbay auth configure | login | status | logout``: OAuth 2.1 for remote connectors.
 
-Seed 003 §11.2. ``configure`` stores a connector's OAuth settings (secrets become credentials it
-owns; ``VALUE``, ``@env:VAR`` or ``@credential:ID`` as for ``connector add --bearer``). ``login``
-prints the authorization URL, opens the browser unless ``--no-browser``, and waits on a loopback
-callback (``http://127.0.0.1:<port>/callback``); machine grants need no browser. ``status`` and
-``logout`` never print a token.
+``configure`` stores a connector's OAuth settings (secrets become credentials it owns; ``VALUE``,
+``@env:VAR`` or ``@credential:ID`` as for ``connector add --bearer``). ``login`` prints the
+authorization URL, opens the browser unless ``--no-browser``, and waits on a loopback callback
+(``http://127.0.0.1:<port>/callback``); machine grants need no browser. ``status`` and ``logout``
+never print a token.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """``patchbay credential list | show | set | rm``: the credential store, never a value.
 
-Seed 003 §11.1 and the addendum dated 2026-09-07: output names a credential's id, kind, source
-(``managed`` or ``environment`` with the variable's NAME), owner, where it is bound, whether it is
-configured and when it was last used -- never the value, in text or ``--json``. Credentials are
-created by ``patchbay connector add/set --env/--header/--bearer``; here they are inspected,
-rotated (``set --value-stdin`` keeps the value out of the shell history), shared and removed.
+Output names a credential's id, kind, source (``managed`` or ``environment`` with the variable's
+NAME), owner, where it is bound, whether it is configured and when it was last used -- never the
+value, in text or ``--json``. Credentials are created by ``patchbay connector add/set
+--env/--header/--bearer``; here they are inspected, rotated (``set --value-stdin`` keeps the value
+out of the shell history), shared and removed.
 """
 
 from __future__ import annotations

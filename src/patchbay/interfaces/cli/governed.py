@@ -302,7 +302,7 @@ def _parse_arguments(text: str | None) -> dict[str, Any]:
 
 def _explain_disabled(service: Any, tool: str, failure: ToolCallError, project: Path) -> None:
     """An ``unknown_tool`` failure for a connector that exists but is disabled says so; so does one
-    for a tool the snapshot hides because a grant denies it (seed 003 §10.3: Deny is excluded)."""
+    for a tool the snapshot hides because a grant denies it (Deny is excluded)."""
     if failure.reason != "unknown_tool" or not tool.startswith("mcp."):
         return
     name, _, original = tool[4:].partition(".")

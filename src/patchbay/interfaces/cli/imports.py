@@ -1,4 +1,4 @@
-"""``patchbay import preview|commit``: legacy MCP config import (seed 003 §12).
+"""``patchbay import preview|commit``: legacy MCP config import.
 
 ``preview`` reads the standard locations of the workspace and the home directory (or the files
 and host keywords named) and reports every server definition; it starts nothing and writes

@@ -1,4 +1,4 @@
-"""``patchbay prompt list | get``: a connector's MCP prompts from a terminal (seed 000 §8).
+"""``patchbay prompt list | get``: a connector's MCP prompts from a terminal.
 
 ``get NAME PROMPT key=value ...`` checks the arguments against the prompt's declaration before
 anything is sent (an unknown argument, or a required one missing or empty, is refused with

@@ -1,11 +1,11 @@
-"""``patchbay resource list | read``: a connector's MCP resources from a terminal (seed 000 §7).
+"""``patchbay resource list | read``: a connector's MCP resources from a terminal.
 
 Listing shows metadata only. ``read`` is an explicit include: it goes through the governed path
 (PermissionEngine with risk ``read``, ``sourcedFrom: user_explicit_include``) with the same approval
 behaviour as ``patchbay call``: ``--yes`` approves once, a terminal asks, and without a terminal an
 ``ask`` decision is refused with ``approval_unavailable``. ``patchbay grant NAME --resources
-allow|ask|deny`` decides a connector's reads (its own key space: no tool grant touches it). Runtimes are built from the workspace's projected
-snapshot, as for ``patchbay call`` (seed 003 §10.2).
+allow|ask|deny`` decides a connector's reads (its own key space: no tool grant touches it). Runtimes
+are built from the workspace's projected snapshot, as for ``patchbay call``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``patchbay serve``: the REST API (seed 003 §8) on uvicorn.
+"""``patchbay serve``: the REST API on uvicorn.
 
 Binds ``127.0.0.1:8765`` by default (``PATCHBAY_API_HOST`` / ``PATCHBAY_API_PORT``, or
 ``--host``/``--port``; ``--port 0`` takes any free port). Any address that is not loopback is
@@ -168,7 +168,7 @@ def serve(
         store_problem = exc.message  # routes answer 503 and try again; say so now
     sock = _bind(host, port)
     url = _url(sock)
-    # lifespan "on": the app's lifespan runs the session host (sessions, runtime reload; seed 003 §10.5)
+    # lifespan "on": the app's lifespan runs the session host (sessions, runtime reload)
     grace = settings.shutdown_grace
     # The backstop after the grace: uvicorn cancels request tasks whose answer still has not gone out.
     config = uvicorn.Config(

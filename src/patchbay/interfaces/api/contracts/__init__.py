@@ -1,22 +1,22 @@
-"""Every request and response body of the REST API (seed 003 §8), in one module (``contracts``).
+"""Every request and response body of the REST API, in one module (``contracts``).
 
-Names follow DESIGN.md and seed 003 §5: ``connector_id``, ``name``, ``display_name``, ``source``,
-``transport``, ``settings`` (``enabled``, ``include_tools``, ``exclude_tools``, ``approval_mode``,
-``revision``), ``decision``, ``project_id``. Requests refuse unknown fields; every mutation takes a
-JSON body (seed 003 §8.1: never ``?enabled=true``).
+Names follow DESIGN.md: ``connector_id``, ``name``, ``display_name``, ``source``, ``transport``,
+``settings`` (``enabled``, ``include_tools``, ``exclude_tools``, ``approval_mode``, ``revision``),
+``decision``, ``project_id``. Requests refuse unknown fields; every mutation takes a JSON body
+(never ``?enabled=true``).
 
-No response model has a field that could hold a secret value (seed 003 §8.3, §19 point 8): a
-credential is shown as its binding (``ref``, ``delivery``, ``name``, ``source``, ``variable`` --
-the NAME of an environment variable) and whether it resolves, never its value. The one secret a
-request may carry, :attr:`BindingRequest.value`, is a ``SecretStr``: write-only in the OpenAPI
-document and masked if it is ever printed.
+No response model has a field that could hold a secret value: a credential is shown as its binding
+(``ref``, ``delivery``, ``name``, ``source``, ``variable`` -- the NAME of an environment variable)
+and whether it resolves, never its value. The one secret a request may carry,
+:attr:`BindingRequest.value`, is a ``SecretStr``: write-only in the OpenAPI document and masked if
+it is ever printed.
 
 Errors are always :class:`ErrorResponse` (``{"error": {"code", "message", "details"}}``); see
 :mod:`patchbay.interfaces.api.errors` for codes and statuses.
 
-Runtime reload (seed 003 §10.5): every successful mutation carries ``runtime_reload``
-(:class:`RuntimeReload`: ``{"code": "runtime_reload_failed" | null, "sessions": [...]}``), how the
-sessions ``patchbay serve`` hosts took the committed change.
+Runtime reload: every successful mutation carries ``runtime_reload`` (:class:`RuntimeReload`:
+``{"code": "runtime_reload_failed" | null, "sessions": [...]}``), how the sessions ``patchbay
+serve`` hosts took the committed change.
 
 The models live by area in private modules (``_base``: error shape and reload report;
 ``_connectors``: connectors, settings, probe, tools and grants; ``_imports``: import and the

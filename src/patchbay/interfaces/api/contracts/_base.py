@@ -42,7 +42,7 @@ class ErrorResponse(_Response):
     error: ErrorBody
 
 
-# -- runtime reload (seed 003 §10.5) ----------------------------------------------------------
+# -- runtime reload ----------------------------------------------------------
 
 
 class SessionReloadView(_Response):
@@ -60,13 +60,13 @@ class SessionReloadView(_Response):
 
 
 class RuntimeReload(_Response):
-    """How the sessions of ``patchbay serve`` took a committed change (seed 003 §10.5 step 6).
+    """How the sessions of ``patchbay serve`` took a committed change.
 
     Every successful mutation carries it. The change is saved whatever it says; ``code`` is
-    ``runtime_reload_failed`` when some session could not be rebuilt (partial success, seed 003
-    §15: nothing is rolled back), else null. ``sessions`` lists the sessions the change affected
-    (every session for a global change, the project's for a project grant); empty when none is
-    open or nothing was committed.
+    ``runtime_reload_failed`` when some session could not be rebuilt (partial success: nothing is
+    rolled back), else null. ``sessions`` lists the sessions the change affected (every session for
+    a global change, the project's for a project grant); empty when none is open or nothing was
+    committed.
     """
 
     code: Literal["runtime_reload_failed"] | None

@@ -1,4 +1,4 @@
-"""Contracts of the connector, settings, probe, tool and grant routes (seed 003 §8.1)."""
+"""Contracts of the connector, settings, probe, tool and grant routes."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ _Pattern = Annotated[str, Field(min_length=1, max_length=512)]
 
 
 class StdioTargetBody(_Request):
-    """A local command, started without a shell (seed 003 §7.3)."""
+    """A local command, started without a shell."""
 
     transport: Literal["stdio"]
     command: Annotated[str, Field(min_length=1, max_length=4096)]
@@ -125,7 +125,7 @@ TargetView = Annotated[StdioTargetView | HttpTargetView | SocketTargetView, Fiel
 
 
 class RestartChange(_Request):
-    """Changes to the restart policy (seed 000 §3.1); ``null`` puts a key back to its default."""
+    """Changes to the restart policy; ``null`` puts a key back to its default."""
 
     enabled: bool | None = None
     base_delay: float | None = None
@@ -181,11 +181,10 @@ class RuntimeOptionsView(_Response):
 
 
 class BindingRequest(_Request):
-    """One credential binding (seed 003 §11.1, addendum 2026-09-07): where a value goes, and
-    exactly one of where it comes from: ``value`` (stored as a managed credential owned by the
-    connector), ``variable`` (the NAME of a variable of Patchbay's environment, optionally with a
-    ``default``), ``ref`` (an existing credential the connector owns or that was shared with it)
-    or ``plain`` (a value that is not a secret)."""
+    """One credential binding: where a value goes, and exactly one of where it comes from: ``value``
+    (stored as a managed credential owned by the connector), ``variable`` (the NAME of a variable of
+    Patchbay's environment, optionally with a ``default``), ``ref`` (an existing credential the
+    connector owns or that was shared with it) or ``plain`` (a value that is not a secret)."""
 
     delivery: Delivery
     """``env`` (stdio environment variable), ``header`` or ``bearer`` (``Authorization: Bearer``)."""
@@ -236,7 +235,7 @@ class BindingView(_Response):
 
 
 class SettingsView(_Response):
-    """Global settings of a connector (seed 003 §5.2); ``revision`` is the settings revision."""
+    """Global settings of a connector; ``revision`` is the settings revision."""
 
     enabled: bool
     include_tools: list[str]
@@ -250,7 +249,7 @@ class ProbeOutcomeView(_Response):
 
     state: Literal["ready", "error"]
     code: str | None
-    """The stable probe code of a failure (seed 003 §9.3): ``command_not_found``, ``timeout``, ..."""
+    """The stable probe code of a failure: ``command_not_found``, ``timeout``, ..."""
     message: str | None
     """Redacted."""
     tool_count: int
@@ -264,8 +263,8 @@ class ProbeOutcomeView(_Response):
 
 
 class ConnectorSummary(_Response):
-    """One connector in the list (seed 003 §8.1 list response): no live connection is opened to
-    answer it; states come from canonical state and the tool cache."""
+    """One connector in the list: no live connection is opened to answer it; states come from
+    canonical state and the tool cache."""
 
     connector_id: str
     name: str
@@ -281,7 +280,7 @@ class ConnectorSummary(_Response):
     auth_state: AuthState
     runtime_state: RuntimeState
     """``disabled``; ``ready`` when a fresh catalog is cached; ``error`` when the last probe of the
-    current configuration failed; else ``unknown`` (no live status yet, seed 003 §9.4)."""
+    current configuration failed; else ``unknown`` (no live status yet)."""
     tool_count: int
     error: ErrorBody | None
     """An invalid stored configuration (``validation_error``), else the failed last probe of the
@@ -315,7 +314,7 @@ class ResourceView(_Response):
 
 
 class CacheView(_Response):
-    """The tool cache of a connector (seed 003 §5.4)."""
+    """The tool cache of a connector."""
 
     state: CacheState
     """``fresh``; ``stale`` (configuration changed since: probe again); ``missing``."""
@@ -339,12 +338,12 @@ class ConnectorChanged(ConnectorDetail):
     took the change."""
 
     runtime_reload: RuntimeReload
-    """How the open sessions took the change (seed 003 §10.5)."""
+    """How the open sessions took the change."""
 
 
 class ConnectorCreate(_Request):
     """``POST /api/mcp/connectors``. The connector is created disabled unless ``enabled`` is true
-    (seed 003 §8.1: "optionally enable it at the same time")."""
+    ("optionally enable it at the same time")."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -388,8 +387,8 @@ class ConnectorUpdate(_Request):
 
 
 class ConnectorSettingsUpdate(_Request):
-    """``PUT /api/mcp/connectors/{connector}/settings`` (seed 003 §8.1 example): global enablement
-    and default tool policy under the settings ``revision``. Fields left out stay as they are."""
+    """``PUT /api/mcp/connectors/{connector}/settings``: global enablement and default tool policy
+    under the settings ``revision``. Fields left out stay as they are."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -417,7 +416,7 @@ class ConnectorDeleted(_Response):
     connector_id: str
     removed: bool
     runtime_reload: RuntimeReload
-    """How the open sessions took the change (seed 003 §10.5)."""
+    """How the open sessions took the change."""
 
 
 class DisconnectRequest(_Request):
@@ -446,15 +445,15 @@ class DisconnectResult(_Response):
     deleted_credentials: list[str]
     oauth: OAuthLogout
     runtime_reload: RuntimeReload
-    """How the open sessions took the change (seed 003 §10.5)."""
+    """How the open sessions took the change."""
 
 
 # -- probe and tools --------------------------------------------------------------------------
 
 
 class ProbeReport(_Response):
-    """One real connect probe (seed 003 §9); a failing server is a 200 with ``state: error`` and a
-    stable ``code`` (§9.3)."""
+    """One real connect probe; a failing server is a 200 with ``state: error`` and a stable
+    ``code``."""
 
     connector: str
     state: RuntimeState
@@ -469,8 +468,8 @@ class ProbeReport(_Response):
     duration_ms: int
     diagnostics: list[dict[str, Any]]
     runtime_reload: RuntimeReload
-    """How the open sessions took the new cached catalog (a ready probe re-projects; seed 003
-    §10.5); empty sessions otherwise."""
+    """How the open sessions took the new cached catalog (a ready probe re-projects); empty sessions
+    otherwise."""
 
 
 class ProjectView(_Response):
@@ -549,7 +548,7 @@ class ToolGrantSet(_Response):
     matches_known_tool: bool
     """Whether the cached catalog knows the tool (a grant for an unknown tool matches nothing yet)."""
     runtime_reload: RuntimeReload
-    """How the open sessions took the change (seed 003 §10.5)."""
+    """How the open sessions took the change."""
 
 
 class ToolGrantCleared(_Response):
@@ -560,7 +559,7 @@ class ToolGrantCleared(_Response):
     scope: Scope
     project_id: str | None
     runtime_reload: RuntimeReload
-    """How the open sessions took the change (seed 003 §10.5)."""
+    """How the open sessions took the change."""
 
 
 class GrantSet(_Response):

@@ -1,5 +1,4 @@
-"""Contracts of the legacy config import routes (seed 003 §8.2, §12) and of the deprecated
-compatibility projections (seed 003 §8.4)."""
+"""Contracts of the legacy config import routes and of the deprecated compatibility projections."""
 
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ __all__ = [
     "LegacyToggled",
 ]
 
-# -- legacy config import (seed 003 §8.2, §12) -------------------------------------------------
+# -- legacy config import -------------------------------------------------
 # The answers are the importer's own report shapes (ImportPreview, ImportResult, imported above),
 # the ones ``patchbay import ... --json`` prints: no field carries a secret value.
 
@@ -36,7 +35,7 @@ _Paths = Annotated[list[Annotated[str, Field(min_length=1, max_length=4096)]], F
 
 class ImportPreviewRequest(_Request):
     """``POST /api/mcp/import/preview[?cwd=]``: which files to read. Nothing is started, run or
-    connected (seed 003 §8.2)."""
+    connected."""
 
     paths: _Paths = Field(default_factory=list)
     """Files (relative to the workspace) or host keywords (``claude-desktop``, ``claude-code``,
@@ -68,10 +67,10 @@ class ImportCommitted(ImportResult):
     """``POST /api/mcp/import/commit``: what was imported, and how the open sessions took it."""
 
     runtime_reload: RuntimeReload
-    """How the open sessions took the change (seed 003 §10.5)."""
+    """How the open sessions took the change."""
 
 
-# -- compatibility projections (seed 003 §8.4) -------------------------------------------------
+# -- compatibility projections -------------------------------------------------
 
 
 class LegacyCatalogServer(_Response):
@@ -98,7 +97,7 @@ class LegacyServerSetting(_Response):
 
 
 class LegacyToggled(LegacyServerSetting):
-    """The old toggle's answer, plus how the open sessions took the change (seed 003 §10.5)."""
+    """The old toggle's answer, plus how the open sessions took the change."""
 
     runtime_reload: RuntimeReload
 

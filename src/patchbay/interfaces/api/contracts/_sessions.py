@@ -1,5 +1,5 @@
-"""Contracts of the session routes: workspace runtimes hosted by ``patchbay serve`` and the
-governed call path over REST (seed 000 §2, §6; seed 003 §10.2, §10.5)."""
+"""Contracts of the session routes: workspace runtimes hosted by ``patchbay serve`` and the governed
+call path over REST."""
 
 from __future__ import annotations
 
@@ -32,9 +32,9 @@ class SessionOpen(_Request):
     model_config = ConfigDict(json_schema_extra={"examples": [{"cwd": "/home/me/work/repo"}]})
 
     cwd: Annotated[str, Field(min_length=1, max_length=4096, pattern=r"^/[^\x00]*$")] | None = None
-    """Absolute path of the workspace directory; default: where the server was started. It
-    becomes a project if it is none yet, and its runtime snapshot is written there
-    (``<cwd>/.patchbay/mcp-runtime.json``, seed 003 §10.3)."""
+    """Absolute path of the workspace directory; default: where the server was started. It becomes a
+    project if it is none yet, and its runtime snapshot is written there
+    (``<cwd>/.patchbay/mcp-runtime.json``)."""
 
 
 class SessionView(_Response):
@@ -117,8 +117,7 @@ class ToolCallRequest(_Request):
 
 
 class ToolCallOutcome(_Response):
-    """A tool call's result (``patchbay.runtime.ToolCallResult``), bounded by the output guard
-    (seed 000 §11)."""
+    """A tool call's result (``patchbay.runtime.ToolCallResult``), bounded by the output guard."""
 
     session_id: str
     tool_call_id: str
@@ -127,7 +126,7 @@ class ToolCallOutcome(_Response):
     """The canonical tool name."""
     model_text: str
     """The text to hand on to a model: MCP output is untrusted, so it starts with
-    ``[mcp:<connector>:<tool>]`` and a newline (seed 000 §10, §12)."""
+    ``[mcp:<connector>:<tool>]`` and a newline."""
     content: list[dict[str, Any]]
     """The content blocks (MCP wire form); a head + tail preview when ``truncated``."""
     structured_content: dict[str, Any] | None
@@ -145,8 +144,8 @@ class SessionClosed(_Response):
 
 
 class SessionEvents(_Response):
-    """``GET /api/sessions/{session_id}/events``: one page of a session's event log (seed 000 §6),
-    open or closed, in ``seq`` order."""
+    """``GET /api/sessions/{session_id}/events``: one page of a session's event log, open or closed,
+    in ``seq`` order."""
 
     session_id: str
     events: list[dict[str, Any]]

@@ -1,6 +1,5 @@
-"""What every route shares: the context, the connector service, the ``{connector}`` path
-parameter, the ``cwd`` query parameter (the workspace, seed 003 §8.1), and the ``runtime_reload``
-report of a mutation (seed 003 §10.5)."""
+"""What every route shares: the context, the connector service, the ``{connector}`` path parameter,
+the ``cwd`` query parameter (the workspace), and the ``runtime_reload`` report of a mutation."""
 
 from __future__ import annotations
 
@@ -77,7 +76,7 @@ def workspace_or_default(context: ApiContext, cwd: str | None) -> Path:
 
 
 def reload_view(outcome: ReloadResult) -> c.RuntimeReload:
-    """A mutation's ``runtime_reload``: ``outcome.to_dict()`` as its contract (seed 003 §10.5).
+    """A mutation's ``runtime_reload``: ``outcome.to_dict()`` as its contract.
 
     Every mutating route wraps its service calls in
     :func:`~patchbay.runtime.sessions.collect_reloads` and reports what they caused: in a plain

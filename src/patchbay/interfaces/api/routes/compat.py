@@ -1,16 +1,16 @@
-"""Deprecated compatibility projections of the old routes (seed 003 §8.4, §19 point 14).
+"""Deprecated compatibility projections of the old routes.
 
 The old settings page read a catalog and toggled servers by id. These routes answer in the old
 shapes from the connector service (no second store, no second writer):
 
 * ``GET /api/mcp/catalog`` and ``GET /api/settings/mcp``: read-only projections of the connectors;
-* ``PUT /api/settings/mcp/{server_id}`` with ``{"enabled": bool}``: the global settings mutation
-  of ``PUT /api/mcp/connectors/{connector}/settings``, without ``revision`` and without ``cwd``
-  (seed 003 §8.4: "不再要求 cwd").
+* ``PUT /api/settings/mcp/{server_id}`` with ``{"enabled": bool}``: the global settings mutation of
+  ``PUT /api/mcp/connectors/{connector}/settings``, without ``revision`` and without ``cwd`` (the
+  old routes no longer require ``cwd``).
 
 Every answer carries ``Deprecation: true`` and a ``Link`` to its successor; the OpenAPI document
-marks the operations ``deprecated``. Removal condition: they are deleted two releases after the
-one that introduced the connector API (0.1.0), i.e. in 0.3.0 (seed 003 §8.4: "两个版本后删除").
+marks the operations ``deprecated``. Removal condition: they are deleted two releases after the one
+that introduced the connector API (0.1.0), i.e. in 0.3.0.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from patchbay.runtime.sessions import collect_reloads
 __all__ = ["REMOVED_IN", "router"]
 
 REMOVED_IN = "0.3.0"
-"""The release that deletes these routes (two releases after 0.1.0, seed 003 §8.4)."""
+"""The release that deletes these routes (two releases after 0.1.0)."""
 
 router = APIRouter(tags=["deprecated"], deprecated=True)
 

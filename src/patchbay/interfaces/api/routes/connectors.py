@@ -1,8 +1,8 @@
-"""Connector routes (seed 003 §8.1): list, create, show, update, delete, global settings, disconnect.
+"""Connector routes: list, create, show, update, delete, global settings, disconnect.
 
-Every route but disconnect is a plain ``def``: FastAPI runs it in a worker thread, so the
-blocking store and credential-store calls of the connector service never stall the event loop.
-Every mutation answers with ``runtime_reload``: how the open sessions took it (seed 003 §10.5).
+Every route but disconnect is a plain ``def``: FastAPI runs it in a worker thread, so the blocking
+store and credential-store calls of the connector service never stall the event loop. Every mutation
+answers with ``runtime_reload``: how the open sessions took it.
 """
 
 from __future__ import annotations
@@ -99,8 +99,8 @@ def _changed(detail: c.ConnectorDetail, reload: c.RuntimeReload) -> c.ConnectorC
 
 @router.get("", response_model=c.ConnectorList, responses=error_responses(), summary="List connectors")
 def list_connectors(service: Service) -> c.ConnectorList:
-    """Every connector with its global settings and states, from canonical state and the tool
-    cache only: listing never starts a command or opens a connection (seed 003 §9.1)."""
+    """Every connector with its global settings and states, from canonical state and the tool cache
+    only: listing never starts a command or opens a connection."""
     return c.ConnectorList(connectors=[connector_summary(service, item) for item in service.list()])
 
 
@@ -114,7 +114,7 @@ def list_connectors(service: Service) -> c.ConnectorList:
 def create_connector(
     body: c.ConnectorCreate, service: Service, context: Context, cwd: Workspace = None
 ) -> c.ConnectorChanged:
-    """Register a connector (seed 003 §5.1, §7.3 validation). A stdio ``target.cwd`` is checked
+    """Register a connector after validating its definition. A stdio ``target.cwd`` is checked
     against the workspace ``cwd`` (default: where the server was started). Credentials in
     ``bindings`` are stored apart and owned by the connector; the connector keeps references.
     Created disabled unless ``enabled`` is true."""
@@ -153,12 +153,12 @@ def update_connector(
     connector: ConnectorRef, body: c.ConnectorUpdate, service: Service, context: Context, cwd: Workspace = None
 ) -> c.ConnectorChanged:
     """Change display name, description, target (command, URL or socket), runtime options and
-    credential bindings under the connector ``revision`` (optimistic lock, seed 003 §7.1, §15).
-    Everything is checked before anything is written; a stale revision is 409
-    ``revision_conflict`` and changes nothing. A new ``target`` is checked like one of create (a
-    stdio ``cwd`` against the workspace ``cwd``, default where the server was started) and
-    against the connector's options and bindings (change a transport kind's bindings in a
-    separate request); it keeps the grants and settings and makes the tool cache stale."""
+    credential bindings under the connector ``revision`` (optimistic lock). Everything is checked
+    before anything is written; a stale revision is 409 ``revision_conflict`` and changes nothing. A
+    new ``target`` is checked like one of create (a stdio ``cwd`` against the workspace ``cwd``,
+    default where the server was started) and against the connector's options and bindings (change a
+    transport kind's bindings in a separate request); it keeps the grants and settings and makes the
+    tool cache stale."""
     current = resolve_connector(service, connector)
     name = current.name
     options = _options(body.runtime_options)
@@ -197,8 +197,8 @@ def update_connector(
     summary="Remove a custom connector",
 )
 def delete_connector(connector: ConnectorRef, service: Service) -> c.ConnectorDeleted:
-    """Remove a custom or imported connector with its grants, tool cache (FK cascade, seed 003
-    §15) and the credentials it owns. A built-in connector is 403 ``builtin_connector``."""
+    """Remove a custom or imported connector with its grants, tool cache (FK cascade) and the
+    credentials it owns. A built-in connector is 403 ``builtin_connector``."""
     with collect_reloads() as reloads:
         removed = service.remove(resolve_connector(service, connector).name)
     return c.ConnectorDeleted(
@@ -216,9 +216,9 @@ def delete_connector(connector: ConnectorRef, service: Service) -> c.ConnectorDe
     summary="Set global enablement and the default tool policy",
 )
 def put_settings(connector: ConnectorRef, body: c.ConnectorSettingsUpdate, service: Service) -> c.ConnectorChanged:
-    """Global, user-level settings (seed 003 §5.2): ``enabled``, ``include_tools``,
-    ``exclude_tools`` (globs), ``approval_mode``, under the settings ``revision`` (independent of
-    the connector revision, seed 003 §15). A stale revision is 409 and changes nothing."""
+    """Global, user-level settings: ``enabled``, ``include_tools``, ``exclude_tools`` (globs),
+    ``approval_mode``, under the settings ``revision`` (independent of the connector revision). A
+    stale revision is 409 and changes nothing."""
     current = resolve_connector(service, connector)
     with collect_reloads() as reloads:
         updated = service.update_settings(
@@ -241,16 +241,15 @@ def put_settings(connector: ConnectorRef, body: c.ConnectorSettingsUpdate, servi
 async def disconnect(
     connector: ConnectorRef, context: Context, body: c.DisconnectRequest | None = None
 ) -> c.DisconnectResult:
-    """Delete or revoke the connector's authentication (seed 003 §4.3 "Disconnect credential",
-    §8.1): an OAuth grant is revoked at the server's revocation endpoint (RFC 7009, best effort,
-    through the egress guard) and its tokens deleted; every credential binding is removed, and
-    the credentials the connector owned that nothing binds any more are deleted. The connector
-    stays registered; a runtime that starts it next gets ``auth_required`` if it needs
-    credentials.
+    """Delete or revoke the connector's authentication: an OAuth grant is revoked at the server's
+    revocation endpoint (RFC 7009, best effort, through the egress guard) and its tokens deleted;
+    every credential binding is removed, and the credentials the connector owned that nothing binds
+    any more are deleted. The connector stays registered; a runtime that starts it next gets
+    ``auth_required`` if it needs credentials.
 
-    The committed change re-projects the workspaces and rebuilds the open sessions (seed 003
-    §10.5): an idle session's connections to the server close at once, a busy one's when its
-    calls end (``runtime_reload``)."""
+    The committed change re-projects the workspaces and rebuilds the open sessions: an idle
+    session's connections to the server close at once, a busy one's when its calls end
+    (``runtime_reload``)."""
     service = await anyio.to_thread.run_sync(context.connector_service)
 
     def check() -> Connector:

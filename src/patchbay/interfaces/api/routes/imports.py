@@ -1,5 +1,4 @@
-"""Legacy config import routes (seed 003 §8.2, §12), on the importer of
-:mod:`patchbay.control.importer`.
+"""Legacy config import routes, on the importer of :mod:`patchbay.control.importer`.
 
 ``preview`` reads the standard locations of the workspace ``cwd`` (default: where the server was
 started) and of the serving user's home directory, or the files and host keywords named in

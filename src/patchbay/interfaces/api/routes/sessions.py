@@ -1,5 +1,5 @@
 """Session routes: workspace runtimes hosted by ``patchbay serve`` and the governed call path over
-REST (seed 000 §2, §6; seed 003 §10.2, §10.5).
+REST.
 
 A session is one :class:`~patchbay.runtime.Runtime` of the app's
 :class:`~patchbay.runtime.sessions.SessionHost`, loaded from its workspace's projected snapshot
@@ -77,8 +77,8 @@ def _view(info: SessionInfo) -> c.SessionView:
 async def open_session(context: Context, body: c.SessionOpen | None = None) -> c.SessionView:
     """Start a runtime for the workspace ``cwd`` (default: where the server was started): the
     workspace becomes a project if it is none yet, its snapshot is projected from the committed
-    state (seed 003 §10.2, §10.3), and the runtime loads only that. Lazy connectors start on their
-    first use. A directory that does not exist is 422 (``details.field`` ``project``)."""
+    state, and the runtime loads only that. Lazy connectors start on their first use. A directory
+    that does not exist is 422 (``details.field`` ``project``)."""
     host = context.session_host()
     workspace = workspace_or_default(context, body.cwd if body is not None else None)
     session_id = await host.open(workspace, approver=_request_approver)
@@ -147,10 +147,10 @@ def session_events(
     after_seq: Annotated[int, Query(ge=0, description="Return events after this seq (0: from the first).")] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="At most this many events.")] = 100,
 ) -> c.SessionEvents:
-    """The governed calls' audit trail (seed 000 §6): events with ``seq > after_seq`` in order, at
-    most ``limit``, for an open session or one closed long ago whose log is on disk. Payloads were
-    redacted when written and are redacted again here. Page on with ``next_after_seq`` while
-    ``has_more``; an open session may log more later. An unknown session is 404 ``not_found``."""
+    """The governed calls' audit trail: events with ``seq > after_seq`` in order, at most ``limit``,
+    for an open session or one closed long ago whose log is on disk. Payloads were redacted when
+    written and are redacted again here. Page on with ``next_after_seq`` while ``has_more``; an open
+    session may log more later. An unknown session is 404 ``not_found``."""
     page = SessionLogs(context.settings.sessions_dir).page(session_id, after_seq=after_seq, limit=limit)
     return c.SessionEvents(
         session_id=page.session_id, events=page.events, next_after_seq=page.next_after_seq, has_more=page.has_more
@@ -164,12 +164,12 @@ def session_events(
     summary="Call a tool on the governed path",
 )
 async def call_tool(session_id: SessionRef, body: c.ToolCallRequest, context: Context) -> c.ToolCallOutcome:
-    """Call ``tool`` (canonical ``mcp.<connector>.<tool>`` or wire name) with ``arguments``
-    through the session's runtime: permission check (``approve: once`` answers an ``ask``), the
-    server call, the output guard (seed 000 §11). A call that produces no result answers with its
-    failure reason as the error code (see the statuses listed; ``tool_error`` carries the
-    server's error result in ``details.result``). A call made while the session is rebuilt waits
-    for the rebuild, so it sees the committed configuration."""
+    """Call ``tool`` (canonical ``mcp.<connector>.<tool>`` or wire name) with ``arguments`` through
+    the session's runtime: permission check (``approve: once`` answers an ``ask``), the server call,
+    the output guard. A call that produces no result answers with its failure reason as the error
+    code (see the statuses listed; ``tool_error`` carries the server's error result in
+    ``details.result``). A call made while the session is rebuilt waits for the rebuild, so it sees
+    the committed configuration."""
     host = context.session_host()
     token = _APPROVE_ONCE.set(body.approve == "once")
     try:

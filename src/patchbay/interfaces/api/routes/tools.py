@@ -1,13 +1,13 @@
-"""Probe and tool routes (seed 003 §8.1): a real bounded probe, the cached tools with their
-effective decisions, and grants per scope (global without ``cwd``, the workspace's project with
-it; seed 003 §5.3, §15: grants are idempotent upserts that bump no revision): tool grants under
-``tools/{tool}``, the connector's resource-read grant under ``resources/grant`` and prompt grants
-under ``prompts/{prompt}/grant``, each in its own key space so no tool name reaches the others.
+"""Probe and tool routes: a real bounded probe, the cached tools with their effective decisions, and
+grants per scope (global without ``cwd``, the workspace's project with it; grants are idempotent
+upserts that bump no revision): tool grants under ``tools/{tool}``, the connector's resource-read
+grant under ``resources/grant`` and prompt grants under ``prompts/{prompt}/grant``, each in its own
+key space so no tool name reaches the others.
 
 Only setting a project grant makes a ``cwd`` a project. Every known project's workspace gets its
-runtime snapshot written on each committed change (``<cwd>/.patchbay/``, seed 003 §10.3), so
-looking (tools), probing and clearing never create one: a ``cwd`` that is no project yet shows the
-global decisions and has no grant to clear."""
+runtime snapshot written on each committed change (``<cwd>/.patchbay/``), so looking (tools),
+probing and clearing never create one: a ``cwd`` that is no project yet shows the global decisions
+and has no grant to clear."""
 
 from __future__ import annotations
 
@@ -52,12 +52,11 @@ PromptName = Annotated[
     summary="Probe a connector for real",
 )
 async def probe(connector: ConnectorRef, context: Context, cwd: Workspace = None) -> c.ProbeReport:
-    """A bounded real handshake + tools/list (+ resources/list) (seed 003 §9): 15 s, 50 pages,
-    2 MiB of metadata, at most one probe per connector and 4 at once; never calls a tool. A
-    server that fails is a 200 with ``state: error`` and a stable ``code`` (§9.3). A ready
-    catalog is cached, and the open sessions are rebuilt with it (``runtime_reload``). Stdio
-    servers run in the workspace ``cwd`` (default: where the server was started); probing does not
-    make it a project."""
+    """A bounded real handshake + tools/list (+ resources/list): 15 s, 50 pages, 2 MiB of metadata,
+    at most one probe per connector and 4 at once; never calls a tool. A server that fails is a 200
+    with ``state: error`` and a stable ``code``. A ready catalog is cached, and the open sessions
+    are rebuilt with it (``runtime_reload``). Stdio servers run in the workspace ``cwd`` (default:
+    where the server was started); probing does not make it a project."""
     service = await anyio.to_thread.run_sync(context.connector_service)
 
     def prepare() -> tuple[str, Path]:
@@ -98,8 +97,8 @@ def put_grant(
     connector: ConnectorRef, tool: ToolName, body: c.ToolGrantUpdate, service: Service, cwd: Workspace = None
 ) -> c.ToolGrantSet:
     """Without ``cwd``: the global default for the tool; with ``cwd``: that workspace's project
-    override (seed 003 §5.3). A global ``deny`` can never be lifted by a project grant. A grant
-    for a tool the cache does not know is kept and matches nothing until a probe lists it."""
+    override. A global ``deny`` can never be lifted by a project grant. A grant for a tool the cache
+    does not know is kept and matches nothing until a probe lists it."""
     current = resolve_connector(service, connector)
     project = Path(cwd) if cwd is not None else None
     with collect_reloads() as reloads:
@@ -126,9 +125,9 @@ def put_grant(
     summary="Clear a tool grant (inherit again)",
 )
 def clear_grant(connector: ConnectorRef, tool: ToolName, service: Service, cwd: Workspace = None) -> c.ToolGrantCleared:
-    """Remove the grant of that scope so the tool inherits again (seed 003 §20.2); ``cleared`` is
-    false when there was none (the call is idempotent). A ``cwd`` that is no project has no grant:
-    nothing is written (``project_id`` null)."""
+    """Remove the grant of that scope so the tool inherits again; ``cleared`` is false when there
+    was none (the call is idempotent). A ``cwd`` that is no project has no grant: nothing is written
+    (``project_id`` null)."""
     name, cleared, project, reload = _clear(service, connector, "tool", tool, cwd)
     return c.ToolGrantCleared(
         connector=name,
