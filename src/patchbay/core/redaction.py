@@ -30,14 +30,13 @@ What is masked (the name stays visible, only the value becomes ``[REDACTED]``):
   mask ordinary text. Identifiers a caller names in ``keep`` (connector names in events) are
   never masked by such a value.
 
-Cost: it runs on every event (the call-overhead benchmark budgets ~70 µs for a whole call), so a
-rule's regex only runs when a cheap substring test on the text says it could match, and every
-pattern is linear in the length of the text: no unbounded run is ever re-scanned from a later
-start (bounded name affixes, look-behinds that only start at the beginning of a run, possessive
-quantifiers), so hostile input cannot make it quadratic (tests feed it hundreds of KiB).
+Cost: a rule's regex only runs when a cheap substring test says it could match, and every pattern
+is linear in the length of the text, so hostile input cannot make it quadratic.
 
 Every rule is idempotent, so redacted text is a fixed point: ``redact_text(redact_text(t)) ==
 redact_text(t)`` (the event log relies on it).
+
+Design: docs/security.md
 """
 
 from __future__ import annotations

@@ -6,18 +6,10 @@ top-level ``oneOf`` for "one of these argument sets"). Model APIs accept less, a
 tool makes the API refuse the whole request, so every schema is rewritten here or the tool is left
 out with a reason (:class:`UnacceptableSchema`).
 
-What the targets accept (from the APIs' documented behaviour and the errors they return):
-
-* ``openai``: function tools, non-strict (``parameters``; strict mode is not used, it would demand
-  every property required and ``additionalProperties: false``). The top level must be
-  ``type: "object"`` without ``oneOf``/``anyOf``/``allOf``/``enum``/``const``/``not`` ("schema must
-  have type 'object' and not have 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the top level"); every
-  array schema needs ``items`` ("array schema missing items"); type names are checked.
-* ``anthropic``: tool use (``input_schema``). The schema must validate against the JSON Schema
-  draft 2020-12 meta-schema ("JSON schema is invalid. It must match JSON Schema draft 2020-12"), so
-  draft-07 tuples (``items: [...]``) are refused; the top level must be ``type: "object"`` without
-  ``oneOf``/``allOf``/``anyOf`` ("input_schema does not support oneOf, allOf, or anyOf at the top
-  level").
+The targets: ``openai`` function tools (non-strict ``parameters``; the top level must be
+``type: "object"`` without ``oneOf``/``anyOf``/``allOf``/``enum``/``const``/``not``, every array
+schema needs ``items``) and ``anthropic`` tool use (``input_schema`` must match the JSON Schema draft
+2020-12 meta-schema, top level ``type: "object"`` without ``oneOf``/``allOf``/``anyOf``).
 
 The rewrite (:func:`convert_input_schema`), in order:
 
@@ -51,10 +43,11 @@ The rewrite (:func:`convert_input_schema`), in order:
 6. **Gate**: the result must pass the draft 2020-12 meta-schema (``jsonschema``) and the size
    bounds; else the tool is left out with the first error as the reason.
 
-The meta-schema check is slow (about 0.7 ms per property), and hosts ask for definitions on every
-model request, so results (and reasons) are memoised by the SHA-256 of the input's compact JSON,
-the target and the bounds: at most :data:`CACHE_MAX_ENTRIES` entries and
-:data:`CACHE_MAX_CHARS` characters of converted JSON, least recently used out first.
+Results (and reasons) are memoised by the SHA-256 of the input's compact JSON, the target and the
+bounds: at most :data:`CACHE_MAX_ENTRIES` entries and :data:`CACHE_MAX_CHARS` characters of
+converted JSON, least recently used out first.
+
+Design: docs/tool-definitions.md
 """
 
 from __future__ import annotations

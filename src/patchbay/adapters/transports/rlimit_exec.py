@@ -1,57 +1,27 @@
 """A tiny launcher that runs a stdio server under setrlimit bounds.
 
-The SDK spawns a stdio server itself (``anyio.open_process``, new session) and offers no hook
-between fork and exec, so when a connector has resource limits, and on Linux always (to tie the
-server's life to Patchbay's, see below), Patchbay spawns this launcher instead::
+The SDK spawns a stdio server itself and offers no hook between fork and exec, so when a connector
+has resource limits, and on Linux always (to tie the server's life to Patchbay's), Patchbay spawns
+this launcher instead::
 
     python -I -S .../rlimit_exec.py [--cpu-seconds N] [--address-space-bytes N] [--open-files N] \\
         [--parent-pid N] -- /resolved/server arg...
 
-What it does:
+With limits it forks once; the child applies them with ``setrlimit`` (soft and hard) and
+``execve``\\ s the server with exactly the environment the launcher was given, nothing expanded.
+Without limits it ``execve``\\ s the server in place. The launcher stays the process-group leader,
+never reads the server's stdin or stdout, relays its stderr byte for byte, forwards ``SIGTERM``,
+``SIGINT`` and ``SIGHUP`` to it, and exits with its status (``128 + signal`` for a signal). When a
+configured limit explains an abnormal exit, the last line of stderr is a marker such as
+``patchbay: server stopped by its cpu_seconds limit (2 s)``; :func:`limit_from_marker` trusts only
+the last line. With ``--parent-pid`` (Linux) the launcher and the server get ``SIGKILL`` when
+Patchbay dies (exit status 125 if it was gone already); spawn it from the event loop's thread, never
+from a worker thread that may exit, since the death signal follows the spawning thread.
 
-* With limits it forks once. The child resets the signal state Python changed (``SIGPIPE``/``SIGXFSZ``
-  ignored, handlers, mask), applies the limits with ``setrlimit`` (soft and hard, so the server
-  cannot raise them; a lower existing hard limit is kept) and ``execve``\\ s the server with
-  exactly the environment the launcher was given: on Linux it is read back from
-  ``/proc/self/environ``, because Python's locale coercion may add ``LC_CTYPE`` to
-  ``os.environ`` at start-up. Nothing is expanded: values are passed as they are.
-* The launcher stays the process-group leader (the pid the SDK and Patchbay signal); the server
-  and everything it starts stay in that group, so a group kill still reaches all of them.
-* It never reads the server's stdin or stdout: it points its own fds 0 and 1 at ``/dev/null``,
-  so the server alone decides when stdout reaches EOF. The server's stderr goes through the
-  launcher (a pipe relayed byte for byte to the launcher's stderr) so the last bytes can be
-  checked for an allocation or file-table failure.
-* ``SIGTERM``, ``SIGINT`` and ``SIGHUP`` sent to the launcher are forwarded to the server (one
-  the launcher was started with ignored stays ignored, for both). A group-wide signal reaches the
-  server directly as well, so it may see such a signal twice.
-* When the server is gone, the launcher exits with its status (``128 + signal`` for a signal).
-  If it died abnormally in a way a configured limit explains, the launcher first writes one
-  marker line to stderr, e.g. ``patchbay: server stopped by its cpu_seconds limit (2 s)``:
+It imports a few standard-library modules only and runs with ``-I -S``, so nothing in the server's
+environment (``PYTHONPATH``, ``PYTHONHOME``...) can change it.
 
-  - ``cpu_seconds``: killed by ``SIGXCPU``, or by ``SIGKILL`` once its CPU time (from ``wait4``)
-    had reached the limit (the kernel's kill at the hard limit, one second later);
-  - ``address_space_bytes``: its stderr tail shows an allocation failure (``MemoryError``,
-    ``Cannot allocate memory``, ``out of memory``, ``Allocation failed``, ``bad_alloc``), or it
-    died of ``SIGSEGV``/``SIGABRT``/``SIGBUS``;
-  - ``open_files``: its stderr tail shows ``Too many open files`` / ``EMFILE``.
-
-  The marker is the last thing written to the pipe (nothing else holds its write end), so
-  :func:`limit_from_marker` trusts only the last line.
-
-**Dying with Patchbay** (``--parent-pid``, Linux): the launcher asks the kernel for ``SIGKILL``
-when its parent dies (``prctl(PR_SET_PDEATHSIG)``, through ``ctypes``), then checks ``getppid()``
-against the pid it was given, so a parent that died before the request took effect is noticed
-too (exit status 125); the server it forks does the same against the launcher. So stdio servers
-go when Patchbay goes, even when it is SIGKILLed. The signal follows the *thread* that spawned
-the launcher: spawn from the event loop's thread, never from a worker thread that may exit.
-Without limits the launcher forks nothing: it sets the death signal and ``execve``\\ s the server
-in place (same pid, same process group; the signals Python ignores at start-up put back).
-
-It imports a few standard-library modules only (not ``argparse`` and not Patchbay: ``python -m
-patchbay...`` would import the SDK, seconds of start-up) and runs with ``-I -S``, so nothing in the
-server's environment (``PYTHONPATH``, ``PYTHONHOME``...) can change it. Measured cost per spawn
-on a 2-vCPU box: ~45 ms CPU (a bare ``python -I -S -c pass`` is ~19 ms; ``signal``'s enum import
-is most of the rest), ~55 ms wall at best.
+Design: docs/security.md
 """
 
 from __future__ import annotations

@@ -16,16 +16,16 @@ one prober: per-connector probe locks and the global probe limit are shared by e
 store is opened on first use; while it cannot be opened every route answers 503
 ``canonical_state_unavailable`` and the next request tries again.
 
-Who may call: a control plane on loopback can start local commands (a stdio connector is a
-command line), so neither a web page nor another user of the machine may drive it. Before any
-route runs, in this order: a request whose ``Host`` is malformed, duplicated or not a loopback
-name (DNS rebinding), or whose ``Origin`` is not exactly this server's own, is refused with 403
-``origin_refused`` (with ``allowed_hosts=None``, ``serve --allow-remote``, any well-formed Host
-passes); a body over ``Settings.api_max_body_bytes`` is 413 ``payload_too_large``, declared or
-streamed (:mod:`~patchbay.interfaces.api.limits`); a request without the data home's API token
-or its session cookie is 401 ``unauthorized`` (:mod:`~patchbay.interfaces.api.auth`). No CORS
-headers are sent, so browsers keep cross-origin pages out of the JSON routes. ``/docs`` and
-``/redoc`` load their scripts from this server only.
+Who may call (neither a web page nor another user of the machine may drive a control plane that can
+start local commands). Before any route runs, in this order: a request whose ``Host`` is malformed,
+duplicated or not a loopback name (DNS rebinding), or whose ``Origin`` is not exactly this server's
+own, is refused with 403 ``origin_refused`` (with ``allowed_hosts=None``, ``serve --allow-remote``,
+any well-formed Host passes); a body over ``Settings.api_max_body_bytes`` is 413
+``payload_too_large``, declared or streamed (:mod:`~patchbay.interfaces.api.limits`); a request
+without the data home's API token or its session cookie is 401 ``unauthorized``
+(:mod:`~patchbay.interfaces.api.auth`). No CORS headers are sent, so browsers keep cross-origin
+pages out of the JSON routes. ``/docs`` and ``/redoc`` load their scripts from this server only.
+Design: docs/security.md.
 
 Sessions and runtime reload: the app's lifespan runs one
 :class:`~patchbay.runtime.sessions.SessionHost`, so the serve process hosts workspace runtimes

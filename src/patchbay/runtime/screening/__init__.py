@@ -29,16 +29,10 @@ Normalisation before matching (``_normalize``): NFKC + case folding, whitespace 
 zero-width and other format characters dropped, look-alike Cyrillic/Greek letters inside Latin
 words read as Latin; spans map back to the original text.
 
-Cost: every pass is linear in the scanned text (patterns are only tried where one of their head
-words occurs, with bounded gaps; bounded windows around each match; base64 decoding capped per
-item), and at most ``max_bytes`` (``Settings.screening_max_bytes``, default 256 KiB, about 64K
-tokens) of an item is read. Measured (``benchmarks/screening_rates.py --throughput``): about
-2–3 MiB/s on prose; the slowest shapes tried (text dense with zero-width characters or tiny HTML
-comments) about 0.5 MiB/s, still linear.
+Cost: every pass is linear in the scanned text, and at most ``max_bytes``
+(``Settings.screening_max_bytes``, default 256 KiB) of an item is read.
 
-Measured on the labelled corpus in ``tests/fixtures/screening/`` by
-``benchmarks/screening_rates.py``; the test suite holds the detection and false-positive rates to
-thresholds.
+Design: docs/screening.md
 """
 
 from patchbay.runtime.screening._policy import CONTENT_SCREENED, ScreeningPolicy, apply_policy, screened_event_payload
