@@ -1,5 +1,4 @@
-"""Canary proof of credentials by reference (issue 4 point 3; seed 003 §10.4, §11.1, §14.3, addendum
-2026-09-07; seed 000 §10).
+"""Canary proof of credentials by reference.
 
 One full scenario with unique canary values: connectors with managed and environment credentials
 over stdio and Streamable HTTP (a real server on 127.0.0.1 that only answers the right bearer),
@@ -14,9 +13,9 @@ and every CLI output is scanned: no canary value appears anywhere but in
 ``credentials.json``, and there only the managed ones (an environment credential's value is never
 stored). The digests the servers report prove each value did arrive where it was bound.
 
-The REST API (issue 5) is part of the scenario: every answer of every read route, a real probe
-of each connector through it (the stdio server prints its secrets on stderr) and a refused
-request that carries a value are scanned with the rest.
+The REST API is part of the scenario: every answer of every read route, a real probe of each
+connector through it (the stdio server prints its secrets on stderr) and a refused request that
+carries a value are scanned with the rest.
 """
 
 from __future__ import annotations

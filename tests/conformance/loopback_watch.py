@@ -1,5 +1,5 @@
 """Which TCP listeners a process tree opens: the conformance runner's proof that every scenario
-server (and every client's callback server) stayed on loopback (issue 4 point 7)."""
+server (and every client's callback server) stayed on loopback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Patchbay as the client under test of the official MCP client conformance suite (issue 4 point 7).
+"""Patchbay as the client under test of the official MCP client conformance suite.
 
 The suite (``@modelcontextprotocol/conformance``, run by ``tests/conformance/run_suite.py``) starts
 one scenario server per scenario and runs::

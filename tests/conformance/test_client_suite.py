@@ -1,4 +1,4 @@
-"""The official MCP client conformance suite judges Patchbay's connection layer (issue 4 point 7).
+"""The official MCP client conformance suite judges Patchbay's connection layer.
 
 Runs ``@modelcontextprotocol/conformance`` (all client scenarios, in parallel, on 127.0.0.1 only)
 with ``patchbay_client.py`` as the client under test, through ``run_suite.py``; see there for how

@@ -1,7 +1,6 @@
 """OAuthService against a real authorization server + MCP server (tests/fixtures/oauth_server.py):
 login through a headless browser and the loopback callback, tokens only in the CredentialStore,
-egress guard and audit of the OAuth requests, logout with revocation, and the machine grant
-(seed 003 §11.2, §14.2; issue 4 point 6)."""
+egress guard and audit of the OAuth requests, logout with revocation, and the machine grant."""
 
 from __future__ import annotations
 
@@ -117,7 +116,7 @@ async def test_resource_metadata_on_another_origin_is_never_fetched(tmp_path: Pa
         assert counts["alt"] == {} and counts["main"] == {} and browser.urls == []
         refused = [line for line in audit_lines(plane.home) if line["approved"] is False]
         assert ("mcp_oauth_discovery", fixture.issuer("alt")) in [(line["note"], line["origin"]) for line in refused]
-        # Seed 003 / issue 4 point 4: a request the guard refused fails the operation with network_blocked.
+        # A request the guard refused fails the operation with network_blocked.
         assert result.code == "network_blocked", result.message
 
 

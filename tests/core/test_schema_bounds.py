@@ -1,4 +1,4 @@
-"""Schema bounds (issue 3 point 5): depth, JSON values and compact-JSON bytes of a tool's schemas."""
+"""Schema bounds: depth, JSON values and compact-JSON bytes of a tool's schemas."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Capability scope (seed 003 "能力范围"; issue 3 point 9): a runtime built with ``allowed_tools``
-starts only the connectors the list names, and registers only the listed tools; the credential
-references of the others are never resolved (issue 4 point 1)."""
+"""Capability scope: a runtime built with ``allowed_tools`` starts only the connectors the list
+names, and registers only the listed tools; the credential references of the others are never
+resolved."""
 
 from __future__ import annotations
 

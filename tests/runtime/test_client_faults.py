@@ -1,4 +1,4 @@
-"""Client faults real servers produce, each from a small fixture server (issue 2, point 8)."""
+"""Client faults real servers produce, each from a small fixture server."""
 
 from __future__ import annotations
 

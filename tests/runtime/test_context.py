@@ -1,5 +1,5 @@
-"""The ContextBuilder and Session (issue 6 point 2; seed 000 §7, §8, §10): budgets with a separate
-resource bucket, ``[mcp:...]`` prefixes, injection screening of MCP items, ``context.built``."""
+"""The ContextBuilder and Session: budgets with a separate resource bucket, ``[mcp:...]`` prefixes,
+injection screening of MCP items, ``context.built``."""
 
 from __future__ import annotations
 

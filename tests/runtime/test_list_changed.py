@@ -1,7 +1,7 @@
-"""list_changed (issue 6 point 5): a live connection re-lists when the server says its tools
-changed, and the runtime's router, visibility and grants follow. Against the fixture server
-tests/fixtures/dynamic_server.py (paged tools/list, notifications before or after a result) and
-the real server-everything, which sends tools/list_changed right after initialize."""
+"""list_changed: a live connection re-lists when the server says its tools changed, and the
+runtime's router, visibility and grants follow. Against the fixture server
+tests/fixtures/dynamic_server.py (paged tools/list, notifications before or after a result) and the
+real server-everything, which sends tools/list_changed right after initialize."""
 
 from __future__ import annotations
 

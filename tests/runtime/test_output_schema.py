@@ -1,7 +1,7 @@
-"""structuredContent against outputSchema (issue 3 point 5): isError results are never checked; a
-successful result that is missing or violates the schema fails with ``tool_error`` naming the tool
-and the JSON path. Unit level with real ``CallToolResult`` objects, then through a real SDK
-client against tests/fixtures/schema_server.py."""
+"""structuredContent against outputSchema: isError results are never checked; a successful result
+that is missing or violates the schema fails with ``tool_error`` naming the tool and the JSON path.
+Unit level with real ``CallToolResult`` objects, then through a real SDK client against
+tests/fixtures/schema_server.py."""
 
 from __future__ import annotations
 

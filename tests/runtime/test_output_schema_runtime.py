@@ -1,7 +1,7 @@
-"""The governed call path applies the outputSchema rules (issue 3 point 5) end to end, against the
-real stdio fixture tests/fixtures/schema_server.py: over-bound tools never reach the router, an
-``isError`` result is a ``tool_error`` whatever its structuredContent, and a successful result that
-violates the outputSchema fails with ``tool_error`` naming the tool and the JSON path.
+"""The governed call path applies the outputSchema rules end to end, against the real stdio fixture
+tests/fixtures/schema_server.py: over-bound tools never reach the router, an ``isError`` result is a
+``tool_error`` whatever its structuredContent, and a successful result that violates the
+outputSchema fails with ``tool_error`` naming the tool and the JSON path.
 
 Needs ServerConnection (src/patchbay/runtime/connection.py) to turn the SDK's own check off and
 call :func:`patchbay.runtime.output_schema.check_tool_result` on every result."""

@@ -1,6 +1,6 @@
-"""Prompts through the runtime (seed 000 §8; issue 6 point 3): ``/prompt`` parsing, local argument
-checks before anything is sent, expansion into user messages with their source, and the events.
-Against the recording fixture tests/fixtures/resources_server.py and the real server-everything."""
+"""Prompts through the runtime: ``/prompt`` parsing, local argument checks before anything is sent,
+expansion into user messages with their source, and the events. Against the recording fixture
+tests/fixtures/resources_server.py and the real server-everything."""
 
 from __future__ import annotations
 

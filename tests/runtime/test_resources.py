@@ -1,6 +1,6 @@
-"""Resources through the runtime (seed 000 §7, §12; issue 6 point 1): listing every page within
-the catalog's bounds, RFC 6570 templates, and the explicit, governed include. Against the
-recording fixture tests/fixtures/resources_server.py (50 resources) and the real
+"""Resources through the runtime (never added automatically; included explicitly): listing every
+page within the catalog's bounds, RFC 6570 templates, and the explicit, governed include. Against
+the recording fixture tests/fixtures/resources_server.py (50 resources) and the real
 server-everything."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Timeouts and cancellation of tool calls (issue 3 point 3), against
-tests/fixtures/lifecycle_server.py, whose ``sleep`` tool records when it is cancelled."""
+"""Timeouts and cancellation of tool calls, against tests/fixtures/lifecycle_server.py, whose
+``sleep`` tool records when it is cancelled."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Tool definitions for model APIs and the proxy tool (issue 6 point 6, seed 003 §1.5), against the
-real ``@modelcontextprotocol/server-everything`` and tests/fixtures/ref_schema_server.py."""
+"""Tool definitions for model APIs and the proxy tool (one ``mcp`` proxy tool by default), against
+the real ``@modelcontextprotocol/server-everything`` and tests/fixtures/ref_schema_server.py."""
 
 from __future__ import annotations
 

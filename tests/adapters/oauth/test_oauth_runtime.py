@@ -1,8 +1,7 @@
 """OAuth 2.1 in the runtime, against a real authorization server + MCP server (tests/fixtures/
 oauth_server.py): no surprise logins, a login through the host's authorizer, pinning of the resource
 origin and the authorization server, single-flight refresh, ``invalid_grant`` versus a transient
-refresh failure (seed 003 §11.2; issue 4 point 6). What the official conformance suite does not
-check."""
+refresh failure. What the official conformance suite does not check."""
 
 from __future__ import annotations
 

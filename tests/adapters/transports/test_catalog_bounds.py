@@ -1,5 +1,5 @@
-"""list_catalog leaves out tools whose schemas break a bound or are malformed, and keeps the rest
-(issue 3 point 5), against the real stdio fixture tests/fixtures/schema_server.py."""
+"""list_catalog leaves out tools whose schemas break a bound or are malformed, and keeps the rest,
+against the real stdio fixture tests/fixtures/schema_server.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Normalisation of one definition: every host difference of issue 5 point 5 (seed 003 §12) and
+"""Normalisation of one definition: every host difference (shared/notes/host-config-formats.md) and
 what it maps to."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""OpenAPI fuzzing of the served API (issue 5 point 2).
+"""OpenAPI fuzzing of the served API.
 
 ``schemathesis run`` (its whole engine: examples, coverage, fuzzing and stateful phases, every
 check) is pointed at the ``/openapi.json`` of a real ``patchbay serve`` on 127.0.0.1 (ephemeral

@@ -1,6 +1,6 @@
 """`patchbay auth configure | login | status | logout` against a real authorization server + MCP
 server (tests/fixtures/oauth_server.py): secrets by reference, the authorization URL on stderr with
-``--no-browser``, and no token or secret in any output (seed 003 §11.2; issue 4 point 6)."""
+``--no-browser``, and no token or secret in any output."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""``patchbay resource list|read`` and ``patchbay prompt list|get`` (issue 6 points 1 and 3), on the
-recording fixture tests/fixtures/resources_server.py and the real server-everything. Runtimes are
-built from the projected snapshot, as for ``patchbay call``, so grants arrive as projected."""
+"""``patchbay resource list|read`` and ``patchbay prompt list|get``, on the recording fixture
+tests/fixtures/resources_server.py and the real server-everything. Runtimes are built from the
+projected snapshot, as for ``patchbay call``, so grants arrive as projected."""
 
 from __future__ import annotations
 

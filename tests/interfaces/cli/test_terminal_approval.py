@@ -1,4 +1,4 @@
-"""`patchbay call` on a real terminal asks before an `ask` tool runs (issue 2, point 7)."""
+"""`patchbay call` on a real terminal asks before an `ask` tool runs."""
 
 from __future__ import annotations
 
