@@ -233,7 +233,7 @@ def _stdio(raw: dict[str, Any], d: Draft, ctx: Context, scope: Scope) -> None:
                     cwd = os.path.relpath(os.path.normpath(full), ctx.workspace)
                 else:
                     d.outside.append(PathView(field="cwd", path=full))
-                    d.problem("cwd", "cwd_outside_workspace", "local commands run inside the workspace (seed 003 §7.3)")
+                    d.problem("cwd", "cwd_outside_workspace", "local commands run inside the workspace")
                     ok = False
     if command_text is not None and ok:
         try:

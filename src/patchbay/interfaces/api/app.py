@@ -332,10 +332,7 @@ def create_app(
     app = FastAPIOffline(
         title="Patchbay",
         version=__version__,
-        summary=(
-            "Connector registry, tool grants, real probes and governed workspace sessions for MCP servers "
-            "(seed 003 §8, §10)."
-        ),
+        summary=("Connector registry, tool grants, real probes and governed workspace sessions for MCP servers."),
         default_response_class=RedactedJSONResponse,
         lifespan=lambda _app: context.hosting(),
         swagger_ui_parameters={"validatorUrl": None},  # Swagger UI's default validator is online

@@ -36,7 +36,7 @@ def _deprecated(response: Response, successor: str) -> None:
     response.headers["Link"] = f'<{successor}>; rel="successor-version"'
 
 
-_NOTE = f"Deprecated compatibility projection (seed 003 §8.4); removed in {REMOVED_IN}."
+_NOTE = f"Deprecated compatibility projection of the old routes; removed in {REMOVED_IN}."
 
 
 @router.get(
