@@ -446,7 +446,7 @@ def load_snapshot(workspace: Path | str, *, project_id: str, home: Path | str) -
 
     Args:
         workspace: the workspace directory (symlinks resolved here).
-        project_id: the caller's project (``ConnectorService.project(workspace).project_id``).
+        project_id: the caller's project (``ConnectorService.queries.project(workspace).project_id``).
         home: the data home whose control plane wrote the snapshot (``Settings.home``); its
             ``snapshot.key`` is read, never created.
 

@@ -101,7 +101,7 @@ def _changed(detail: c.ConnectorDetail, reload: c.RuntimeReload) -> c.ConnectorC
 def list_connectors(service: Service) -> c.ConnectorList:
     """Every connector with its global settings and states, from canonical state and the tool
     cache only: listing never starts a command or opens a connection (seed 003 §9.1)."""
-    return c.ConnectorList(connectors=[connector_summary(service, item) for item in service.list()])
+    return c.ConnectorList(connectors=[connector_summary(service, item) for item in service.list_connectors()])
 
 
 @router.post(
