@@ -64,7 +64,7 @@ from patchbay.adapters.atomic import lock_exclusive, replace_file, write_new
 from patchbay.adapters.snapshot_key import load_or_create_key
 from patchbay.control.queries import ConnectorQueries, ScopeGrants, catalog_fingerprint, runtime_server
 from patchbay.core.credentials import BINDINGS_KEY
-from patchbay.core.errors import ConfigError, PatchbayError
+from patchbay.core.errors import ConfigError, NotFoundError, PatchbayError
 from patchbay.core.models import (
     Connector,
     GrantDecision,
@@ -365,7 +365,7 @@ class ProjectionReport:
         }
 
 
-_Stamp = tuple[int, str, int, int, int]
+_Stamp = tuple[int, str, int, int]
 
 
 @dataclass(slots=True)
@@ -414,6 +414,27 @@ class Projector:
         """project id → connector id → its last projected entry."""
         self._catalogs: dict[str, tuple[_Stamp, tuple[ToolSummary, ...]]] = {}
         """connector id → (stamp, fresh catalog reduced to what a snapshot keeps)."""
+        self._connectors: dict[str, tuple[tuple[int, int], Connector]] = {}
+        """connector id → ((revision, settings revision), the connector as read then)."""
+
+    def _current_connectors(self) -> list[Connector]:
+        """Every connector as committed now, by name; only those whose revisions moved are read."""
+        repository = self.queries.repository
+        stamps = repository.connector_stamps()
+        with self._lock:
+            known = dict(self._connectors)
+        current: dict[str, tuple[tuple[int, int], Connector]] = {}
+        for connector_id, stamp in stamps.items():
+            seen = known.get(connector_id)
+            if seen is None or seen[0] != stamp:
+                try:
+                    seen = (stamp, repository.get_connector(connector_id))
+                except NotFoundError:
+                    continue  # removed since the stamps were read
+            current[connector_id] = seen
+        with self._lock:
+            self._connectors = current
+        return sorted((c for _, c in current.values()), key=lambda c: c.name)
 
     def _tools(self, connector: Connector, stamp: _Stamp) -> tuple[ToolSummary, ...]:
         with self._lock:
@@ -435,7 +456,7 @@ class Projector:
 
     def _pieces_of(self, project: Project) -> list[_Piece]:
         """``project``'s entries as committed now, by connector name; unchanged ones reused."""
-        connectors = [c for c in self.queries.list_connectors() if c.settings.enabled]
+        connectors = [c for c in self._current_connectors() if c.settings.enabled]
         grants = self.queries.scope_grants(project)
         stamps = self.queries.repository.tool_cache_stamps()
         with self._lock:
