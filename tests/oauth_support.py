@@ -154,7 +154,7 @@ async def whoami(plane: ControlPlane, name: str, **runtime_kwargs: Any) -> dict[
 
     from patchbay.runtime import Runtime
 
-    config = plane.service.runtime_config(plane.workspace)
+    config = plane.service.queries.runtime_config(plane.workspace)
     async with Runtime(config, settings=plane.settings, approver=allow_every_call, **runtime_kwargs) as runtime:
         result = await runtime.call(f"mcp.{name}.whoami", {})
     return json.loads(result.text)

@@ -14,7 +14,7 @@ Everything goes through Patchbay's own library path, never the bare SDK: a throw
 (``Settings(home=...)``), the URL registered as a Streamable HTTP connector through
 :class:`patchbay.control.connectors.ConnectorService` with ``allow_private`` set explicitly (the
 scenario servers listen on 127.0.0.1, which the egress guard refuses otherwise; seed 003 §14.2),
-the workspace's runtime config from ``service.runtime_config(workspace)`` as ``patchbay call``
+the workspace's runtime config from ``service.queries.runtime_config(workspace)`` as ``patchbay call``
 builds it, and :class:`patchbay.runtime.Runtime` with an approver that allows every call.
 
 What each scenario does (:data:`SCENARIO_CALLS`): ``initialize`` connects and lists tools;
@@ -248,7 +248,7 @@ async def run_scenario(scenario: str, url: str, context: Mapping[str, Any], home
     service = ConnectorService(open_store(settings), settings)
     register(service, url)
     authorizer = configure_auth(service, CONNECTOR, scenario, context)
-    config = service.runtime_config(workspace)
+    config = service.queries.runtime_config(workspace)
     hooks: dict[str, Any] = {}
     if call.elicitation:
         hooks["elicitation_handler"] = accept_with_defaults

@@ -29,13 +29,13 @@ def test_the_same_workspace_through_a_symlink_is_the_same_project(service: Conne
     real.mkdir()
     link = tmp_path / "link"
     os.symlink(real, link)
-    assert service.project(real).project_id == service.project(link).project_id
-    assert service.project(link).path == str(real.resolve())
+    assert service.queries.project(real).project_id == service.queries.project(link).project_id
+    assert service.queries.project(link).path == str(real.resolve())
 
 
 def test_a_missing_workspace_is_invalid_config(service: ConnectorService, tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as exc:
-        service.project(tmp_path / "nope")
+        service.queries.project(tmp_path / "nope")
     assert exc.value.details["field"] == "project"
 
 
@@ -44,18 +44,18 @@ async def test_a_probe_caches_the_catalog_and_a_changed_config_makes_it_stale(
 ) -> None:
     target = service.stdio_target("mcp-server-time", [], cwd=None, workspace=tmp_path)
     connector, _ = service.add("time", target)
-    assert service.cached_catalog(connector) == (None, "missing")
+    assert service.queries.cached_catalog(connector) == (None, "missing")
     result = await service.probe("time", workspace=tmp_path)
     assert result.state == "ready"
-    entry, state = service.cached_catalog(service.get("time"))
+    entry, state = service.queries.cached_catalog(service.get("time"))
     assert state == "fresh" and {t.name for t in entry.tools} == {"get_current_time", "convert_time"}
 
     changed = service.stdio_target("mcp-server-time", ["--local-timezone", "UTC"], cwd=None, workspace=tmp_path)
     current = service.get("time")
     service.repository.update_connector(current.connector_id, current.revision, target=changed)
-    entry, state = service.cached_catalog(service.get("time"))
+    entry, state = service.queries.cached_catalog(service.get("time"))
     assert (entry, state) == (None, "stale")
-    assert service.tools("time").cache == "stale" and service.tools("time").tools == []
+    assert service.queries.tools("time").cache == "stale" and service.queries.tools("time").tools == []
 
 
 def test_runtime_config_holds_enabled_connectors_with_their_grants_only(
@@ -67,23 +67,23 @@ def test_runtime_config_holds_enabled_connectors_with_their_grants_only(
         ToolCacheEntry(
             connector_id=on.connector_id,
             config_revision=on.revision,
-            fingerprint=service.fingerprint(on),
+            fingerprint=service.queries.fingerprint(on),
             tools=(ToolSummary(name="t1"), ToolSummary(name="t2", annotations={"destructiveHint": True})),
         )
     )
     service.grant("on", "t1", "allow")
     service.grant("on", "t2", "deny", project=tmp_path)
-    config = service.runtime_config(tmp_path)
+    config = service.queries.runtime_config(tmp_path)
     assert [s.name for s in config.servers] == ["on"]
     server = config.servers[0]
     assert server.global_grants == {"t1": "allow"}
     assert server.project_grants == {"t2": "deny"}
     assert [t.name for t in server.tools] == ["t1", "t2"]
-    assert config.project_id == service.project(tmp_path).project_id
+    assert config.project_id == service.queries.project(tmp_path).project_id
 
     other = tmp_path / "other"
     other.mkdir()
-    assert service.runtime_config(other).servers[0].project_grants == {}
+    assert service.queries.runtime_config(other).servers[0].project_grants == {}
 
 
 def test_grants_must_be_allow_ask_or_deny(service: ConnectorService, tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ def test_unusable_workspace_paths_are_invalid_config(service: ConnectorService, 
     else:
         path = tmp_path / "missing"
     with pytest.raises(ConfigError) as exc:
-        service.project(path)
+        service.queries.project(path)
     assert exc.value.details["field"] == "project"
     assert len(exc.value.message) < 400
 
@@ -171,7 +171,7 @@ def test_runtime_options_are_merged_stored_sparsely_and_read_back_by_the_runtime
     again = service.update_runtime_options("c", restart={"enabled": False}, idle_timeout=30.0)
     assert again.runtime_config["restart"] == {"base_delay": 1.5, "max_restarts": 5, "enabled": False}
 
-    options = service.runtime_config(tmp_path).servers[0].options
+    options = service.queries.runtime_config(tmp_path).servers[0].options
     assert (options.lifecycle, options.idle_timeout, options.request_timeout, options.max_call_seconds) == (
         "keep_alive",
         30.0,
@@ -324,14 +324,14 @@ def test_changing_options_keeps_a_fresh_tool_cache_fresh(service: ConnectorServi
         ToolCacheEntry(
             connector_id=connector.connector_id,
             config_revision=connector.revision,
-            fingerprint=service.fingerprint(connector),
+            fingerprint=service.queries.fingerprint(connector),
             tools=(ToolSummary(name="t1", annotations={"destructiveHint": True}),),
         )
     )
     updated = service.update_runtime_options("c", request_timeout=5.0)
-    entry, state = service.cached_catalog(updated)
+    entry, state = service.queries.cached_catalog(updated)
     assert state == "fresh" and entry.config_revision == updated.revision
-    assert [t.name for t in service.runtime_config(tmp_path).servers[0].tools] == ["t1"]
+    assert [t.name for t in service.queries.runtime_config(tmp_path).servers[0].tools] == ["t1"]
 
 
 def test_keys_that_are_no_runtime_option_already_stored_are_kept(service: ConnectorService, tmp_path: Path) -> None:
@@ -369,7 +369,7 @@ def test_add_stores_runtime_options_and_refuses_bad_ones_storing_nothing(
         with pytest.raises(ConfigError) as exc:
             service.add(name, tgt, runtime_options=options)
         assert exc.value.details["field"] == field
-    assert [c.name for c in service.list()] == ["c"]
+    assert [c.name for c in service.list_connectors()] == ["c"]
 
 
 def test_add_exist_ok_is_idempotent_only_when_the_options_would_not_change(
@@ -403,7 +403,7 @@ def test_allow_private_is_stored_for_remote_connectors_only_and_strictly_boolean
     with pytest.raises(ConfigError) as exc:
         service.add("local", local, runtime_options={"allow_private": True})
     assert exc.value.details["field"] == "allow_private"
-    assert [c.name for c in service.list()] == ["remote"]
+    assert [c.name for c in service.list_connectors()] == ["remote"]
 
 
 async def test_a_probe_is_audited_under_the_workspace_project(service: ConnectorService, tmp_path: Path) -> None:
@@ -414,7 +414,7 @@ async def test_a_probe_is_audited_under_the_workspace_project(service: Connector
     assert (line["note"], line["connector_id"], line["project_id"]) == (
         "mcp_probe",
         service.get("time").connector_id,
-        service.project(tmp_path).project_id,
+        service.queries.project(tmp_path).project_id,
     )
 
 
@@ -424,7 +424,7 @@ def test_changing_the_description_keeps_the_tool_catalog_fresh(service: Connecto
         ToolCacheEntry(
             connector_id=connector.connector_id,
             config_revision=connector.revision,
-            fingerprint=service.fingerprint(connector),
+            fingerprint=service.queries.fingerprint(connector),
             tools=(),
             fetched_at=1,
             expires_at=2**62,
@@ -432,7 +432,7 @@ def test_changing_the_description_keeps_the_tool_catalog_fresh(service: Connecto
     )
     updated = service.update_details("remote", expected_revision=connector.revision, description="docs server")
     assert updated.description == "docs server" and updated.revision == connector.revision + 1
-    assert service.cached_catalog(updated)[1] == "fresh"
+    assert service.queries.cached_catalog(updated)[1] == "fresh"
     with pytest.raises(RevisionConflictError):
         service.update_details("remote", expected_revision=connector.revision, display_name="Docs")
 
@@ -442,13 +442,13 @@ async def test_every_probe_stores_its_outcome_a_failed_one_too(service: Connecto
     result = await service.probe("ghost", workspace=tmp_path)
     assert result.code == "command_not_found"
     ghost = service.get("ghost")
-    failed = service.last_probe(ghost)
+    failed = service.queries.last_probe(ghost)
     assert failed is not None and (failed.state, failed.code, failed.tool_count) == ("error", "command_not_found", 0)
     assert failed.message == result.message and failed.config_revision == ghost.revision and failed.probed_at > 0
 
     service.add("time", service.stdio_target("mcp-server-time", [], cwd=None, workspace=tmp_path))
     await service.probe("time", workspace=tmp_path)
-    ready = service.last_probe(service.get("time"))
+    ready = service.queries.last_probe(service.get("time"))
     assert ready is not None and (ready.state, ready.code, ready.tool_count) == ("ready", None, 2)
 
     service.remove("ghost")

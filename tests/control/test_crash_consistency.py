@@ -57,7 +57,7 @@ def assert_consistent(service: ConnectorService) -> None:
     """Every binding resolves to a stored credential its connector owns, and every stored
     credential belongs to a connector that exists."""
     records = service.credentials.store.load()
-    connectors = {c.connector_id: c for c in service.list()}
+    connectors = {c.connector_id: c for c in service.list_connectors()}
     for connector in connectors.values():
         for binding in connector.bindings:
             assert binding.ref in records, f"{connector.name}: {binding.describe()} refers to a missing credential"
@@ -71,7 +71,7 @@ def test_a_crash_after_the_store_write_of_a_create_leaves_neither(home: Path, wo
     raw = (home / "credentials.json").read_text()
     assert "crash-test-value-1111" in raw  # the crash really left an orphan behind
     service = open_service(home)
-    assert service.list() == []
+    assert service.list_connectors() == []
     assert service.credentials.store.load() == {}
     # the name is free again: the same create now works
     assert run_writer(home, workspace, "create", "alpha", None) == 0
@@ -109,7 +109,7 @@ def test_a_crash_during_a_remove_leaves_no_credential_behind(home: Path, workspa
     assert run_writer(home, workspace, "create", "alpha", None) == 0
     assert run_writer(home, workspace, "remove", "alpha", step) == CRASH_EXIT_CODE
     service = open_service(home)
-    assert service.list() == []
+    assert service.list_connectors() == []
     assert service.credentials.store.load() == {}
 
 
@@ -145,5 +145,5 @@ def test_kill_9_during_creates_never_leaves_the_store_and_database_disagreeing(h
             process.wait(timeout=30)
         service = open_service(home)
         assert_consistent(service)
-        names = {c.name for c in service.list()}
+        names = {c.name for c in service.list_connectors()}
         assert set(acknowledged) <= names  # no acknowledged create was lost

@@ -74,7 +74,7 @@ def test_a_connector_stores_references_and_the_database_never_a_value(
         None,
     )
     assert MANAGED.encode() not in database_bytes(service)
-    server = service.runtime_config(tmp_path).servers[0]
+    server = service.queries.runtime_config(tmp_path).servers[0]
     assert server.bindings == connector.bindings and "bindings" not in server.runtime_config
 
 
@@ -95,7 +95,7 @@ def test_when_the_store_cannot_be_written_the_new_connector_is_removed_again(
     lock.mkdir()  # the store cannot be locked
     with pytest.raises(CanonicalStateUnavailable):
         add_stdio(service, tmp_path, parse_env(f"PB_KEY={MANAGED}"))
-    assert service.list() == []
+    assert service.list_connectors() == []
 
 
 def test_a_new_value_for_an_owned_binding_replaces_it_in_place(service: ConnectorService, tmp_path: Path) -> None:
@@ -121,7 +121,7 @@ async def test_unsetting_a_binding_deletes_its_credential_and_keeps_a_fresh_cach
     assert result.state == "ready", result.message
     added = service.set_bindings("local", [parse_env(f"PB_OTHER={OTHER}")])
     assert added.revision == connector.revision + 1
-    assert service.cached_catalog(added)[1] == "fresh"  # bindings are no part of the server's identity
+    assert service.queries.cached_catalog(added)[1] == "fresh"  # bindings are no part of the server's identity
     removed = service.set_bindings("local", unset=["env:PB_KEY"])
     assert [b.name for b in removed.bindings] == ["PB_OTHER"]
     assert [c.credential_id for c in service.credentials.store.list()] == [removed.bindings[0].ref]
@@ -215,11 +215,11 @@ def test_cache_entries_survive_an_in_place_rotation(service: ConnectorService, t
         ToolCacheEntry(
             connector_id=connector.connector_id,
             config_revision=connector.revision,
-            fingerprint=service.fingerprint(connector),
+            fingerprint=service.queries.fingerprint(connector),
         )
     )
     service.set_bindings("local", [parse_env(f"PB_KEY={OTHER}")])
-    assert service.cached_catalog(service.get("local"))[1] == "fresh"
+    assert service.queries.cached_catalog(service.get("local"))[1] == "fresh"
 
 
 def test_a_credential_used_by_oauth_settings_is_removed_only_with_force(service: ConnectorService) -> None:

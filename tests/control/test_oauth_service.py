@@ -98,7 +98,7 @@ async def test_without_allow_private_the_login_fails_network_blocked(tmp_path: P
         assert (result.state, result.code) == ("error", "network_blocked")
         assert status["state"] == "not_authorized"
         assert browser.urls == []
-        outcome = plane.service.last_probe(plane.service.get(NAME))  # a failed login's probe is kept
+        outcome = plane.service.queries.last_probe(plane.service.get(NAME))  # a failed login's probe is kept
         assert outcome is not None and (outcome.state, outcome.code) == ("error", "network_blocked")
         counts = fixture.control()["counts"]
         assert counts == {"main": {}, "alt": {}, "rs": {}}  # nothing left the machine
@@ -245,7 +245,7 @@ def test_oauth_settings_ride_in_the_snapshot_and_leave_other_connectors_callable
 
     plane = control_plane(tmp_path / "home")
     add_oauth_connector(plane, NAME, "https://mcp.example.com/mcp", client_id="cid", scope="read")
-    project = plane.service.project(plane.workspace)
+    project = plane.service.queries.project(plane.workspace)
     plane.service.projector.project(project)
     config = load_snapshot(project.path, project_id=project.project_id, home=plane.service.settings.home)
     (server,) = config.servers

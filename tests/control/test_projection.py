@@ -38,7 +38,7 @@ def cache(service: ConnectorService, name: str, tools: list[ToolSummary]) -> Non
         ToolCacheEntry(
             connector_id=connector.connector_id,
             config_revision=connector.revision,
-            fingerprint=service.fingerprint(connector),
+            fingerprint=service.queries.fingerprint(connector),
             tools=tuple(tools),
         )
     )
@@ -74,7 +74,7 @@ def test_runtime_decisions_from_the_snapshot_equal_the_control_planes_for_every_
     exact grant or wildcard-named grant, for one approval mode."""
     add(service, "conn", workspace)
     service.update_settings("conn", approval_mode=mode)
-    prj = service.project(workspace)
+    prj = service.queries.project(workspace)
     # Grants named like wildcards must never cover other tools (seed 003 §5.3: no "*" grants).
     service.grant("conn", "*", "allow")
     service.grant("conn", "c*", "allow", project=workspace)
@@ -104,7 +104,7 @@ def test_runtime_decisions_from_the_snapshot_equal_the_control_planes_for_every_
     project_grants = {
         x.tool_name: x.decision for x in service.repository.list_project_grants(prj.project_id, connector.connector_id)
     }
-    views = {v.name: v for v in service.tools("conn", project=workspace).tools}
+    views = {v.name: v for v in service.queries.tools("conn", project=workspace).tools}
     assert len(cases) == 128 and len(views) == 64
 
     for tool, g, p, _, in_cache, wildcard, live in cases:
@@ -157,12 +157,12 @@ def test_the_snapshot_carries_the_rules_in_the_seed_shape(service: ConnectorServ
     service.grant("mail", "m-purge", "allow", project=workspace)  # ...but never lifts a global deny
     service.grant("mail", "m[*]x", "deny", project=workspace)  # a glob-looking name stays exact
     service.grant("mail", "later", "allow")  # not visible under include_tools: not projected
-    service.projector.project(service.project(workspace))
+    service.projector.project(service.queries.project(workspace))
 
     document = snapshot_of(workspace)
     assert set(document) == {"version", "project_id", "generated_at", "servers", "mac"}
     assert list(document)[-1] == "mac" and document["mac"].startswith("hmac-sha256:")
-    assert document["version"] == 1 and document["project_id"] == service.project(workspace).project_id
+    assert document["version"] == 1 and document["project_id"] == service.queries.project(workspace).project_id
     assert isinstance(document["generated_at"], int)
     assert list(document["servers"]) == ["mail"]  # a disabled connector is not projected
     mail = document["servers"]["mail"]
@@ -189,7 +189,7 @@ def test_the_snapshot_carries_resource_and_prompt_grants_in_their_own_key_spaces
     service.grant("evil", "*", "deny", project=workspace, kind="prompt")
     service.grant("evil", "greet", "allow", project=workspace, kind="prompt")
     service.grant("evil", "secret", "deny", kind="prompt")
-    project = service.project(workspace)
+    project = service.queries.project(workspace)
     service.projector.project(project)
 
     evil = snapshot_of(workspace)["servers"]["evil"]
@@ -215,7 +215,7 @@ async def test_the_snapshot_holds_references_not_secrets_and_is_private(
     service: ConnectorService, workspace: Path
 ) -> None:
     add(service, "keyed", workspace, bindings=[parse_env(f"PB_KEY={CANARY}"), parse_env("PB_HOST=@env:PB_HOST_VAR")])
-    prj = service.project(workspace)
+    prj = service.queries.project(workspace)
     path = service.projector.project(prj)
     raw = path.read_bytes()
     assert CANARY.encode() not in raw
@@ -237,8 +237,8 @@ def test_a_global_change_reprojects_every_known_workspace_and_a_project_grant_on
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
     b.mkdir()
-    service.project(a)
-    service.project(b)
+    service.queries.project(a)
+    service.queries.project(b)
     add(service, "conn", a)  # a global change: both written
     assert list(snapshot_of(a)["servers"]) == list(snapshot_of(b)["servers"]) == ["conn"]
     assert {w.workspace for w in service.last_projection.written} == {str(a.resolve()), str(b.resolve())}
@@ -265,7 +265,7 @@ async def test_every_connector_mutation_reprojects(
     service: ConnectorService, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PB_TZ_VAR", "UTC")
-    service.project(workspace)
+    service.queries.project(workspace)
 
     def servers() -> dict:
         return snapshot_of(workspace)["servers"]
@@ -298,7 +298,7 @@ def test_a_workspace_that_is_gone_is_skipped_and_reported_not_a_failure(
     kept, gone, linked = tmp_path / "kept", tmp_path / "gone", tmp_path / "linked"
     for path in (kept, gone, linked):
         path.mkdir()
-        service.project(path)
+        service.queries.project(path)
     gone.rmdir()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -325,7 +325,7 @@ def test_a_workspace_that_is_gone_is_skipped_and_reported_not_a_failure(
 def test_a_failed_write_keeps_the_previous_snapshot_and_leaves_no_temp_file(
     service: ConnectorService, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    prj = service.project(workspace)
+    prj = service.queries.project(workspace)
     add(service, "conn", workspace)
     before = snapshot_path(workspace).read_bytes()
 
@@ -343,7 +343,7 @@ def test_a_failed_write_keeps_the_previous_snapshot_and_leaves_no_temp_file(
 def test_a_projection_waits_for_the_workspace_lock(
     service: ConnectorService, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    prj = service.project(workspace)
+    prj = service.queries.project(workspace)
     add(service, "conn", workspace)
     monkeypatch.setattr(projection, "LOCK_TIMEOUT", 0.2)
     fd = os.open(snapshot_path(workspace).parent / projection.LOCK_FILE, os.O_RDWR)

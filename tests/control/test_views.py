@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from patchbay.control.views import runtime_state, tool_signature
+from patchbay.control.decisions import runtime_state, tool_signature
 from patchbay.core.models import Connector, ConnectorSettings, ProbeOutcome, StdioTarget
 
 

@@ -241,7 +241,7 @@ async def test_a_connection_fault_in_one_session_leaves_other_sessions_of_the_ho
     add_server(service, "bad", first)
 
     def resolve(path: Path) -> Project:
-        project = service.project(path)
+        project = service.queries.project(path)
         service.projector.project(project)
         return project
 
@@ -270,7 +270,7 @@ async def test_a_hosted_session_reaches_an_underscore_host_and_the_other_forms_a
         assert refused.value.code == "invalid_config"
 
     def resolve(path: Path) -> Project:
-        project = service.project(path)
+        project = service.queries.project(path)
         service.projector.project(project)
         return project
 

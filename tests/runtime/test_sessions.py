@@ -37,7 +37,7 @@ def add_server(service: ConnectorService, name: str, workspace: Path, *args: str
 
 def host_for(service: ConnectorService, **kwargs: Any) -> SessionHost:
     def resolve(path: Path) -> Project:
-        project = service.project(path)
+        project = service.queries.project(path)
         service.projector.project(project)
         return project
 
@@ -81,7 +81,9 @@ async def test_an_idle_session_is_rebuilt_at_once_from_the_new_snapshot(
                 service.grant("life", "echo", "deny")  # committed → re-projected → reloaded
             outcome = await reloads.wait()
             assert [(s.session_id, s.status, s.error) for s in outcome.sessions] == [(session, "reloaded", None)]
-            assert outcome.code is None and outcome.sessions[0].project_id == service.project(workspace).project_id
+            assert (
+                outcome.code is None and outcome.sessions[0].project_id == service.queries.project(workspace).project_id
+            )
             assert host.session(session).state == "ready" and host.session(session).builds == 2
             await wait_until(lambda: gone(first))  # the old runtime's server stopped with it
 
@@ -265,7 +267,7 @@ async def test_a_snapshot_that_cannot_be_loaded_fails_the_rebuild(
         async with host_for(service) as host:
             session = await host.open(workspace)
             document = json.loads(snapshot_path(workspace).read_text())
-            project_id = service.project(workspace).project_id
+            project_id = service.queries.project(workspace).project_id
             if damage == "unsigned rewrite":  # what a workspace writer without the key can do
                 document.pop("mac")
                 snapshot_path(workspace).write_text(json.dumps(document))
@@ -291,17 +293,17 @@ async def test_a_snapshot_that_cannot_be_loaded_fails_the_rebuild(
             with pytest.raises(ToolCallError):
                 await host.call(session, "mcp.life.pid")
 
-            service.projector.project(service.project(workspace))  # a good snapshot again
-            assert [s.status for s in (await host.reload([service.project(workspace).project_id])).sessions] == [
-                "reloaded"
-            ]
+            service.projector.project(service.queries.project(workspace))  # a good snapshot again
+            assert [
+                s.status for s in (await host.reload([service.queries.project(workspace).project_id])).sessions
+            ] == ["reloaded"]
             assert await pid_of(host, session) > 0
 
 
 async def test_opening_a_workspace_without_a_usable_snapshot_fails_and_leaves_no_session(
     service: ConnectorService, workspace: Path
 ) -> None:
-    host = SessionHost(service.settings, resolve=service.project)  # resolves, never projects
+    host = SessionHost(service.settings, resolve=service.queries.project)  # resolves, never projects
     with anyio.fail_after(30):
         async with host:
             with pytest.raises(NotFoundError):

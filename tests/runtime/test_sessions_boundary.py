@@ -39,7 +39,7 @@ def host_for(service: ConnectorService, loader: str = "in memory", **kwargs: Any
     """A host as ``serve`` builds it (``in memory``), or one that loads the workspace file."""
 
     def resolve(path: Path) -> Project:
-        project = service.project(path)
+        project = service.queries.project(path)
         service.projector.project(project)
         return project
 

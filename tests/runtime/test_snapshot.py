@@ -25,7 +25,7 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def projected(service: ConnectorService, workspace: Path) -> dict:
     """A workspace with one stdio connector projected; returns the snapshot document."""
-    service.project(workspace)
+    service.queries.project(workspace)
     target = service.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace)
     service.add("time", target)
     service.update_settings("time", approval_mode="allow_all")
@@ -37,12 +37,12 @@ def projected(service: ConnectorService, workspace: Path) -> dict:
 def rewrite(service: ConnectorService, workspace: Path, document: dict) -> None:
     """Replace the snapshot with ``document``, sealed, so its content reaches the later checks."""
     write_sealed_snapshot(
-        workspace, document, home=service.settings.home, project_id=service.project(workspace).project_id
+        workspace, document, home=service.settings.home, project_id=service.queries.project(workspace).project_id
     )
 
 
 def test_the_loaded_config_is_what_was_projected(service: ConnectorService, workspace: Path, projected: dict) -> None:
-    prj = service.project(workspace)
+    prj = service.queries.project(workspace)
     config = load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
     assert (config.project_id, config.workspace) == (prj.project_id, str(workspace.resolve()))
     (server,) = config.servers
@@ -56,7 +56,7 @@ def test_a_snapshot_written_for_another_project_is_refused(
 ) -> None:
     other = tmp_path / "other"
     other.mkdir()
-    prj = service.project(other)
+    prj = service.queries.project(other)
     (other / ".patchbay").mkdir()
     snapshot_path(other).write_bytes(snapshot_path(workspace).read_bytes())  # copied over
     with pytest.raises(ConfigError) as exc:
@@ -69,16 +69,16 @@ def test_a_snapshot_written_for_another_project_is_refused(
         load_snapshot(other, project_id=prj.project_id, home=service.settings.home)
     assert exc.value.code == "invalid_config" and exc.value.field == "project_id"
     assert exc.value.details["expected"] == prj.project_id
-    assert exc.value.details["found"] == service.project(workspace).project_id
+    assert exc.value.details["found"] == service.queries.project(workspace).project_id
 
 
 def test_a_workspace_without_a_snapshot_is_not_found(service: ConnectorService, workspace: Path) -> None:
     with pytest.raises(NotFoundError) as exc:
-        load_snapshot(workspace, project_id=service.project(workspace).project_id, home=service.settings.home)
+        load_snapshot(workspace, project_id=service.queries.project(workspace).project_id, home=service.settings.home)
     assert exc.value.code == "not_found" and "project the workspace first" in exc.value.message
     with pytest.raises(ConfigError) as exc:
         load_snapshot(
-            workspace / "missing", project_id=service.project(workspace).project_id, home=service.settings.home
+            workspace / "missing", project_id=service.queries.project(workspace).project_id, home=service.settings.home
         )
     assert exc.value.field == "workspace"
 
@@ -148,7 +148,7 @@ def test_a_malformed_snapshot_is_refused_with_the_field(
     change(document)
     rewrite(service, workspace, document)
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=service.project(workspace).project_id, home=service.settings.home)
+        load_snapshot(workspace, project_id=service.queries.project(workspace).project_id, home=service.settings.home)
     assert exc.value.code == "invalid_config"
     assert exc.value.field.startswith(field), exc.value.message
 
@@ -161,7 +161,7 @@ def test_a_malformed_snapshot_is_refused_with_the_field(
 def test_a_snapshot_that_is_not_one_json_object_is_refused(
     service: ConnectorService, workspace: Path, projected: dict, text: str
 ) -> None:
-    project_id = service.project(workspace).project_id
+    project_id = service.queries.project(workspace).project_id
     with pytest.raises(ConfigError) as exc:
         parse_snapshot(text, project_id=project_id)
     assert exc.value.field == "snapshot"
@@ -174,7 +174,7 @@ def test_a_snapshot_that_is_not_one_json_object_is_refused(
 def test_symlinks_fifos_and_oversized_files_are_not_read(
     service: ConnectorService, workspace: Path, tmp_path: Path, projected: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project_id = service.project(workspace).project_id
+    project_id = service.queries.project(workspace).project_id
     good = snapshot_path(workspace)
     elsewhere = tmp_path / "elsewhere.json"
     elsewhere.write_bytes(good.read_bytes())  # a valid snapshot, but not the workspace's own file
@@ -216,7 +216,7 @@ async def test_no_ambient_mcp_file_adds_a_server(service: ConnectorService, work
     for host in (".cursor", ".vscode"):
         (workspace / host).mkdir()
         (workspace / host / "mcp.json").write_text(json.dumps({"servers": {"ambient": AMBIENT}}))
-    prj = service.project(workspace)
+    prj = service.queries.project(workspace)
     target = service.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace)
     service.add("time", target)
     service.update_settings("time", approval_mode="allow_all")
@@ -250,7 +250,7 @@ async def test_no_ambient_mcp_file_adds_a_server(service: ConnectorService, work
 async def test_a_tampered_snapshot_is_refused_and_nothing_in_it_starts(
     service: ConnectorService, workspace: Path, tmp_path: Path, how: str
 ) -> None:
-    service.project(workspace)
+    service.queries.project(workspace)
     service.add("time", service.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace))
     service.grant("time", "convert_time", "deny")
     path = snapshot_path(workspace)
@@ -270,7 +270,7 @@ async def test_a_tampered_snapshot_is_refused_and_nothing_in_it_starts(
     else:
         write_sealed_snapshot(workspace, document, home=tmp_path / "attacker-home", project_id=document["project_id"])
     with pytest.raises(ConfigError) as exc:
-        load_snapshot(workspace, project_id=service.project(workspace).project_id, home=service.settings.home)
+        load_snapshot(workspace, project_id=service.queries.project(workspace).project_id, home=service.settings.home)
     assert exc.value.code == "invalid_config" and exc.value.field == "snapshot"
     assert "refusing it" in exc.value.message
     assert not marker.exists()
@@ -286,14 +286,14 @@ def test_a_snapshot_of_another_data_home_is_refused(service: ConnectorService, w
     other_settings.home.mkdir()
     other = ConnectorService(open_store(other_settings), other_settings)
     try:
-        prj = other.project(workspace)
-        assert prj.project_id == service.project(workspace).project_id  # same workspace, same id
+        prj = other.queries.project(workspace)
+        assert prj.project_id == service.queries.project(workspace).project_id  # same workspace, same id
         other.add("time", other.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace))
         assert load_snapshot(workspace, project_id=prj.project_id, home=other_settings.home).servers
         with pytest.raises(ConfigError) as exc:
             load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
         assert exc.value.field in ("snapshot", "snapshot_key")
-        service.projector.project(service.project(workspace))  # now the first home has a key too
+        service.projector.project(service.queries.project(workspace))  # now the first home has a key too
         other.projector.project(prj)
         with pytest.raises(ConfigError) as exc:
             load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
@@ -307,7 +307,7 @@ def test_a_missing_or_corrupt_key_refuses_every_snapshot(
 ) -> None:
     from patchbay.adapters.snapshot_key import KEY_FILE
 
-    project_id = service.project(workspace).project_id
+    project_id = service.queries.project(workspace).project_id
     key = service.settings.home / KEY_FILE
     assert load_snapshot(workspace, project_id=project_id, home=service.settings.home).servers
     original = key.read_bytes()
@@ -327,7 +327,7 @@ def test_a_missing_or_corrupt_key_refuses_every_snapshot(
 
 @pytest.mark.parametrize("lifecycle", ["lazy", "eager", "keep_alive"])
 def test_the_lifecycle_survives_the_snapshot(service: ConnectorService, workspace: Path, lifecycle: str) -> None:
-    prj = service.project(workspace)
+    prj = service.queries.project(workspace)
     target = service.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace)
     service.add("time", target, runtime_options={"lifecycle": lifecycle})
     assert json.loads(snapshot_path(workspace).read_text())["servers"]["time"]["lifecycle"] == lifecycle

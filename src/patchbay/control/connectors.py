@@ -1,16 +1,14 @@
 """The connector service: the only writer of canonical state (DESIGN.md "Layers").
 
-It validates input, keeps connectors and tool grants, and runs probes and caches their catalogs
-under the config fingerprint; every committed mutation is re-projected to the workspaces it affects.
-Resolving workspaces to stable projects, judging a cached catalog fresh or stale, the effective
-decision of every tool (DESIGN.md "Permissions") and the
-:class:`~patchbay.core.models.RuntimeConfig` a workspace runtime loads come from
-:class:`~patchbay.control.tool_views.ToolViewsMixin`.
+It validates input, keeps connectors and tool grants, and runs probes and caches
+their catalogs under the config fingerprint; every committed mutation is
+re-projected to the workspaces it affects. The read side (projects,
+cached catalogs, effective decisions, runtime configs) is
+:class:`~patchbay.control.queries.ConnectorQueries`, which the service holds as ``queries``.
 """
 
 from __future__ import annotations
 
-import builtins
 import logging
 import os
 import time
@@ -27,8 +25,7 @@ from patchbay.control.options import checked_options as _checked_options
 from patchbay.control.options import merge_runtime_options
 from patchbay.control.probe import Prober
 from patchbay.control.projection import ProjectionReport, Projector
-from patchbay.control.tool_views import ToolViewsMixin, real_dir
-from patchbay.control.views import ToolsView, ToolView
+from patchbay.control.queries import ConnectorQueries, catalog_fingerprint, real_dir
 from patchbay.core.credentials import BINDINGS_KEY, check_bindings
 from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.core.models import (
@@ -46,13 +43,13 @@ from patchbay.core.models import (
     ToolCacheEntry,
     ToolGrant,
 )
-from patchbay.core.names import is_connector_name, validate_connector_name
+from patchbay.core.names import validate_connector_name
 from patchbay.core.oauth import oauth_from_config
 from patchbay.core.redaction import redact_text
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target, validate_text
 
-__all__ = ["ConnectorService", "ToolView", "ToolsView", "merge_runtime_options"]
+__all__ = ["ConnectorService", "merge_runtime_options"]
 
 _DECISIONS = ("allow", "ask", "deny")
 _PROMPT_DECISIONS = ("allow", "deny")
@@ -83,11 +80,11 @@ _TRANSPORT_BOUND_OPTIONS = {"allow_private": "allow-private", "limits": "limits"
 """Runtime options only some transports take → their ``--reset`` name."""
 
 
-class ConnectorService(ToolViewsMixin):
-    """Operations on connectors, grants, probes and runtime configs.
+class ConnectorService:
+    """The writer of canonical state: connectors, grants, probes and their cached catalogs.
 
-    Projects, catalog freshness, effective decisions and runtime configs are inherited from
-    :class:`~patchbay.control.tool_views.ToolViewsMixin`.
+    Every committed mutation is re-projected (:attr:`projector`). Reads go through
+    :attr:`queries` (projects, catalog freshness, effective decisions, runtime configs).
 
     Args:
         repository: the canonical store.
@@ -101,7 +98,9 @@ class ConnectorService(ToolViewsMixin):
         self.credentials = CredentialService(CredentialStore(settings.home), repository)
         self.credentials.open()  # repair what a crash left, and mask every stored value from now on
         self.prober = prober or Prober(settings, credentials=self.credentials.store)
-        self.projector = Projector(self)
+        self.queries = ConnectorQueries(repository)
+        """The read side over the same store."""
+        self.projector = Projector(self.queries, home=settings.home)
         self.last_projection: ProjectionReport | None = None
         """What the re-projection after the last committed mutation wrote or skipped."""
         self._committed: list[CommittedListener] = []
@@ -245,17 +244,16 @@ class ConnectorService(ToolViewsMixin):
         return validate_socket_path(path)
 
     def get(self, name: str) -> Connector:
-        """The connector called exactly ``name``.
+        """:meth:`ConnectorQueries.get`: the connector called exactly ``name``.
 
         Raises:
             NotFoundError: ``not_found`` (also for strings that are no connector name at all).
         """
-        if not is_connector_name(name):
-            raise NotFoundError(f"no connector named {name!r}", details={"name": name})
-        return self.repository.get_connector_by_name(name)
+        return self.queries.get(name)
 
-    def list(self) -> list[Connector]:
-        return self.repository.list_connectors()
+    def list_connectors(self) -> list[Connector]:
+        """:meth:`ConnectorQueries.list_connectors`: every connector, ordered by name."""
+        return self.queries.list_connectors()
 
     def set_enabled(self, name: str, enabled: bool) -> Connector:
         connector = self.get(name)
@@ -268,8 +266,8 @@ class ConnectorService(ToolViewsMixin):
         name: str,
         *,
         approval_mode: str | None = None,
-        include_tools: builtins.list[str] | None = None,
-        exclude_tools: builtins.list[str] | None = None,
+        include_tools: list[str] | None = None,
+        exclude_tools: list[str] | None = None,
         enabled: bool | None = None,
         expected_revision: int | None = None,
     ) -> Connector:
@@ -436,7 +434,7 @@ class ConnectorService(ToolViewsMixin):
         if (
             entry
             and entry.config_revision == revision == updated.revision - 1
-            and entry.fingerprint == self.fingerprint(updated)
+            and entry.fingerprint == catalog_fingerprint(updated)
         ):
             self.repository.replace_tool_cache(entry.model_copy(update={"config_revision": updated.revision}))
         return updated
@@ -529,7 +527,7 @@ class ConnectorService(ToolViewsMixin):
             return self._reprojected(
                 ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=verdict, kind=kind)
             )
-        prj = self.project(project)
+        prj = self.queries.project(project)
         self.repository.set_project_grant(prj.project_id, connector.connector_id, tool, decision, kind=kind)
         return self._reprojected(
             ToolGrant(
@@ -552,7 +550,7 @@ class ConnectorService(ToolViewsMixin):
         connector = self.get(name)
         if project is None:
             return self._reprojected(self.repository.clear_global_grant(connector.connector_id, tool, kind=kind))
-        prj = self.project(project)
+        prj = self.queries.project(project)
         cleared = self.repository.clear_project_grant(prj.project_id, connector.connector_id, tool, kind=kind)
         return self._reprojected(cleared, project_id=prj.project_id)
 
@@ -578,11 +576,11 @@ class ConnectorService(ToolViewsMixin):
     # -- probe ------------------------------------------------------------------------------
 
     async def probe(self, name: str, *, workspace: Path, **login: Any) -> ProbeResult:
-        """Run a real connect probe, store its outcome (:meth:`last_probe`) whatever it is, and
-        cache the catalog when it is ready.
+        """Run a real connect probe, store its outcome (:meth:`ConnectorQueries.last_probe`) whatever
+        it is, and cache the catalog when it is ready.
 
         Args:
-            workspace: the canonical workspace root (see :meth:`project`); stdio servers run there.
+            workspace: the canonical workspace root (see :meth:`ConnectorQueries.project`); stdio servers run there.
             login: ``authorizer``, ``verify``, ``login_timeout`` for an OAuth login
                 (:meth:`patchbay.control.oauth.OAuthService.login`; see :meth:`Prober.probe`).
         """
@@ -600,7 +598,7 @@ class ConnectorService(ToolViewsMixin):
                 ToolCacheEntry(
                     connector_id=connector.connector_id,
                     config_revision=connector.revision,
-                    fingerprint=self.fingerprint(connector),
+                    fingerprint=catalog_fingerprint(connector),
                     tools=result.tools,
                     resources=result.resources,
                     server_info=result.server_info,

@@ -284,7 +284,7 @@ class OAuthService:
         return result, await anyio.to_thread.run_sync(self.status, name)
 
     def _exists(self, connector_id: str) -> bool:
-        return any(c.connector_id == connector_id for c in self.connectors.list())
+        return any(c.connector_id == connector_id for c in self.connectors.list_connectors())
 
     # -- logout -----------------------------------------------------------------------------
 

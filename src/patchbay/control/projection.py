@@ -53,17 +53,27 @@ import errno
 import json
 import logging
 import os
+import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from patchbay.adapters.atomic import lock_exclusive, replace_file, write_new
 from patchbay.adapters.snapshot_key import load_or_create_key
+from patchbay.control.queries import ConnectorQueries, ScopeGrants, catalog_fingerprint, runtime_server
 from patchbay.core.credentials import BINDINGS_KEY
-from patchbay.core.errors import ConfigError, PatchbayError
-from patchbay.core.models import GrantDecision, Project, RuntimeConfig, RuntimeOptions, RuntimeServer
+from patchbay.core.errors import ConfigError, NotFoundError, PatchbayError
+from patchbay.core.models import (
+    Connector,
+    GrantDecision,
+    Project,
+    RuntimeConfig,
+    RuntimeOptions,
+    RuntimeServer,
+    ToolSummary,
+)
 from patchbay.core.policy import decide, is_visible
 from patchbay.runtime.snapshot import (
     MAX_SNAPSHOT_BYTES,
@@ -73,12 +83,9 @@ from patchbay.runtime.snapshot import (
     RuntimeSnapshot,
     SnapshotServer,
     seal_snapshot,
-    snapshot_config,
     snapshot_path,
 )
-
-if TYPE_CHECKING:
-    from patchbay.control.connectors import ConnectorService
+from patchbay.runtime.snapshot import runtime_server as snapshot_runtime_server
 
 __all__ = [
     "LOCK_FILE",
@@ -113,7 +120,7 @@ def project_server(server: RuntimeServer) -> tuple[str, SnapshotServer]:
 
     Args:
         server: the connector with its raw global and project grants and cached catalog, as
-            :meth:`ConnectorService.runtime_config` builds it.
+            :meth:`ConnectorQueries.runtime_config` builds it.
     """
     settings = server.settings
     denied: list[str] = []
@@ -160,7 +167,11 @@ def project_server(server: RuntimeServer) -> tuple[str, SnapshotServer]:
         approve_tools=True if settings.approval_mode != "allow_all" else tuple(asked),
         allowed_tools=tuple(allowed),
         project_overrides=tuple(overrides),
-        tools=tuple(t for t in server.tools if is_visible(t.name, settings.include_tools, exclude)),
+        tools=tuple(
+            ToolSummary(name=t.name, annotations=t.annotations)
+            for t in server.tools
+            if is_visible(t.name, settings.include_tools, exclude)
+        ),
         global_resource_grant=server.global_resource_grant,
         project_resource_grant=server.project_resource_grant,
         global_prompt_grants=_prompt_grants(server.global_prompt_grants),
@@ -177,7 +188,7 @@ def build_snapshot(config: RuntimeConfig, *, generated_at: int) -> RuntimeSnapsh
     """The snapshot of one workspace: its enabled connectors, by name.
 
     Args:
-        config: :meth:`ConnectorService.runtime_config` of the workspace.
+        config: :meth:`ConnectorQueries.runtime_config` of the workspace.
         generated_at: Unix time in milliseconds.
     """
     servers = dict(project_server(s) for s in sorted(config.servers, key=lambda s: s.name) if s.settings.enabled)
@@ -186,9 +197,31 @@ def build_snapshot(config: RuntimeConfig, *, generated_at: int) -> RuntimeSnapsh
     )
 
 
-def _encode(snapshot: RuntimeSnapshot, *, home: Path, workspace: Path) -> bytes:
-    body = json.dumps(snapshot.model_dump(mode="json"), ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
-    data = seal_snapshot(body, key=load_or_create_key(home), project_id=snapshot.project_id, workspace=str(workspace))
+_TOOL_DEFAULTS = {"tools": {"__all__": {"title", "description", "input_schema", "output_schema"}}}
+"""Tool fields the snapshot leaves out: always their defaults there (:func:`project_server` keeps a
+tool's name and annotations, all a runtime reads before it connects)."""
+
+
+def _fragment(name: str, server: SnapshotServer) -> bytes:
+    """One ``"name":{...}`` member of ``servers``, compact JSON."""
+    return (
+        json.dumps(name, ensure_ascii=False).encode("utf-8")
+        + b":"
+        + server.model_dump_json(exclude=_TOOL_DEFAULTS).encode("utf-8")
+    )
+
+
+def _body(project_id: str, generated_at: int, fragments: Iterable[bytes]) -> bytes:
+    """The snapshot document (compact JSON) from its ``servers`` members, laid out as
+    :func:`~patchbay.runtime.snapshot.seal_snapshot` takes it (closing brace on its own line)."""
+    head = json.dumps(
+        {"version": SNAPSHOT_VERSION, "project_id": project_id, "generated_at": generated_at}, separators=(",", ":")
+    )
+    return head[:-1].encode("utf-8") + b',"servers":{' + b",".join(fragments) + b"}\n}\n"
+
+
+def _sealed(body: bytes, *, project_id: str, home: Path, workspace: Path) -> bytes:
+    data = seal_snapshot(body, key=load_or_create_key(home), project_id=project_id, workspace=str(workspace))
     if len(data) > MAX_SNAPSHOT_BYTES:
         raise ConfigError("snapshot", f"the projection is larger than {MAX_SNAPSHOT_BYTES} bytes; not written")
     return data
@@ -243,11 +276,11 @@ def _snapshot_dir(root: Path) -> Iterator[int]:
         os.close(dir_fd)
 
 
-def _locked_write(root: Path, make: Callable[[], RuntimeSnapshot], *, home: Path) -> Path:
-    """Under the workspace lock, build the snapshot with ``make()`` and replace the file with it,
-    sealed with ``home``'s snapshot key for the canonical workspace ``root``."""
+def _locked_write(root: Path, project_id: str, make: Callable[[], bytes], *, home: Path) -> Path:
+    """Under the workspace lock, build the snapshot document with ``make()`` and replace the file
+    with it, sealed with ``home``'s snapshot key for ``project_id`` and the canonical workspace ``root``."""
     with _snapshot_dir(root) as dir_fd:
-        data = _encode(make(), home=home, workspace=root)
+        data = _sealed(make(), project_id=project_id, home=home, workspace=root)
         try:
             replace_file(dir_fd, SNAPSHOT_FILE, data, SNAPSHOT_MODE)
         except OSError as exc:
@@ -269,7 +302,9 @@ def write_snapshot(workspace: Path | str, snapshot: RuntimeSnapshot, *, home: Pa
             :data:`~patchbay.runtime.snapshot.MAX_SNAPSHOT_BYTES`); a previous snapshot is left as
             it was; field ``snapshot_key`` when the key cannot be created or read.
     """
-    return _locked_write(Path(workspace), lambda: snapshot, home=Path(home))
+    fragments = [_fragment(name, server) for name, server in snapshot.servers.items()]
+    body = _body(snapshot.project_id, snapshot.generated_at, fragments)
+    return _locked_write(Path(workspace), snapshot.project_id, lambda: body, home=Path(home))
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,24 +365,121 @@ class ProjectionReport:
         }
 
 
-@dataclass
+_Stamp = tuple[int, str, int, int]
+
+
+@dataclass(slots=True)
+class _Piece:
+    """One connector's projected entry for one project, and what it was projected from."""
+
+    key: tuple[Connector, ScopeGrants, _Stamp | None]
+    name: str
+    server: SnapshotServer
+    fragment: bytes
+    runtime: RuntimeServer | None = None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 class Projector:
-    """Projects a :class:`ConnectorService`'s canonical state into workspace snapshots.
+    """Projects canonical state into workspace snapshots, re-encoding only what changed.
 
     Usage::
 
-        projector = Projector(service)
-        projector.project(service.project(Path("~/work/repo").expanduser()))   # one, raising
+        projector = Projector(service.queries, home=settings.home)
+        projector.project(service.queries.project(Path("~/work/repo").expanduser()))  # one, raising
         report = projector.reproject()                  # every known workspace, never raising
         report = projector.reproject("prj_0123456789abcdef")                   # only that one
 
+    Each projection reads the connectors, the grants in the project's scope and the stamps of
+    the cached catalogs (a few queries whatever their number); a connector whose row, grants and
+    catalog stamp are what its last projection saw keeps its encoded entry, and a catalog is
+    parsed again only when its stamp changed. Writers in other processes are seen the same way,
+    since everything is compared against the store as committed now.
+
     Args:
-        service: the connector service whose state is projected.
+        queries: the read side whose state is projected.
+        home: the data home (its snapshot key seals the files).
         clock: Unix time in milliseconds, for ``generated_at``.
     """
 
-    service: ConnectorService
-    clock: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
+    def __init__(self, queries: ConnectorQueries, *, home: Path | str, clock: Callable[[], int] = _now_ms):
+        self.queries = queries
+        self.home = Path(home)
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._pieces: dict[str, dict[str, _Piece]] = {}
+        """project id → connector id → its last projected entry."""
+        self._catalogs: dict[str, tuple[_Stamp, tuple[ToolSummary, ...]]] = {}
+        """connector id → (stamp, fresh catalog reduced to what a snapshot keeps)."""
+        self._connectors: dict[str, tuple[tuple[int, int], Connector]] = {}
+        """connector id → ((revision, settings revision), the connector as read then)."""
+
+    def _current_connectors(self) -> list[Connector]:
+        """Every connector as committed now, by name; only those whose revisions moved are read."""
+        repository = self.queries.repository
+        stamps = repository.connector_stamps()
+        with self._lock:
+            known = dict(self._connectors)
+        current: dict[str, tuple[tuple[int, int], Connector]] = {}
+        for connector_id, stamp in stamps.items():
+            seen = known.get(connector_id)
+            if seen is None or seen[0] != stamp:
+                try:
+                    seen = (stamp, repository.get_connector(connector_id))
+                except NotFoundError:
+                    continue  # removed since the stamps were read
+            current[connector_id] = seen
+        with self._lock:
+            self._connectors = current
+        return sorted((c for _, c in current.values()), key=lambda c: c.name)
+
+    def _tools(self, connector: Connector, stamp: _Stamp) -> tuple[ToolSummary, ...]:
+        with self._lock:
+            known = self._catalogs.get(connector.connector_id)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        entry = self.queries.repository.get_tool_cache(connector.connector_id)
+        fresh = (
+            entry is not None
+            and entry.config_revision == connector.revision
+            and entry.fingerprint == catalog_fingerprint(connector)
+        )
+        tools = (
+            tuple(ToolSummary(name=t.name, annotations=t.annotations) for t in entry.tools) if fresh and entry else ()
+        )
+        with self._lock:
+            self._catalogs[connector.connector_id] = (stamp, tools)
+        return tools
+
+    def _pieces_of(self, project: Project) -> list[_Piece]:
+        """``project``'s entries as committed now, by connector name; unchanged ones reused."""
+        connectors = [c for c in self._current_connectors() if c.settings.enabled]
+        grants = self.queries.scope_grants(project)
+        stamps = self.queries.repository.tool_cache_stamps()
+        with self._lock:
+            before = self._pieces.get(project.project_id, {})
+        pieces: dict[str, _Piece] = {}
+        for connector in connectors:
+            cid = connector.connector_id
+            stamp = stamps.get(cid)
+            key = (connector, grants.get(cid, ()), stamp)
+            piece = before.get(cid)
+            if piece is None or piece.key != key:
+                fresh = (
+                    stamp is not None and stamp[0] == connector.revision and stamp[1] == catalog_fingerprint(connector)
+                )
+                tools = self._tools(connector, stamp) if fresh and stamp is not None else ()
+                name, server = project_server(runtime_server(connector, key[1], tools))
+                piece = _Piece(key, name, server, _fragment(name, server))
+            pieces[cid] = piece
+        with self._lock:
+            self._pieces[project.project_id] = pieces
+            for gone in set(self._catalogs) - set(stamps):
+                del self._catalogs[gone]
+        return sorted(pieces.values(), key=lambda p: p.name)
 
     def project(self, project: Project) -> Path:
         """Write ``project``'s snapshot from the state committed now; returns its path.
@@ -363,11 +495,12 @@ class Projector:
         root = Path(project.path)
         if not root.is_dir() or os.path.realpath(root) != project.path:
             raise ConfigError("project", f"the workspace {project.path} no longer exists (or moved)")
-        return _locked_write(
-            root,
-            lambda: build_snapshot(self.service.runtime_config(project), generated_at=self.clock()),
-            home=self.service.settings.home,
-        )
+
+        def body() -> bytes:
+            pieces = self._pieces_of(project)
+            return _body(project.project_id, self.clock(), (p.fragment for p in pieces))
+
+        return _locked_write(root, project.project_id, body, home=self.home)
 
     def runtime_config(self, project: Project) -> RuntimeConfig:
         """``project``'s runtime config as its snapshot would give it, built in memory from the
@@ -379,8 +512,12 @@ class Projector:
                 runtime's checks).
             CanonicalStateUnavailable: the database cannot be read.
         """
-        snapshot = build_snapshot(self.service.runtime_config(project), generated_at=self.clock())
-        return snapshot_config(snapshot, project.path)
+        servers = []
+        for piece in self._pieces_of(project):
+            if piece.runtime is None:
+                piece.runtime = snapshot_runtime_server(piece.name, piece.server)
+            servers.append(piece.runtime)
+        return RuntimeConfig(project_id=project.project_id, workspace=project.path, servers=tuple(servers))
 
     def reproject(self, project_id: str | None = None) -> ProjectionReport:
         """Re-project every known workspace, or only ``project_id``'s; never raises for a workspace.
@@ -389,10 +526,8 @@ class Projector:
         ``failed`` (both logged as warnings); the others are still written.
         """
         try:
-            if project_id is None:
-                projects = self.service.repository.list_projects()
-            else:
-                projects = [self.service.repository.get_project(project_id)]
+            repository = self.queries.repository
+            projects = repository.list_projects() if project_id is None else [repository.get_project(project_id)]
         except PatchbayError as exc:
             logger.warning("runtime projection skipped: %s", exc)
             return ProjectionReport(error=exc.to_dict())

@@ -5,7 +5,7 @@ The control plane (:mod:`patchbay.control.projection`) writes
 :func:`load_snapshot` and nothing else: no ``.mcp.json``, ``.cursor/mcp.json``, ``.vscode/mcp.json``
 or host file can add a server.
 
-The file (version 1)::
+The file (version 1; shown indented, written as compact JSON)::
 
     {
       "version": 1,
@@ -154,7 +154,8 @@ class SnapshotServer(_Strict):
     """Names in ``allowed_tools``/``approve_tools`` whose decision comes from the project's grant
     rather than a global one; attribution for events only, it grants nothing."""
     tools: tuple[ToolSummary, ...]
-    """The cached catalog's visible tools (annotations feed risk and the destructive rule)."""
+    """The cached catalog's visible tools, name and annotations only: names route bare tool names
+    before the server is connected, annotations feed risk and the destructive rule."""
     global_resource_grant: GrantDecision | None = None
     """The connector's resource-read grants, global and the project's, as stored: resource reads
     are their own key space, so they are never spelled as a tool name in the lists above."""
@@ -288,8 +289,8 @@ def seal_snapshot(body: bytes, *, key: bytes, project_id: str, workspace: str) -
     :func:`verify_snapshot` strips before anything in it is parsed.
 
     Args:
-        body: the snapshot document as ``json.dumps(..., indent=2)`` writes it plus a final newline
-            (so it ends with ``"\\n}\\n"``).
+        body: the snapshot document as JSON (the control plane writes it compact) whose closing
+            brace stands on its own line (so it ends with ``"\\n}\\n"``).
         key: the data home's snapshot key (:func:`patchbay.adapters.snapshot_key.load_or_create_key`).
         project_id: the project the snapshot is for.
         workspace: the workspace's canonical path.
@@ -445,7 +446,7 @@ def load_snapshot(workspace: Path | str, *, project_id: str, home: Path | str) -
 
     Args:
         workspace: the workspace directory (symlinks resolved here).
-        project_id: the caller's project (``ConnectorService.project(workspace).project_id``).
+        project_id: the caller's project (``ConnectorService.queries.project(workspace).project_id``).
         home: the data home whose control plane wrote the snapshot (``Settings.home``); its
             ``snapshot.key`` is read, never created.
 

@@ -58,7 +58,7 @@ def test_commit_imports_only_the_selection_with_references_and_managed_values(
         ("first", "first", "stdio"),
         ("second", "second", "streamable_http"),
     ]
-    assert [c.name for c in service.list()] == ["first", "second"]  # not "third"
+    assert [c.name for c in service.list_connectors()] == ["first", "second"]  # not "third"
     first = service.get("first")
     assert first.source == "imported" and first.description == f"imported from {source}"
     views = {v["name"]: v for v in service.credentials.binding_views(first)}
@@ -88,7 +88,7 @@ def test_a_failure_on_the_second_insert_leaves_no_connector_and_no_credential(
         )
     with pytest.raises(Exception, match="injected failure"):
         commit_import(service, select=["first", "second"], workspace=workspace, home=home)
-    assert service.list() == []
+    assert service.list_connectors() == []
     assert stored_records(service) == {}
 
 
@@ -110,7 +110,7 @@ def test_a_failed_database_commit_removes_the_credentials_already_written(
     finally:
         event.remove(engine, "commit", refuse_commit)
     assert seen == [3]  # three credentials existed when the commit was refused
-    assert service.list() == []
+    assert service.list_connectors() == []
     assert stored_records(service) == {}
 
 
@@ -125,7 +125,7 @@ def test_a_credential_store_failure_keeps_no_connector(
     monkeypatch.setattr(service.credentials.store, "apply", broken)
     with pytest.raises(CanonicalStateUnavailable):
         commit_import(service, select=["first", "second"], workspace=workspace, home=home)
-    assert service.list() == []
+    assert service.list_connectors() == []
 
 
 def test_references_only_refuses_plaintext_values_and_writes_nothing(
@@ -137,7 +137,7 @@ def test_references_only_refuses_plaintext_values_and_writes_nothing(
     error = info.value
     assert error.field == "references_only" and error.details["fields"] == {"first": ["env.FIRST_KEY"]}
     assert MANAGED not in error.message
-    assert service.list() == [] and stored_records(service) == {}
+    assert service.list_connectors() == [] and stored_records(service) == {}
     write(workspace, {"refs": {"command": "mcp-server-time", "env": {"K": "${K_VAR}"}}})
     commit_import(service, select=["refs"], workspace=workspace, home=home, references_only=True)
     [record] = stored_records(service).values()
@@ -160,7 +160,7 @@ def test_rename_conflicts_and_selection_errors(service: ConnectorService, worksp
         commit_import(service, select=["absent"], workspace=workspace, home=home)
     with pytest.raises(ConfigError):
         commit_import(service, select=[], workspace=workspace, home=home)
-    assert [c.name for c in service.list()] == ["first"]
+    assert [c.name for c in service.list_connectors()] == ["first"]
 
     result = commit_import(
         service,
@@ -188,7 +188,7 @@ def test_a_malformed_file_stops_the_commit(
     with pytest.raises(MalformedConfigError) as info:
         commit_import(service, select=["docs"], workspace=workspace, home=home)
     assert (info.value.line, info.value.column) == (4, 5)
-    assert service.list() == []
+    assert service.list_connectors() == []
     result = commit_import(
         service, select=["docs"], paths=[str(workspace / ".cursor/mcp.json")], workspace=workspace, home=home
     )
@@ -222,7 +222,7 @@ async def test_an_imported_connector_runs_with_its_credentials(
     )
     commit_import(service, select=["creds"], workspace=workspace, home=home)
     service.update_settings("creds", approval_mode="allow_all")
-    config = service.runtime_config(workspace)
+    config = service.queries.runtime_config(workspace)
     with anyio.fail_after(30):
         async with Runtime(config, settings=service.settings) as runtime:
             key = await runtime.call("mcp.creds.digest", {"name": "PB_KEY"})
@@ -233,7 +233,7 @@ async def test_an_imported_connector_runs_with_its_credentials(
 def test_a_committed_import_reaches_the_runtime_snapshot_of_known_workspaces(
     service: ConnectorService, workspace: Path, home: Path
 ) -> None:
-    service.project(workspace)  # a known workspace
+    service.queries.project(workspace)  # a known workspace
     write(workspace, TWO)
     snapshot = workspace / ".patchbay" / "mcp-runtime.json"
     commit_import(service, select=["first", "third"], workspace=workspace, home=home)
@@ -277,7 +277,7 @@ async def test_imported_defaults_and_plain_settings_reach_a_real_stdio_server_un
     assert views["PB_DEFAULTED"]["problem"] is None  # no auth_required: the default applies
     assert b"cnryIMPORTdefault" not in database_bytes(service)
     service.update_settings("app", approval_mode="allow_all")
-    config = service.runtime_config(workspace)
+    config = service.queries.runtime_config(workspace)
     with anyio.fail_after(30):
         async with Runtime(config, settings=service.settings) as runtime:
             node_env = await runtime.call("mcp.app.reveal", {"name": "NODE_ENV"})

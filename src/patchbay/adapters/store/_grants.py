@@ -17,6 +17,7 @@ from patchbay.adapters.store._base import StoreBase, upsert
 from patchbay.adapters.store.tables import (
     GRANT_DECISIONS,
     GRANT_KINDS,
+    mcp_connectors,
     mcp_global_tool_grants,
     mcp_project_tool_grants,
     mcp_tool_cache,
@@ -247,6 +248,24 @@ class ProjectGrantCacheMixin(StoreBase):
                 .first()
             )
         return None if row is None else _rows.tool_cache_from_row(row)
+
+    def tool_cache_stamps(self) -> dict[str, tuple[int, str, int, int]]:
+        """What identifies each cached catalog without reading it, by connector id:
+        ``(config_revision, fingerprint, fetched_at, expires_at)``; a stamp that differs from an
+        earlier reading means the catalog was replaced since. One ``SELECT`` of small columns."""
+        t = mcp_tool_cache
+        query = select(t.c.connector_id, t.c.config_revision, t.c.fingerprint, t.c.fetched_at, t.c.expires_at)
+        with self._read() as conn:
+            return {row[0]: (row[1], row[2], row[3], row[4]) for row in conn.execute(query)}
+
+    def connector_stamps(self) -> dict[str, tuple[int, int]]:
+        """``(revision, settings_revision)`` of every connector by id: every change of a connector
+        row moves one of them, so a connector read earlier with the same pair is unchanged. One
+        ``SELECT`` of small columns."""
+        t = mcp_connectors
+        query = select(t.c.connector_id, t.c.revision, t.c.settings_revision)
+        with self._read() as conn:
+            return {row[0]: (row[1], row[2]) for row in conn.execute(query)}
 
     def _grant_values(self, connector_id: str, tool_name: str, decision: str, kind: str) -> dict[str, Any]:
         kind = _rows.check_choice("kind", kind, GRANT_KINDS)

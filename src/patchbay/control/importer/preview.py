@@ -147,7 +147,7 @@ def scan(service: ConnectorService, *, workspace: Path, home: Path, **sources: U
     files_read: list[SourceFile] = (
         named_sources(paths, home=home, cwd=sources.get("cwd") or Path.cwd()) if paths else standard_sources(root, home)
     )
-    existing = {c.name.lower(): c for c in service.list()}
+    existing = {c.name.lower(): c for c in service.list_connectors()}
     loaded: list[LoadedFile] = []
     files: list[FileView] = []
     scanned: list[tuple[Draft, SourceView]] = []

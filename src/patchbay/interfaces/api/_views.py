@@ -1,6 +1,6 @@
 """Domain objects → API contracts. Only what the control plane already shows: binding views
-(``CredentialService.binding_views``), tool views (``ConnectorService.tools``), the cache state
-(``ConnectorService.cached_catalog``); no secret value is on any of them."""
+(``CredentialService.binding_views``), tool decisions (``ConnectorQueries.tools``), the cache state
+(``ConnectorQueries.cached_catalog``); no secret value is on any of them."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 import pydantic
 
 from patchbay.control.connectors import ConnectorService
+from patchbay.control.decisions import ToolDecisions, probe_failed, runtime_state
 from patchbay.control.oauth import OAuthService
 from patchbay.control.options import checked_options
-from patchbay.control.views import ToolsView, probe_failed, runtime_state
 from patchbay.core.errors import ConfigError, ErrorCode
 from patchbay.core.models import Connector, HttpTarget, ProbeOutcome, ProbeResult, SocketTarget, ToolCacheEntry
 from patchbay.core.oauth import oauth_from_config
@@ -108,7 +108,7 @@ def _summary_fields(
     service: ConnectorService, connector: Connector, bindings: list[dict[str, Any]], entry: ToolCacheEntry | None
 ) -> dict[str, Any]:
     problem = _config_problem(connector)
-    outcome = service.last_probe(connector)
+    outcome = service.queries.last_probe(connector)
     state = runtime_state(connector, fresh_catalog=entry is not None, outcome=outcome)
     error = None
     if problem is not None:
@@ -146,13 +146,13 @@ def _summary_fields(
 
 def connector_summary(service: ConnectorService, connector: Connector) -> c.ConnectorSummary:
     """One list entry: reads canonical state and the cache, opens no connection."""
-    entry, _ = service.cached_catalog(connector)
+    entry, _ = service.queries.cached_catalog(connector)
     return c.ConnectorSummary(**_summary_fields(service, connector, _bindings(service, connector), entry))
 
 
 def connector_detail(service: ConnectorService, connector: Connector) -> c.ConnectorDetail:
     """A connector with its effective options, bindings and tool cache."""
-    entry, state = service.cached_catalog(connector)
+    entry, state = service.queries.cached_catalog(connector)
     bindings = _bindings(service, connector)
     try:
         options = service.effective_runtime_options(connector).model_dump(mode="json")
@@ -189,8 +189,8 @@ def probe_report(result: ProbeResult, runtime_reload: c.RuntimeReload) -> c.Prob
     return c.ProbeReport(**data, tools=[t.name for t in result.tools], runtime_reload=runtime_reload)
 
 
-def tool_list(view: ToolsView) -> c.ToolList:
-    """``ConnectorService.tools`` as the API shows it (the CLI's ``tools --json`` shape)."""
+def tool_list(view: ToolDecisions) -> c.ToolList:
+    """``ConnectorQueries.tools`` as the API shows it (the CLI's ``tools --json`` shape)."""
     return c.ToolList(
         connector=view.connector.name,
         project=c.ProjectView(project_id=view.project.project_id, path=view.project.path) if view.project else None,

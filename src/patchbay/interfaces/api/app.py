@@ -140,7 +140,7 @@ class ApiContext:
         """The host's resolver: the workspace's project (created on first use), its snapshot
         projected from the state committed now. Runs in a worker thread."""
         service = self.connector_service()
-        project = service.project(workspace)
+        project = service.queries.project(workspace)
         service.projector.project(project)
         return project
 

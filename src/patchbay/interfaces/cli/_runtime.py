@@ -51,7 +51,7 @@ def project_snapshot(service: Any, project: Path) -> Any:
     Raises:
         ConfigError: ``invalid_config`` (field ``path``) for an unusable workspace path.
     """
-    prj = service.project(project)
+    prj = service.queries.project(project)
     service.projector.project(prj)
     return service.projector.runtime_config(prj)
 

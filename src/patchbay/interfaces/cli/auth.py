@@ -133,7 +133,7 @@ def login(
             await anyio.to_thread.run_sync(webbrowser.open, url)
         err_console.print(Text(f"waiting up to {timeout:g}s for the browser to come back…"))
 
-    workspace = Path(state.service().project(project).path)
+    workspace = Path(state.service().queries.project(project).path)
     result, view = anyio.run(lambda: service.login(name, authorizer=show, workspace=workspace, login_timeout=timeout))
     if as_json:
         emit_json({"probe": result.model_dump(mode="json", exclude={"tools", "resources"}), "status": view})

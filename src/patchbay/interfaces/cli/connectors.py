@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from patchbay.control.views import runtime_state
+from patchbay.control.decisions import runtime_state
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeOutcome, SocketTarget, StdioTarget
 from patchbay.core.redaction import redact_text
@@ -189,7 +189,7 @@ def list_(as_json: bool = JSON_OPTION) -> None:
 
     `--json` is the REST API's list (`GET /api/mcp/connectors`).
     """
-    connectors = state.service().list()
+    connectors = state.service().list_connectors()
     if as_json:
         from patchbay.interfaces.api._views import connector_summary  # the API's shape, loaded only here
 
@@ -202,8 +202,8 @@ def list_(as_json: bool = JSON_OPTION) -> None:
     service = state.service()
     table = Table("name", "enabled", "state", "tools", "transport", "target", "approval")
     for c in connectors:
-        entry, _ = service.cached_catalog(c)
-        outcome = service.last_probe(c)
+        entry, _ = service.queries.cached_catalog(c)
+        outcome = service.queries.last_probe(c)
         status: str = runtime_state(c, fresh_catalog=entry is not None, outcome=outcome)
         if status == "error" and outcome is not None and outcome.code:
             status = f"error ({outcome.code})"
@@ -233,7 +233,7 @@ def show(name: str, as_json: bool = JSON_OPTION) -> None:
 
         emit_json(connector_detail(service, connector).model_dump(mode="json"))
         return
-    _, cache = service.cached_catalog(connector)
+    _, cache = service.queries.cached_catalog(connector)
     options = service.effective_runtime_options(connector)
     s = connector.settings
     rows = [
@@ -248,7 +248,7 @@ def show(name: str, as_json: bool = JSON_OPTION) -> None:
         ("description", connector.description or "-"),
         ("revision", f"{connector.revision} (settings {s.revision})"),
         ("tool cache", cache),
-        ("last probe", probe_line(connector, service.last_probe(connector))),
+        ("last probe", probe_line(connector, service.queries.last_probe(connector))),
         *runtime_rows(connector, options),
         *binding_rows(service.credentials.binding_views(connector)),
     ]
@@ -354,7 +354,9 @@ def set_(
     s = connector.settings
     if target is not None:
         out_console.print(Text(f"{connector.name}: target {connector.transport}: {describe_target(connector)}"))
-        out_console.print(Text(f"  tool cache: {service.cached_catalog(connector)[1]} (probe: patchbay probe {name})"))
+        out_console.print(
+            Text(f"  tool cache: {service.queries.cached_catalog(connector)[1]} (probe: patchbay probe {name})")
+        )
     out_console.print(
         Text(
             f"{connector.name}: approval {s.approval_mode}; include {', '.join(s.include_tools) or '-'}; "

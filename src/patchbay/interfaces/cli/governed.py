@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from patchbay.control.views import tool_signature
+from patchbay.control.decisions import tool_signature
 from patchbay.core.errors import ConfigError, PatchbayError, ToolCallError, ValidationError
 from patchbay.core.models import RESOURCE_SUBJECT, GrantKind
 from patchbay.core.names import tool_name_problem
@@ -41,7 +41,7 @@ def probe(
 ) -> None:
     """Connect for real (initialize, tools/list, resources/list), cache the catalog. Exit 0 only when ready."""
     service = state.service()
-    workspace = service.project(project).path
+    workspace = service.queries.project(project).path
     with err_console.status(f"probing {name}…", spinner="dots") if not as_json and err_console.is_terminal else _null():
         result = anyio.run(lambda: service.probe(name, workspace=Path(workspace)))
     if as_json:
@@ -87,7 +87,7 @@ def tools(name: str, project: Path | None = PROJECT_OPTION, as_json: bool = JSON
     """List a connector's cached tools with their arguments and effective decision (probe first).
 
     `--json` gives each tool's whole input schema (`input_schema`)."""
-    view = state.service().tools(name, project=project)
+    view = state.service().queries.tools(name, project=project)
     if as_json:
         emit_json(
             {
@@ -188,7 +188,7 @@ def grant(
         }
     if kind == "tool":
         try:  # the grant is saved; a failing read-back must not make the command report failure
-            known: set[str] | None = {t.name for t in service.tools(name, project=project).tools}
+            known: set[str] | None = {t.name for t in service.queries.tools(name, project=project).tools}
         except PatchbayError:
             known = None
         result["matches_known_tool"] = None if known is None else subject in known
@@ -315,7 +315,7 @@ def _explain_disabled(service: Any, tool: str, failure: ToolCallError, project: 
         failure.details["connector"] = name
         return
     try:
-        view = next((t for t in service.tools(name, project=project).tools if t.name == original), None)
+        view = next((t for t in service.queries.tools(name, project=project).tools if t.name == original), None)
     except PatchbayError:
         return
     if view is not None and view.decision == "deny":

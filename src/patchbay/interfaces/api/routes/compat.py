@@ -49,9 +49,9 @@ _NOTE = f"Deprecated compatibility projection of the old routes; removed in {REM
 def catalog(response: Response, service: Service) -> c.LegacyCatalog:
     _deprecated(response, "/api/mcp/connectors")
     servers = []
-    for connector in service.list():
+    for connector in service.list_connectors():
         summary = connector_summary(service, connector)
-        entry, _ = service.cached_catalog(connector)
+        entry, _ = service.queries.cached_catalog(connector)
         servers.append(
             c.LegacyCatalogServer(
                 id=connector.name,
@@ -78,7 +78,9 @@ def catalog(response: Response, service: Service) -> c.LegacyCatalog:
 def settings(response: Response, service: Service) -> c.LegacySettings:
     _deprecated(response, "/api/mcp/connectors")
     return c.LegacySettings(
-        mcp_servers=[c.LegacyServerSetting(server_id=x.name, enabled=x.settings.enabled) for x in service.list()]
+        mcp_servers=[
+            c.LegacyServerSetting(server_id=x.name, enabled=x.settings.enabled) for x in service.list_connectors()
+        ]
     )
 
 

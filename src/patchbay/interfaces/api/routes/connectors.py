@@ -99,9 +99,9 @@ def _changed(detail: c.ConnectorDetail, reload: c.RuntimeReload) -> c.ConnectorC
 
 @router.get("", response_model=c.ConnectorList, responses=error_responses(), summary="List connectors")
 def list_connectors(service: Service) -> c.ConnectorList:
-    """Every connector with its global settings and states, from canonical state and the tool cache
-    only: listing never starts a command or opens a connection."""
-    return c.ConnectorList(connectors=[connector_summary(service, item) for item in service.list()])
+    """Every connector with its global settings and states, from canonical state and the tool
+    cache only: listing never starts a command or opens a connection."""
+    return c.ConnectorList(connectors=[connector_summary(service, item) for item in service.list_connectors()])
 
 
 @router.post(

@@ -62,7 +62,7 @@ async def probe(connector: ConnectorRef, context: Context, cwd: Workspace = None
     def prepare() -> tuple[str, Path]:
         current = resolve_connector(service, connector)
         workspace = workspace_or_default(context, cwd)
-        found = service.find_project(workspace)  # checks the directory; creates nothing
+        found = service.queries.find_project(workspace)  # checks the directory; creates nothing
         return current.name, Path(found.path) if found is not None else workspace.resolve()
 
     name, workspace = await anyio.to_thread.run_sync(prepare)
@@ -83,8 +83,8 @@ def list_tools(connector: ConnectorRef, service: Service, cwd: Workspace = None)
     included; the global ones while the workspace is no project). Reads the cache only (probe to
     refresh it) and writes nothing."""
     current = resolve_connector(service, connector)
-    project = service.find_project(Path(cwd)) if cwd is not None else None
-    return tool_list(service.tools(current.name, project=project))
+    project = service.queries.find_project(Path(cwd)) if cwd is not None else None
+    return tool_list(service.queries.tools(current.name, project=project))
 
 
 @router.put(
@@ -104,7 +104,7 @@ def put_grant(
     with collect_reloads() as reloads:
         grant = service.grant(current.name, tool, body.decision, project=project)
     try:  # the grant is saved; a failing read-back must not make the request fail
-        known = {t.name for t in service.tools(current.name, project=project).tools}
+        known = {t.name for t in service.queries.tools(current.name, project=project).tools}
     except PatchbayError:
         known = set()
     return c.ToolGrantSet(
@@ -145,7 +145,7 @@ def _clear(
     """Clear one grant of the scope ``cwd`` names: ``(connector name, cleared, project, reload)``.
     A ``cwd`` that is no project has no grant: nothing is written."""
     current = resolve_connector(service, connector)
-    project = service.find_project(Path(cwd)) if cwd is not None else None
+    project = service.queries.find_project(Path(cwd)) if cwd is not None else None
     with collect_reloads() as reloads:
         if cwd is not None and project is None:
             cleared = False

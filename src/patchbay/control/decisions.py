@@ -1,5 +1,6 @@
-"""What the connector service reports about tools: each with its effective decision (DESIGN.md
-"Permissions")."""
+"""Effective decisions as the control plane reports them: each cached tool of a connector with the
+decision it gets in a scope, the connector's resource reads, and the one-line summaries built from
+them (DESIGN.md "Permissions")."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from typing import Any
 
 from patchbay.core.models import Connector, GrantDecision, ProbeOutcome, Project, RuntimeState, ToolGrant
 
-__all__ = ["ResourceReadsView", "ToolView", "ToolsView", "probe_failed", "runtime_state", "tool_signature"]
+__all__ = ["ResourceReadDecision", "ToolDecision", "ToolDecisions", "probe_failed", "runtime_state", "tool_signature"]
 
 
 @dataclass(frozen=True)
-class ToolView:
+class ToolDecision:
     """One tool with its effective decision in a scope (global, or a project)."""
 
     name: str
@@ -34,7 +35,7 @@ class ToolView:
 
 
 @dataclass(frozen=True)
-class ResourceReadsView:
+class ResourceReadDecision:
     """How the connector's resource includes are decided in a scope (their own key space)."""
 
     decision: GrantDecision
@@ -44,15 +45,15 @@ class ResourceReadsView:
 
 
 @dataclass(frozen=True)
-class ToolsView:
+class ToolDecisions:
     """The tools of one connector as the cache knows them, plus grants that match nothing."""
 
     connector: Connector
     project: Project | None
-    tools: list[ToolView]
+    tools: list[ToolDecision]
     cache: str
     """``fresh``, ``stale`` (fingerprint or revision changed: probe again) or ``missing``."""
-    resource_reads: ResourceReadsView
+    resource_reads: ResourceReadDecision
     """The decision on resource includes in the same scope."""
     unmatched_grants: list[ToolGrant] = field(default_factory=list)
     """Grants naming a tool the cache does not know; kept, reported, and matching nothing."""

@@ -1,25 +1,26 @@
-"""Projects, cached catalogs and effective decisions: the reading side of the connector service.
+"""The read side of the control plane: connectors, projects, cached catalogs, effective decisions.
 
-:class:`ToolViewsMixin` gives :class:`~patchbay.control.connectors.ConnectorService` the methods
-that resolve workspaces to stable projects, tell whether a cached tool catalog still matches its
-connector (fingerprint and revision), compute the effective decision of every tool (DESIGN.md
-"Permissions") and build the :class:`~patchbay.core.models.RuntimeConfig` a workspace runtime loads.
-None of them commits a mutation; :meth:`ToolViewsMixin.project` only registers a workspace as a
-project on first use.
+:class:`ConnectorQueries` resolves workspaces to stable projects, tells whether a cached tool
+catalog still matches its connector (fingerprint and revision), computes the
+effective decision of every tool (DESIGN.md "Permissions") and builds the
+:class:`~patchbay.core.models.RuntimeConfig` a workspace runtime loads. None of it commits a
+mutation (:class:`~patchbay.control.connectors.ConnectorService` does); :meth:`ConnectorQueries.project`
+only registers a workspace as a project on first use.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from patchbay.control.views import ResourceReadsView, ToolsView, ToolView
+from patchbay.adapters.store import Repository
+from patchbay.control.decisions import ResourceReadDecision, ToolDecision, ToolDecisions
 from patchbay.core.credentials import BINDINGS_KEY
-from patchbay.core.errors import ConfigError
+from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.core.fingerprint import config_fingerprint
 from patchbay.core.models import (
     Connector,
     GrantDecision,
+    GrantKind,
     ProbeOutcome,
     Project,
     RuntimeConfig,
@@ -28,13 +29,21 @@ from patchbay.core.models import (
     ToolGrant,
     ToolSummary,
 )
-from patchbay.core.names import canonical_tool_name, tool_name_problem
+from patchbay.core.names import canonical_tool_name, is_connector_name, tool_name_problem
 from patchbay.core.policy import decide_for, decide_resource_read, risk_reason
 
-if TYPE_CHECKING:
-    from patchbay.adapters.store import Repository
+__all__ = ["ConnectorQueries", "ScopeGrants", "catalog_fingerprint", "real_dir", "runtime_server"]
 
-__all__ = ["ToolViewsMixin", "real_dir"]
+
+ScopeGrants = tuple[tuple[str, str, str, GrantDecision], ...]
+"""One connector's grants in a project's scope, sorted: ``(scope, kind, subject, decision)`` with
+scope ``global`` or ``project`` and kind ``tool``, ``resource`` or ``prompt``."""
+
+
+def catalog_fingerprint(connector: Connector) -> str:
+    """The config fingerprint a cached catalog of ``connector`` must carry to be fresh: its target
+    only; names, options and credential bindings are no part of it."""
+    return config_fingerprint(connector.target, auth_type="none")
 
 
 def real_dir(workspace: Path) -> Path:
@@ -59,18 +68,38 @@ def real_dir(workspace: Path) -> Path:
     return real
 
 
-class ToolViewsMixin:
-    """Projects, catalogs and effective decisions of
-    :class:`~patchbay.control.connectors.ConnectorService`, which provides ``repository``,
-    :meth:`get` and :meth:`list`."""
+class ConnectorQueries:
+    """Reads canonical state for the connector service and the interfaces.
 
-    repository: Repository
+    Usage::
 
-    if TYPE_CHECKING:
+        queries = ConnectorQueries(repository)
+        connector = queries.get("git")
+        decisions = queries.tools("git", project=Path("~/work/repo").expanduser())
+        config = queries.runtime_config(queries.project(workspace))
 
-        def get(self, name: str) -> Connector: ...
+    Args:
+        repository: the canonical store.
+    """
 
-        def list(self) -> list[Connector]: ...
+    def __init__(self, repository: Repository):
+        self.repository = repository
+
+    # -- connectors -------------------------------------------------------------------------
+
+    def get(self, name: str) -> Connector:
+        """The connector called exactly ``name``.
+
+        Raises:
+            NotFoundError: ``not_found`` (also for strings that are no connector name at all).
+        """
+        if not is_connector_name(name):
+            raise NotFoundError(f"no connector named {name!r}", details={"name": name})
+        return self.repository.get_connector_by_name(name)
+
+    def list_connectors(self) -> list[Connector]:
+        """Every connector, ordered by name."""
+        return self.repository.list_connectors()
 
     # -- projects ---------------------------------------------------------------------------
 
@@ -97,9 +126,8 @@ class ToolViewsMixin:
     # -- cache ------------------------------------------------------------------------------
 
     def fingerprint(self, connector: Connector) -> str:
-        """The config fingerprint a cached catalog of ``connector`` must carry to be fresh: its
-        target only; names, options and credential bindings are no part of it."""
-        return config_fingerprint(connector.target, auth_type="none")
+        """:func:`catalog_fingerprint` of ``connector``."""
+        return catalog_fingerprint(connector)
 
     def cached_catalog(self, connector: Connector) -> tuple[ToolCacheEntry | None, str]:
         """The cache entry if it still matches the connector's fingerprint and revision.
@@ -110,7 +138,7 @@ class ToolViewsMixin:
         entry = self.repository.get_tool_cache(connector.connector_id)
         if entry is None:
             return None, "missing"
-        if entry.fingerprint != self.fingerprint(connector) or entry.config_revision != connector.revision:
+        if entry.fingerprint != catalog_fingerprint(connector) or entry.config_revision != connector.revision:
             return None, "stale"
         return entry, "fresh"
 
@@ -120,7 +148,7 @@ class ToolViewsMixin:
 
     # -- effective decisions ----------------------------------------------------------------
 
-    def tools(self, name: str, *, project: Path | Project | None = None) -> ToolsView:
+    def tools(self, name: str, *, project: Path | Project | None = None) -> ToolDecisions:
         """Every cached tool of ``name`` with its effective decision (global, or in ``project``:
         a workspace directory, made a project if it is none yet, or a :class:`Project`)."""
         connector = self.get(name)
@@ -155,13 +183,13 @@ class ToolViewsMixin:
         prompt_grants = self.repository.list_global_grants(connector.connector_id, kind="prompt")
         if prj:
             prompt_grants += self.repository.list_project_grants(prj.project_id, connector.connector_id, kind="prompt")
-        return ToolsView(
+        return ToolDecisions(
             connector=connector,
             project=prj,
             tools=views,
             cache=state,
             unmatched_grants=unmatched,
-            resource_reads=ResourceReadsView(reads.decision, reads.source, global_reads, project_reads),
+            resource_reads=ResourceReadDecision(reads.decision, reads.source, global_reads, project_reads),
             prompt_grants=prompt_grants,
         )
 
@@ -171,7 +199,7 @@ class ToolViewsMixin:
         tool: ToolSummary,
         global_grants: dict[str, GrantDecision],
         project_grants: dict[str, GrantDecision],
-    ) -> ToolView:
+    ) -> ToolDecision:
         d = decide_for(
             connector.settings,
             tool.name,
@@ -179,7 +207,7 @@ class ToolViewsMixin:
             global_grants=global_grants,
             project_grants=project_grants,
         )
-        return ToolView(
+        return ToolDecision(
             name=tool.name,
             canonical_name=canonical_tool_name(connector.name, tool.name),
             description=tool.description,
@@ -202,13 +230,20 @@ class ToolViewsMixin:
             grants = self.repository.list_project_grants(project.project_id, connector.connector_id, kind="resource")
         return grants[0].decision if grants else None
 
-    def _prompt_grants(self, connector: Connector, project: Project | None) -> dict[str, GrantDecision]:
-        """The connector's prompt grants by prompt name, global (``project`` None) or the project's."""
-        if project is None:
-            grants = self.repository.list_global_grants(connector.connector_id, kind="prompt")
-        else:
-            grants = self.repository.list_project_grants(project.project_id, connector.connector_id, kind="prompt")
-        return {g.tool_name: g.decision for g in grants}
+    def scope_grants(self, project: Project) -> dict[str, ScopeGrants]:
+        """Every grant that applies in ``project``'s scope (global ones and the project's), by
+        connector id; a connector without grants has no entry. Six ``SELECT``s whatever the number
+        of connectors."""
+        found: dict[str, list[tuple[str, str, str, GrantDecision]]] = {}
+        kind: GrantKind
+        for kind in ("tool", "resource", "prompt"):
+            for scope, grants in (
+                ("global", self.repository.list_global_grants(kind=kind)),
+                ("project", self.repository.list_project_grants(project.project_id, kind=kind)),
+            ):
+                for g in grants:
+                    found.setdefault(g.connector_id, []).append((scope, kind, g.tool_name, g.decision))
+        return {connector_id: tuple(sorted(items)) for connector_id, items in found.items()}
 
     def runtime_config(self, workspace: Path | Project) -> RuntimeConfig:
         """What a runtime for ``workspace`` may load: enabled connectors only, with their grants.
@@ -218,32 +253,41 @@ class ToolViewsMixin:
         it starts a connector. ``workspace``: a directory, or its :class:`Project`.
         """
         prj = workspace if isinstance(workspace, Project) else self.project(workspace)
+        grants = self.scope_grants(prj)
         servers = []
-        for connector in self.list():
+        for connector in self.list_connectors():
             if not connector.settings.enabled:
                 continue
             entry, _ = self.cached_catalog(connector)
-            servers.append(
-                RuntimeServer(
-                    connector_id=connector.connector_id,
-                    name=connector.name,
-                    target=connector.target,
-                    revision=connector.revision,
-                    settings=connector.settings,
-                    global_grants={
-                        g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)
-                    },
-                    project_grants={
-                        g.tool_name: g.decision
-                        for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)
-                    },
-                    tools=entry.tools if entry else (),
-                    runtime_config={k: v for k, v in connector.runtime_config.items() if k != BINDINGS_KEY},
-                    bindings=connector.bindings,
-                    global_resource_grant=self._resource_grant(connector, None),
-                    project_resource_grant=self._resource_grant(connector, prj),
-                    global_prompt_grants=self._prompt_grants(connector, None),
-                    project_prompt_grants=self._prompt_grants(connector, prj),
-                )
-            )
+            tools = entry.tools if entry else ()
+            servers.append(runtime_server(connector, grants.get(connector.connector_id, ()), tools))
         return RuntimeConfig(project_id=prj.project_id, workspace=prj.path, servers=tuple(servers))
+
+
+def runtime_server(connector: Connector, grants: ScopeGrants, tools: tuple[ToolSummary, ...]) -> RuntimeServer:
+    """One connector as a runtime of a project loads it (:meth:`ConnectorQueries.runtime_config`).
+
+    Args:
+        connector: the connector as stored.
+        grants: its grants in the project's scope (:meth:`ConnectorQueries.scope_grants`).
+        tools: its fresh cached catalog (empty when there is none).
+    """
+    by: dict[tuple[str, str], dict[str, GrantDecision]] = {}
+    for scope, kind, subject, decision in grants:
+        by.setdefault((scope, kind), {})[subject] = decision
+    return RuntimeServer(
+        connector_id=connector.connector_id,
+        name=connector.name,
+        target=connector.target,
+        revision=connector.revision,
+        settings=connector.settings,
+        global_grants=by.get(("global", "tool"), {}),
+        project_grants=by.get(("project", "tool"), {}),
+        tools=tools,
+        runtime_config={k: v for k, v in connector.runtime_config.items() if k != BINDINGS_KEY},
+        bindings=connector.bindings,
+        global_resource_grant=next(iter(by.get(("global", "resource"), {}).values()), None),
+        project_resource_grant=next(iter(by.get(("project", "resource"), {}).values()), None),
+        global_prompt_grants=by.get(("global", "prompt"), {}),
+        project_prompt_grants=by.get(("project", "prompt"), {}),
+    )

@@ -1,0 +1,147 @@
+"""Control-plane scale: mutations and the workspace snapshot with many connectors and cached tools.
+
+Builds ``--connectors`` stdio connectors with ``--tools`` cached tools each in a temporary data home
+(straight through the store, in a few transactions), registers one workspace as a project, then
+times mutations end to end through :class:`~patchbay.control.connectors.ConnectorService`: the
+store write, the re-projection of the workspace's sealed snapshot and the committed listeners.
+Each mutation runs ``--repeat`` times, alternating so every run changes something; the first
+projection (a cold start of the process) is timed on its own. Prints one JSON line::
+
+    {"connectors", "tools", "build_s", "first_projection_ms", "mutations": {"toggle": {"p50_ms",
+     "max_ms"}, "grant": ..., "project_grant": ..., "settings": ...}, "snapshot_bytes", "written"}
+
+``snapshot_bytes`` is the size of the file on disk (None when it was not written: ``written`` then
+holds the projection's reason).
+
+Usage::
+
+    .venv/bin/python benchmarks/control_scale.py [--connectors 1000] [--tools 100] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from patchbay.adapters.store import open_store
+from patchbay.control.connectors import ConnectorService
+from patchbay.core.fingerprint import config_fingerprint
+from patchbay.core.models import ConnectorSettings, StdioTarget, ToolCacheEntry, ToolSummary
+from patchbay.core.settings import Settings
+from patchbay.runtime.snapshot import snapshot_path
+
+
+def _tools(count: int) -> tuple[ToolSummary, ...]:
+    """A catalog shaped like a real server's: a sentence of description, a few typed arguments."""
+    return tuple(
+        ToolSummary(
+            name=f"tool_{index:03d}",
+            description=f"Does thing number {index} to the repository and reports what changed, in plain text.",
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "repo_path": {"type": "string", "description": "Path to the repository"},
+                    "max_count": {"type": "integer", "default": 10, "description": "How many entries"},
+                    "mode": {"type": "string", "enum": ["short", "full"]},
+                },
+                "required": ["repo_path"],
+            },
+            annotations={"readOnlyHint": index % 3 == 0, "destructiveHint": index % 7 == 0},
+        )
+        for index in range(count)
+    )
+
+
+def build(service: ConnectorService, connectors: int, tools: int) -> None:
+    repo = service.repository
+    items = [
+        {
+            "name": f"c{index:04d}",
+            "display_name": f"Connector {index}",
+            "target": StdioTarget(command="/usr/bin/true", args=("--serve", str(index))),
+            "settings": ConnectorSettings(),
+        }
+        for index in range(connectors)
+    ]
+    catalog = _tools(tools)
+    now = int(time.time() * 1000)
+    for created in repo.create_connectors(items):
+        repo.replace_tool_cache(
+            ToolCacheEntry(
+                connector_id=created.connector_id,
+                config_revision=created.revision,
+                fingerprint=config_fingerprint(created.target, auth_type="none"),
+                tools=catalog,
+                fetched_at=now,
+                expires_at=now + 86_400_000,
+            )
+        )
+
+
+def _timed(action: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    action()
+    return (time.perf_counter() - start) * 1000
+
+
+def run(connectors: int, tools: int, repeat: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="patchbay-scale-") as tmp:
+        home, workspace = Path(tmp) / "home", Path(tmp) / "workspace"
+        workspace.mkdir()
+        settings = Settings(home=home)
+        repo = open_store(settings)
+        try:
+            service = ConnectorService(repo, settings)
+            start = time.perf_counter()
+            build(service, connectors, tools)
+            build_s = time.perf_counter() - start
+            project = service.queries.project(workspace)
+            first = _timed(lambda: service.projector.reproject())
+            name = f"c{connectors // 2:04d}"
+            mutations: dict[str, Callable[[int], Any]] = {
+                "toggle": lambda i: service.set_enabled(name, i % 2 == 1),
+                "grant": lambda i: service.grant(name, "tool_001", ("allow", "deny")[i % 2]),
+                "project_grant": lambda i: service.grant(name, "tool_002", ("allow", "ask")[i % 2], project=workspace),
+                "settings": lambda i: service.update_settings(name, approval_mode=("allow_all", "ask")[i % 2]),
+            }
+            figures: dict[str, dict[str, float]] = {}
+            for label, mutate in mutations.items():
+                samples = [_timed(lambda i=i, mutate=mutate: mutate(i)) for i in range(repeat)]
+                figures[label] = {"p50_ms": round(statistics.median(samples), 1), "max_ms": round(max(samples), 1)}
+            report = service.last_projection
+            path = snapshot_path(project.path)
+            written: bool | str = bool(report and report.written)
+            if not written and report is not None:
+                written = "; ".join(w.message for w in report.skipped) or str(report.error)
+            return {
+                "connectors": connectors,
+                "tools": tools,
+                "build_s": round(build_s, 1),
+                "first_projection_ms": round(first, 1),
+                "mutations": figures,
+                "snapshot_bytes": path.stat().st_size if written is True else None,
+                "written": written,
+            }
+        finally:
+            repo.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--connectors", type=int, default=1000)
+    parser.add_argument("--tools", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    print(json.dumps(run(args.connectors, args.tools, args.repeat)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
