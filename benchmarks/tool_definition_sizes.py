@@ -1,5 +1,5 @@
 """Size of the proxy tool vs every direct tool definition, for ``@modelcontextprotocol/server-everything``
-(issue 6 point 6, seed 003 §1.5: one small ``mcp`` proxy tool instead of every schema).
+(one small ``mcp`` proxy tool instead of every schema).
 
 Starts server-everything over stdio from ``node_modules`` (run ``npm ci`` first), opens a
 ``patchbay.Runtime`` on it, and measures the UTF-8 bytes of the compact JSON
