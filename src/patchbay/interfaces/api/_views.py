@@ -8,6 +8,7 @@ from typing import Any
 
 import pydantic
 
+import patchbay.interfaces.api.contracts as c
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.oauth import OAuthService
 from patchbay.control.options import checked_options
@@ -16,7 +17,6 @@ from patchbay.core.errors import ConfigError, ErrorCode
 from patchbay.core.models import Connector, HttpTarget, ProbeOutcome, ProbeResult, SocketTarget, ToolCacheEntry
 from patchbay.core.oauth import oauth_from_config
 from patchbay.core.redaction import redact_text
-from patchbay.interfaces.api import contracts as c
 
 __all__ = ["auth_state", "connector_detail", "connector_summary", "data_egress", "probe_report", "tool_list"]
 
