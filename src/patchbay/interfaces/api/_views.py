@@ -10,7 +10,6 @@ import pydantic
 
 import patchbay.interfaces.api.contracts as c
 from patchbay.control.connectors import ConnectorService
-from patchbay.control.oauth import OAuthService
 from patchbay.control.options import checked_options
 from patchbay.control.views import ToolsView, probe_failed, runtime_state
 from patchbay.core.errors import ConfigError, ErrorCode
@@ -55,6 +54,10 @@ def _oauth_state(service: ConnectorService, connector: Connector) -> str | None:
             return None
     except ConfigError:  # malformed OAuth settings: reported as config_state "invalid"
         return "needs_auth"
+    # the OAuth service loads the MCP SDK's auth client: only for a connector that has OAuth
+    # (the CLI's ``connector list --json`` shows this shape)
+    from patchbay.control.oauth import OAuthService
+
     state: str = OAuthService(service).status(connector.name)["state"]
     return state
 
