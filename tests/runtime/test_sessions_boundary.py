@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import psutil
 import pytest
 
@@ -194,7 +196,9 @@ async def test_a_change_committed_by_another_control_plane_reaches_the_session_b
     other = ConnectorService(open_store(service.settings), service.settings)
     try:
         with anyio.fail_after(90):
-            async with host_for(service, state_version=service.repository.state_version) as host:
+            async with host_for(
+                service, state_version=partial(anyio.to_thread.run_sync, service.repository.state_version)
+            ) as host:
                 service.on_committed(host.committed)
                 session = await host.open(workspace)
                 with pytest.raises(ToolCallError) as asked:  # ask, and no approver

@@ -14,16 +14,14 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, cast
 
 from patchbay.adapters.credentials import CredentialStore
 from patchbay.adapters.store import Repository
 from patchbay.adapters.store.repository import project_id_for
-from patchbay.adapters.transports.stdio import workspace_cwd
 from patchbay.control.credentials import BindingSpec, CredentialService
 from patchbay.control.options import checked_options as _checked_options
 from patchbay.control.options import merge_runtime_options
-from patchbay.control.probe import Prober
 from patchbay.control.projection import ProjectionReport, Projector
 from patchbay.control.queries import ConnectorQueries, catalog_fingerprint, real_dir
 from patchbay.core.credentials import BINDINGS_KEY, check_bindings
@@ -48,6 +46,9 @@ from patchbay.core.oauth import oauth_from_config
 from patchbay.core.redaction import redact_text
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target, validate_text
+
+if TYPE_CHECKING:
+    from patchbay.control.probe import Prober
 
 __all__ = ["ConnectorService", "merge_runtime_options"]
 
@@ -97,13 +98,23 @@ class ConnectorService:
         self.settings = settings
         self.credentials = CredentialService(CredentialStore(settings.home), repository)
         self.credentials.open()  # repair what a crash left, and mask every stored value from now on
-        self.prober = prober or Prober(settings, credentials=self.credentials.store)
+        self._prober = prober
         self.queries = ConnectorQueries(repository)
         """The read side over the same store."""
         self.projector = Projector(self.queries, home=settings.home)
         self.last_projection: ProjectionReport | None = None
         """What the re-projection after the last committed mutation wrote or skipped."""
         self._committed: list[CommittedListener] = []
+
+    @property
+    def prober(self) -> Prober:
+        """The prober, built on first use: commands that never probe (``connector list``) do not
+        load the MCP SDK it drives."""
+        if self._prober is None:
+            from patchbay.control.probe import Prober
+
+            self._prober = Prober(self.settings, credentials=self.credentials.store)
+        return self._prober
 
     def on_committed(self, listener: CommittedListener) -> Callable[[], None]:
         """Call ``listener`` after every committed mutation, once its workspaces are re-projected
@@ -232,6 +243,8 @@ class ConnectorService:
         if cwd and os.path.isabs(cwd):
             cwd = str(Path(cwd).resolve())
         target = validate_stdio_target(command, args, cwd=cwd, workspace=str(root))
+        from patchbay.adapters.transports.stdio import workspace_cwd  # loads the MCP SDK: only here
+
         workspace_cwd(root, target.cwd)
         return target
 

@@ -1,19 +1,61 @@
 """The governed client runtime: ToolRouter → PermissionEngine → executor → MCP connections, with an
 append-only session event log. The public door is :class:`Runtime`."""
 
-from patchbay.runtime.calls import ToolCallResult
-from patchbay.runtime.connection import ConnectionState, ServerConnection
-from patchbay.runtime.events import EVENT_TYPES, EventLog, Redacted, new_session_id, read_events, session_log_path
-from patchbay.runtime.permissions import (
-    Actor,
-    ApprovalAnswer,
-    ApprovalRequest,
-    Approver,
-    PermissionEngine,
-    Resolution,
-)
-from patchbay.runtime.router import Route, ToolRouter
-from patchbay.runtime.runtime import LocalTool, Runtime, RuntimeTool
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from patchbay.runtime.calls import ToolCallResult
+    from patchbay.runtime.connection import ConnectionState, ServerConnection
+    from patchbay.runtime.events import EVENT_TYPES, EventLog, Redacted, new_session_id, read_events, session_log_path
+    from patchbay.runtime.permissions import (
+        Actor,
+        ApprovalAnswer,
+        ApprovalRequest,
+        Approver,
+        PermissionEngine,
+        Resolution,
+    )
+    from patchbay.runtime.router import Route, ToolRouter
+    from patchbay.runtime.runtime import LocalTool, Runtime, RuntimeTool
+
+_EXPORTS = {
+    "Actor": "patchbay.runtime.permissions",
+    "ApprovalAnswer": "patchbay.runtime.permissions",
+    "ApprovalRequest": "patchbay.runtime.permissions",
+    "Approver": "patchbay.runtime.permissions",
+    "ConnectionState": "patchbay.runtime.connection",
+    "EVENT_TYPES": "patchbay.runtime.events",
+    "EventLog": "patchbay.runtime.events",
+    "LocalTool": "patchbay.runtime.runtime",
+    "PermissionEngine": "patchbay.runtime.permissions",
+    "Redacted": "patchbay.runtime.events",
+    "Resolution": "patchbay.runtime.permissions",
+    "Route": "patchbay.runtime.router",
+    "Runtime": "patchbay.runtime.runtime",
+    "RuntimeTool": "patchbay.runtime.runtime",
+    "ServerConnection": "patchbay.runtime.connection",
+    "ToolCallResult": "patchbay.runtime.calls",
+    "ToolRouter": "patchbay.runtime.router",
+    "new_session_id": "patchbay.runtime.events",
+    "read_events": "patchbay.runtime.events",
+    "session_log_path": "patchbay.runtime.events",
+}
+"""Where each public name lives. They are imported on first use (PEP 562): importing one module
+of the package (the snapshot format the control plane writes, the session logs the CLI reads)
+must not load the runtime and the MCP SDK behind it."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'patchbay.runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "EVENT_TYPES",

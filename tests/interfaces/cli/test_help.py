@@ -1,9 +1,15 @@
-"""``patchbay --version`` and the help output: plain metavars, one-line command summaries."""
+"""``patchbay --version`` and the help output: plain metavars, one-line command summaries; what
+starting the CLI loads."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 import patchbay
@@ -40,3 +46,37 @@ def test_grant_project_help_says_it_sets_a_project_grant() -> None:
     text = " ".join(invoke("grant", "--help").split())
     assert "Show decisions" not in text
     assert "Set the grant in this workspace's project" in text
+
+
+_LOADED_AFTER = """
+import json, sys
+from patchbay.interfaces.cli import main
+sys.argv = ["patchbay", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in ("mcp", "fastapi", "uvicorn", "alembic") if m in sys.modules)), file=sys.stderr)
+"""
+"""Runs the CLI's entry point with the arguments given, then names which heavy packages it loaded."""
+
+
+def _heavy_modules_loaded(*args: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED_AFTER, *args], capture_output=True, text=True, timeout=120, check=True
+    )
+    loaded: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
+    return loaded
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--help",), ("connector", "--help"), ("connector", "list"), ("connector", "list", "--json")],
+    ids=" ".join,
+)
+def test_commands_that_need_no_server_load_neither_the_sdk_nor_the_web_stack(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    home = str(tmp_path / "home")
+    _heavy_modules_loaded("--home", home, "connector", "list")  # creates the store: migrations run once
+    assert _heavy_modules_loaded("--home", home, *args) == []

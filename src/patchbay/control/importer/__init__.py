@@ -19,11 +19,32 @@ Usage::
     commit_import(service, select=["github"], workspace=Path("."), home=Path.home())
 """
 
-from patchbay.control.importer.commit import commit_import
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from patchbay.control.importer.discovery import HOST_KEYWORDS
 from patchbay.control.importer.jsonc import MalformedConfigError, parse_jsonc
 from patchbay.control.importer.models import ImportedConnector, ImportPreview, ImportResult, PreviewEntry
-from patchbay.control.importer.preview import preview_import
+
+if TYPE_CHECKING:
+    from patchbay.control.importer.commit import commit_import
+    from patchbay.control.importer.preview import preview_import
+
+_LAZY = {"commit_import": "patchbay.control.importer.commit", "preview_import": "patchbay.control.importer.preview"}
+"""Imported on first use (PEP 562): they need the connector service, and the CLI's help (which
+names :data:`HOST_KEYWORDS`) must not load the store and the runtime behind it."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'patchbay.control.importer' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "HOST_KEYWORDS",

@@ -8,15 +8,14 @@ from typing import Any
 
 import pydantic
 
+import patchbay.interfaces.api.contracts as c
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.decisions import ToolDecisions, probe_failed, runtime_state
-from patchbay.control.oauth import OAuthService
 from patchbay.control.options import checked_options
 from patchbay.core.errors import ConfigError, ErrorCode
 from patchbay.core.models import Connector, HttpTarget, ProbeOutcome, ProbeResult, SocketTarget, ToolCacheEntry
 from patchbay.core.oauth import oauth_from_config
 from patchbay.core.redaction import redact_text
-from patchbay.interfaces.api import contracts as c
 
 __all__ = ["auth_state", "connector_detail", "connector_summary", "data_egress", "probe_report", "tool_list"]
 
@@ -55,6 +54,10 @@ def _oauth_state(service: ConnectorService, connector: Connector) -> str | None:
             return None
     except ConfigError:  # malformed OAuth settings: reported as config_state "invalid"
         return "needs_auth"
+    # the OAuth service loads the MCP SDK's auth client: only for a connector that has OAuth
+    # (the CLI's ``connector list --json`` shows this shape)
+    from patchbay.control.oauth import OAuthService
+
     state: str = OAuthService(service).status(connector.name)["state"]
     return state
 

@@ -11,47 +11,25 @@ response models), errors in :mod:`~patchbay.interfaces.api.errors`, routes by ar
 compatibility projections). Routes only translate: the connector service
 (:class:`~patchbay.control.connectors.ConnectorService`) validates, writes and decides.
 
-Where the state is: one :class:`ApiContext` per app holds the settings and one connector service (so
-one prober: per-connector probe locks and the global probe limit are shared by every request). The
-store is opened on first use; while it cannot be opened every route answers 503
-``canonical_state_unavailable`` and the next request tries again.
+Who may call: a control plane on loopback can start local commands (a stdio connector is a
+command line), so neither a web page nor another user of the machine may drive it. Before any
+route runs, in this order: a request whose ``Host`` is malformed, duplicated or not a loopback
+name (DNS rebinding), or whose ``Origin`` is not exactly this server's own, is refused with 403
+``origin_refused`` (with ``allowed_hosts=None``, ``serve --allow-remote``, any well-formed Host
+passes); a body over ``Settings.api_max_body_bytes`` is 413 ``payload_too_large``, declared or
+streamed (:mod:`~patchbay.interfaces.api.limits`); a request without the data home's API token
+or its session cookie is 401 ``unauthorized`` (:mod:`~patchbay.interfaces.api.auth`). No CORS
+headers are sent, so browsers keep cross-origin pages out of the JSON routes. ``/docs`` and
+``/redoc`` load their scripts from this server only.
 
-Who may call (neither a web page nor another user of the machine may drive a control plane that can
-start local commands). Before any route runs, in this order: a request whose ``Host`` is malformed,
-duplicated or not a loopback name (DNS rebinding), or whose ``Origin`` is not exactly this server's
-own, is refused with 403 ``origin_refused`` (with ``allowed_hosts=None``, ``serve --allow-remote``,
-any well-formed Host passes); a body over ``Settings.api_max_body_bytes`` is 413
-``payload_too_large``, declared or streamed (:mod:`~patchbay.interfaces.api.limits`); a request
-without the data home's API token or its session cookie is 401 ``unauthorized``
-(:mod:`~patchbay.interfaces.api.auth`). No CORS headers are sent, so browsers keep cross-origin
-pages out of the JSON routes. ``/docs`` and ``/redoc`` load their scripts from this server only.
-Design: docs/security.md.
-
-Sessions and runtime reload: the app's lifespan runs one
-:class:`~patchbay.runtime.sessions.SessionHost`, so the serve process hosts workspace runtimes
-(``/api/sessions``: open one, list its tools, call them on the governed path, close it). The host's
-:meth:`~patchbay.runtime.sessions.SessionHost.committed` is the connector service's one
-:meth:`~patchbay.control.connectors.ConnectorService.on_committed` listener for reloads: every
-committed mutation re-projects the workspaces it affects, then the host rebuilds their idle sessions
-at once and marks busy ones ``restart_pending``. Each mutating route collects the reloads its own
-service calls caused (:func:`~patchbay.runtime.sessions.collect_reloads`) and answers with them as
-``runtime_reload`` (``runtime_reload_failed`` and the sessions when a rebuild failed; the change is
-saved all the same). Leaving the lifespan closes every session: no server process is left behind. An
-app run without its lifespan (an ASGI client that skips it) has no host: its mutations report no
-sessions and the session routes answer 500 ``unknown``.
-Sessions are built from the projection in memory, never from the workspace file, and a change
-committed by another process (the store's change counter, read before each call) rebuilds a
-session before its next call.
+The app's state and its session host: :class:`~patchbay.interfaces.api.context.ApiContext`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import re
-import threading
-from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -62,18 +40,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from patchbay import __version__
 from patchbay.adapters.api_token import api_token
 from patchbay.control.connectors import ConnectorService
-from patchbay.core.errors import ErrorCode, PatchbayError
-from patchbay.core.models import Project, RuntimeConfig
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api.auth import TokenAuthMiddleware
+from patchbay.interfaces.api.context import ApiContext
 from patchbay.interfaces.api.errors import error_response, install_error_handlers
 from patchbay.interfaces.api.limits import BodyLimitMiddleware
 from patchbay.interfaces.api.responses import RedactedJSONResponse
-from patchbay.runtime.sessions import SessionHost
+from patchbay.interfaces.api.routes import compat, connectors, imports, sessions, tools
 
 __all__ = [
     "LOOPBACK_HOSTS",
-    "ApiContext",
     "LocalOnlyMiddleware",
     "create_app",
     "parse_authority",
@@ -81,103 +57,6 @@ __all__ = [
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 """Host names a loopback-bound server answers to."""
-
-
-@dataclass
-class ApiContext:
-    """The state one app shares between requests.
-
-    Args:
-        settings: the data home and limits.
-        workspace: default workspace for routes given no ``cwd`` (probe and stdio creation run
-            there): the directory ``patchbay serve`` was started in.
-        service: an already-built connector service (tests, embedding); else opened lazily.
-        host: the session host while the app's lifespan runs (:meth:`hosting`), else None.
-    """
-
-    settings: Settings
-    workspace: Path
-    service: ConnectorService | None = None
-    host: SessionHost | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _detach: Callable[[], None] | None = None
-
-    def connector_service(self) -> ConnectorService:
-        """The connector service, opening the store on first use.
-
-        Raises:
-            CanonicalStateUnavailable: ``canonical_state_unavailable``; tried again next time.
-        """
-        if self.service is not None:
-            return self.service
-        with self._lock:
-            if self.service is None:
-                from patchbay.adapters.store import open_store
-
-                self.service = ConnectorService(open_store(self.settings), self.settings)
-                self._attach()
-        return self.service
-
-    def session_host(self) -> SessionHost:
-        """The running session host.
-
-        Raises:
-            PatchbayError: ``unknown`` (500) when the app runs without its lifespan.
-        """
-        host = self.host
-        if host is None:
-            raise PatchbayError(
-                "no session host is running (the app was started without its lifespan)", code=ErrorCode.UNKNOWN
-            )
-        return host
-
-    def _attach(self) -> None:
-        """Make the host the service's reload listener, once both exist (call under the lock)."""
-        if self.host is not None and self.service is not None and self._detach is None:
-            self._detach = self.service.on_committed(self.host.committed)
-
-    def _resolve(self, workspace: Path) -> Project:
-        """The host's resolver: the workspace's project (created on first use), its snapshot
-        projected from the state committed now. Runs in a worker thread."""
-        service = self.connector_service()
-        project = service.queries.project(workspace)
-        service.projector.project(project)
-        return project
-
-    def _load(self, project: Project) -> RuntimeConfig:
-        """The host's loader: the projection built in memory from the store, never the workspace
-        file (which anything that can write the workspace could have replaced)."""
-        return self.connector_service().projector.runtime_config(project)
-
-    def _state_version(self) -> int:
-        """The store's change counter, read before each hosted call so changes committed by
-        another process (the CLI, a second ``serve``) reach open sessions."""
-        return self.connector_service().repository.state_version()
-
-    def _stop_hosting(self) -> None:
-        with self._lock:
-            if self._detach is not None:
-                self._detach()
-                self._detach = None
-            self.host = None
-
-    @contextlib.asynccontextmanager
-    async def hosting(self) -> AsyncIterator[None]:
-        """The app's lifespan: run a :class:`SessionHost` and make it the connector service's
-        reload listener (now, or when the store is first opened); on the way out stop listening,
-        then close every session (their servers stop). Enter and exit in one task."""
-        async with contextlib.AsyncExitStack() as stack:
-            host = SessionHost(self.settings, resolve=self._resolve, load=self._load, state_version=self._state_version)
-            await stack.enter_async_context(host)
-            stack.callback(self._stop_hosting)  # runs first: no reload is scheduled on a closing host
-            with self._lock:
-                self.host = host
-                self._attach()
-            yield
-
-    def close(self) -> None:
-        if self.service is not None:
-            self.service.repository.close()
 
 
 _NAME_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
@@ -317,8 +196,6 @@ def create_app(
         lifespan (uvicorn does by default; in tests enter ``app.router.lifespan_context(app)``):
         the lifespan runs the session host.
     """
-    from patchbay.interfaces.api.routes import compat, connectors, imports, sessions, tools
-
     settings = settings or (service.settings if service is not None else Settings())
     context = ApiContext(
         settings=settings,

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from patchbay.control.credentials import BindingSpec, parse_bearer, parse_env, parse_header
+from patchbay.control.bindings import BindingSpec, parse_bearer, parse_env, parse_header
 
 __all__ = ["BEARER_OPTION", "ENV_OPTION", "HEADER_OPTION", "UNSET_OPTION", "binding_rows", "binding_specs"]
 

@@ -17,7 +17,6 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from patchbay.control.credentials import describe_use
 from patchbay.core.errors import ConfigError
 from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, handle_errors, out_console, state
 
@@ -41,6 +40,8 @@ def _state(view: dict[str, Any]) -> str:
 
 
 def _places(view: dict[str, Any]) -> str:
+    from patchbay.control.credentials import describe_use  # loads the store: only when listing
+
     return ", ".join(f"{b['connector']} {describe_use(view['id'], b)}" for b in view["bound_as"]) or "-"
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import typer
 from rich.text import Text
 
-from patchbay.control.importer import HOST_KEYWORDS, ImportPreview, PreviewEntry, commit_import, preview_import
+from patchbay.control.importer import HOST_KEYWORDS, ImportPreview, PreviewEntry
 from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.interfaces.cli._context import (
     JSON_OPTION,
@@ -110,6 +110,8 @@ def preview(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Show what importing would do, entry by entry; nothing is started, run or written."""
+    from patchbay.control.importer import preview_import  # loads the connector service: only here
+
     report = preview_import(
         state.service(),
         workspace=project,
@@ -225,6 +227,8 @@ def commit(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Import the selected definitions as connectors, all or none (the files are read again)."""
+    from patchbay.control.importer import commit_import  # loads the connector service: only here
+
     names = [name.strip() for item in select or [] for name in item.split(",") if name.strip()]
     try:
         result = commit_import(

@@ -8,7 +8,7 @@ import enum
 import functools
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -69,10 +69,11 @@ projection (``service.projector.runtime_config``), so no workspace file is trust
 loads the workspace's sealed snapshot and verifies it with the data home's key
 (:func:`~patchbay.runtime.snapshot.load_snapshot`)."""
 
-StateVersion = Callable[[], int]
-"""``version() -> int``: the canonical state's change counter, moved by every committed change of
-any process (run in a worker thread before each hosted call). It may raise a
-:class:`PatchbayError` (e.g. ``canonical_state_unavailable``), which fails that call."""
+StateVersion = Callable[[], Awaitable[int]]
+"""``await version() -> int``: the canonical state's change counter, moved by every committed
+change of any process (awaited before each hosted call: a reader whose I/O could block runs it in
+a worker thread, one whose read is a local lookup need not pay that hop on every call). It may
+raise a :class:`PatchbayError` (e.g. ``canonical_state_unavailable``), which fails that call."""
 
 
 class _HostState(enum.Enum):
@@ -319,7 +320,7 @@ class SessionHost:
         if self._state_version is None:
             await session.until(lambda: session.closing or session.attempted >= session.requested)
             return
-        version = await anyio.to_thread.run_sync(self._state_version)
+        version = await self._state_version()
         # Two rounds suffice: a build already running may have read the counter before it moved;
         # the one requested here reads it afterwards (or fails, and the session fails closed).
         for _ in range(2):
@@ -347,7 +348,7 @@ class SessionHost:
             # Read before the state the build uses, so a change committed meanwhile moves the
             # counter past it and the next call rebuilds again.
             session.built_version = -1  # unreadable: the next call that can read it rebuilds
-            session.built_version = await anyio.to_thread.run_sync(self._state_version)
+            session.built_version = await self._state_version()
         if session.forced is not None:
             raise session.forced
         project = session.project

@@ -6,13 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import anyio.to_thread
 from fastapi import Depends, Query, Request
 from fastapi import Path as PathParam
 
+import patchbay.interfaces.api.contracts as c
 from patchbay.control.connectors import ConnectorService
 from patchbay.core.models import Connector
-from patchbay.interfaces.api import contracts as c
-from patchbay.interfaces.api.app import ApiContext
+from patchbay.interfaces.api.context import ApiContext
 from patchbay.runtime.sessions import ReloadResult
 
 __all__ = [
@@ -26,13 +27,20 @@ __all__ = [
 ]
 
 
-def _context(request: Request) -> ApiContext:
+# Dependencies are ``async def``: FastAPI runs a plain ``def`` dependency in the threadpool, a
+# thread hop on every request for what is an attribute read once the store is open.
+
+
+async def _context(request: Request) -> ApiContext:
     context: ApiContext = request.app.state.context  # Starlette's app state is untyped
     return context
 
 
-def _service(context: Annotated[ApiContext, Depends(_context)]) -> ConnectorService:
-    return context.connector_service()
+async def _service(context: Annotated[ApiContext, Depends(_context)]) -> ConnectorService:
+    if context.service is not None:
+        return context.service
+    # the first request opens the store (file I/O, migrations): off the event loop
+    return await anyio.to_thread.run_sync(context.connector_service)
 
 
 Context = Annotated[ApiContext, Depends(_context)]

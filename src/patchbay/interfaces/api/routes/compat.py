@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from patchbay.interfaces.api import contracts as c
+import patchbay.interfaces.api.contracts as c
 from patchbay.interfaces.api._views import connector_summary, data_egress
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.routes._deps import ConnectorRef, Service, reload_view, resolve_connector

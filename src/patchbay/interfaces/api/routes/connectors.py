@@ -12,15 +12,15 @@ from typing import Any
 import anyio.to_thread
 from fastapi import APIRouter
 
+import patchbay.interfaces.api.contracts as c
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.credentials import BindingSpec
 from patchbay.control.oauth import OAuthService
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import Connector, ConnectorTarget
 from patchbay.core.validation import validate_text
-from patchbay.interfaces.api import contracts as c
 from patchbay.interfaces.api._views import connector_detail, connector_summary
-from patchbay.interfaces.api.app import ApiContext
+from patchbay.interfaces.api.context import ApiContext
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.routes._deps import (
     ConnectorRef,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from fastapi import APIRouter
 
+import patchbay.interfaces.api.contracts as c
 from patchbay.control.importer import commit_import, preview_import
-from patchbay.interfaces.api import contracts as c
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.routes._deps import Context, Service, Workspace, reload_view, workspace_or_default
 from patchbay.runtime.sessions import collect_reloads

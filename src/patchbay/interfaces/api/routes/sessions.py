@@ -23,8 +23,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi import Path as PathParam
 
+import patchbay.interfaces.api.contracts as c
 from patchbay.core.errors import FailureReason, ToolCallError
-from patchbay.interfaces.api import contracts as c
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.routes._deps import Context, workspace_or_default
 from patchbay.runtime.permissions import ApprovalAnswer, ApprovalRequest

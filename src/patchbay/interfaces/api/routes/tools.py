@@ -18,9 +18,9 @@ import anyio.to_thread
 from fastapi import APIRouter
 from fastapi import Path as PathParam
 
+import patchbay.interfaces.api.contracts as c
 from patchbay.core.errors import PatchbayError
 from patchbay.core.models import RESOURCE_SUBJECT, GrantKind, Project
-from patchbay.interfaces.api import contracts as c
 from patchbay.interfaces.api._views import probe_report, tool_list
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.routes._deps import (

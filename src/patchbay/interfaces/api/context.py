@@ -1,0 +1,200 @@
+"""The state one API app shares between its requests: :class:`ApiContext`.
+
+One :class:`ApiContext` per app holds the settings and one connector service
+(so one prober: per-connector probe locks and the global probe limit are shared by every request).
+The store is opened on first use; while it cannot be opened every route
+answers 503 ``canonical_state_unavailable`` and the next request tries again.
+
+Sessions and runtime reload: the app's lifespan runs one
+:class:`~patchbay.runtime.sessions.SessionHost`, so the serve process hosts workspace runtimes
+(``/api/sessions``: open one, list its tools, call them on the governed path, close it). The
+host's :meth:`~patchbay.runtime.sessions.SessionHost.committed` is the connector service's one
+:meth:`~patchbay.control.connectors.ConnectorService.on_committed` listener for reloads: every
+committed mutation re-projects the workspaces it affects, then the host rebuilds their idle
+sessions at once and marks busy ones ``restart_pending``. Each mutating route collects the
+reloads its own service calls caused (:func:`~patchbay.runtime.sessions.collect_reloads`) and
+answers with them as ``runtime_reload`` (``runtime_reload_failed`` and the sessions when a rebuild
+failed; the change is saved all the same). Leaving the lifespan closes every session: no server
+process is left behind. An app run without its lifespan (an ASGI client that skips it) has no
+host: its mutations report no sessions and the session routes answer 500 ``unknown``.
+Sessions are built from the projection in memory, never from the workspace file, and a change
+committed by another process (the store's change counter, read before each call) rebuilds a
+session before its next call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import anyio.to_thread
+from sqlalchemy.engine import make_url
+
+from patchbay.control.connectors import ConnectorService
+from patchbay.core.errors import ErrorCode, PatchbayError
+from patchbay.core.models import Project, RuntimeConfig
+from patchbay.core.settings import Settings
+from patchbay.runtime.sessions import SessionHost
+
+__all__ = ["ApiContext"]
+
+
+@dataclass
+class ApiContext:
+    """The state one app shares between requests.
+
+    Args:
+        settings: the data home and limits.
+        workspace: default workspace for routes given no ``cwd`` (probe and stdio creation run
+            there): the directory ``patchbay serve`` was started in.
+        service: an already-built connector service (tests, embedding); else opened lazily.
+        host: the session host while the app's lifespan runs (:meth:`hosting`), else None.
+    """
+
+    settings: Settings
+    workspace: Path
+    service: ConnectorService | None = None
+    host: SessionHost | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _detach: Callable[[], None] | None = None
+    _watch: _CommitWatch | None = None
+    _reading: tuple[int, int] | None = None
+
+    def connector_service(self) -> ConnectorService:
+        """The connector service, opening the store on first use.
+
+        Raises:
+            CanonicalStateUnavailable: ``canonical_state_unavailable``; tried again next time.
+        """
+        if self.service is not None:
+            return self.service
+        with self._lock:
+            if self.service is None:
+                from patchbay.adapters.store import open_store
+
+                self.service = ConnectorService(open_store(self.settings), self.settings)
+                self._attach()
+        return self.service
+
+    def session_host(self) -> SessionHost:
+        """The running session host.
+
+        Raises:
+            PatchbayError: ``unknown`` (500) when the app runs without its lifespan.
+        """
+        host = self.host
+        if host is None:
+            raise PatchbayError(
+                "no session host is running (the app was started without its lifespan)", code=ErrorCode.UNKNOWN
+            )
+        return host
+
+    def _attach(self) -> None:
+        """Make the host the service's reload listener, once both exist (call under the lock)."""
+        if self.host is not None and self.service is not None and self._detach is None:
+            self._detach = self.service.on_committed(self.host.committed)
+
+    def _resolve(self, workspace: Path) -> Project:
+        """The host's resolver: the workspace's project (created on first use), its snapshot
+        projected from the state committed now. Runs in a worker thread."""
+        service = self.connector_service()
+        project = service.queries.project(workspace)
+        service.projector.project(project)
+        return project
+
+    def _load(self, project: Project) -> RuntimeConfig:
+        """The host's loader: the projection built in memory from the store, never the workspace
+        file (which anything that can write the workspace could have replaced)."""
+        return self.connector_service().projector.runtime_config(project)
+
+    async def _state_version(self) -> int:
+        """The store's change counter, read before each hosted call so changes committed by
+        another process (the CLI, a second ``serve``) reach open sessions.
+
+        Reading it is a store query (a worker thread, SQLAlchemy: about a millisecond); on a
+        SQLite store it is read again only when SQLite's ``data_version`` says some connection
+        committed since the last read (:class:`_CommitWatch`, microseconds, no thread), else the
+        last reading is still the counter."""
+        service = self.service
+        if service is None:  # not opened yet: opening is file I/O
+            return await anyio.to_thread.run_sync(lambda: self.connector_service().repository.state_version())
+        if self._watch is None:
+            self._watch = _CommitWatch(service.settings.resolved_database_url)
+        mark = self._watch.mark()  # before the read: the reading then covers every commit up to it
+        if mark is not None and self._reading is not None and self._reading[0] == mark:
+            return self._reading[1]
+        version = await anyio.to_thread.run_sync(service.repository.state_version)
+        self._reading = (mark, version) if mark is not None else None
+        return version
+
+    def _stop_hosting(self) -> None:
+        with self._lock:
+            if self._detach is not None:
+                self._detach()
+                self._detach = None
+            self.host = None
+
+    @contextlib.asynccontextmanager
+    async def hosting(self) -> AsyncIterator[None]:
+        """The app's lifespan: run a :class:`SessionHost` and make it the connector service's
+        reload listener (now, or when the store is first opened); on the way out stop listening,
+        then close every session (their servers stop). Enter and exit in one task."""
+        async with contextlib.AsyncExitStack() as stack:
+            host = SessionHost(self.settings, resolve=self._resolve, load=self._load, state_version=self._state_version)
+            await stack.enter_async_context(host)
+            stack.callback(self._stop_hosting)  # runs first: no reload is scheduled on a closing host
+            with self._lock:
+                self.host = host
+                self._attach()
+            yield
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+        if self.service is not None:
+            self.service.repository.close()
+
+
+class _CommitWatch:
+    """Whether anything was committed to a SQLite store since an earlier look, for the price of
+    one ``PRAGMA data_version`` on a connection of its own (SQLite moves that value whenever
+    another connection, of any process, commits; this one never writes).
+
+    Args:
+        url: the store's SQLAlchemy URL; for anything but a SQLite file :meth:`mark` is always
+            None (no cheap check: read the counter itself).
+    """
+
+    def __init__(self, url: str) -> None:
+        parsed = make_url(url)
+        self._path = parsed.database if parsed.get_backend_name() == "sqlite" else None
+        if self._path in ("", ":memory:"):
+            self._path = None
+        self._conn: sqlite3.Connection | None = None
+
+    def mark(self) -> int | None:
+        """SQLite's ``data_version`` now: equal to an earlier mark when nothing was committed
+        in between. None when it cannot be read (no SQLite file, an error): read the counter."""
+        if self._path is None:
+            return None
+        try:
+            if self._conn is None:
+                # mode=rw: never creates a file; autocommit: no read transaction pins an old
+                # snapshot between marks; one caller at a time (the event loop's thread)
+                uri = f"file:{quote(self._path)}?mode=rw"
+                self._conn = sqlite3.connect(uri, uri=True, timeout=0.1, isolation_level=None, check_same_thread=False)
+            row = self._conn.execute("PRAGMA data_version").fetchone()
+        except sqlite3.Error:
+            self.close()
+            return None
+        return int(row[0])
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
