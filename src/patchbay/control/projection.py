@@ -390,9 +390,9 @@ class Projector:
         """
         try:
             if project_id is None:
-                projects = self.service.repository.list_projects()
+                projects = self.service.repository.projects.list_all()
             else:
-                projects = [self.service.repository.get_project(project_id)]
+                projects = [self.service.repository.projects.get(project_id)]
         except PatchbayError as exc:
             logger.warning("runtime projection skipped: %s", exc)
             return ProjectionReport(error=exc.to_dict())

@@ -80,7 +80,7 @@ class ToolViewsMixin:
         Raises:
             ConfigError: ``invalid_config`` (field ``project``) when the directory does not exist.
         """
-        return self.repository.ensure_project(str(real_dir(workspace)))
+        return self.repository.projects.ensure(str(real_dir(workspace)))
 
     def find_project(self, workspace: Path) -> Project | None:
         """The project of a workspace directory if it already has one; never creates it.
@@ -92,7 +92,7 @@ class ToolViewsMixin:
         Raises:
             ConfigError: ``invalid_config`` (field ``project``) when the directory does not exist.
         """
-        return self.repository.find_project(str(real_dir(workspace)))
+        return self.repository.projects.find(str(real_dir(workspace)))
 
     # -- cache ------------------------------------------------------------------------------
 
@@ -107,7 +107,7 @@ class ToolViewsMixin:
         Returns ``(entry, state)`` with state ``fresh``, ``stale`` or ``missing``; a stale entry is
         returned as None: a changed fingerprint invalidates the catalog (seed 003 §5.4).
         """
-        entry = self.repository.get_tool_cache(connector.connector_id)
+        entry = self.repository.tool_cache.get(connector.connector_id)
         if entry is None:
             return None, "missing"
         if entry.fingerprint != self.fingerprint(connector) or entry.config_revision != connector.revision:
@@ -126,11 +126,11 @@ class ToolViewsMixin:
         connector = self.get(name)
         prj = project if isinstance(project, Project) or project is None else self.project(project)
         entry, state = self.cached_catalog(connector)
-        global_grants = {g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)}
+        global_grants = {g.tool_name: g.decision for g in self.repository.grants.list_global(connector.connector_id)}
         project_grants = (
             {
                 g.tool_name: g.decision
-                for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)
+                for g in self.repository.grants.list_for_project(prj.project_id, connector.connector_id)
             }
             if prj
             else {}
@@ -152,9 +152,11 @@ class ToolViewsMixin:
         global_reads = self._resource_grant(connector, None)
         project_reads = self._resource_grant(connector, prj) if prj else None
         reads = decide_resource_read(connector.settings, global_grant=global_reads, project_grant=project_reads)
-        prompt_grants = self.repository.list_global_grants(connector.connector_id, kind="prompt")
+        prompt_grants = self.repository.grants.list_global(connector.connector_id, kind="prompt")
         if prj:
-            prompt_grants += self.repository.list_project_grants(prj.project_id, connector.connector_id, kind="prompt")
+            prompt_grants += self.repository.grants.list_for_project(
+                prj.project_id, connector.connector_id, kind="prompt"
+            )
         return ToolsView(
             connector=connector,
             project=prj,
@@ -197,17 +199,19 @@ class ToolViewsMixin:
     def _resource_grant(self, connector: Connector, project: Project | None) -> GrantDecision | None:
         """The connector's resource-read grant, global (``project`` None) or the project's."""
         if project is None:
-            grants = self.repository.list_global_grants(connector.connector_id, kind="resource")
+            grants = self.repository.grants.list_global(connector.connector_id, kind="resource")
         else:
-            grants = self.repository.list_project_grants(project.project_id, connector.connector_id, kind="resource")
+            grants = self.repository.grants.list_for_project(
+                project.project_id, connector.connector_id, kind="resource"
+            )
         return grants[0].decision if grants else None
 
     def _prompt_grants(self, connector: Connector, project: Project | None) -> dict[str, GrantDecision]:
         """The connector's prompt grants by prompt name, global (``project`` None) or the project's."""
         if project is None:
-            grants = self.repository.list_global_grants(connector.connector_id, kind="prompt")
+            grants = self.repository.grants.list_global(connector.connector_id, kind="prompt")
         else:
-            grants = self.repository.list_project_grants(project.project_id, connector.connector_id, kind="prompt")
+            grants = self.repository.grants.list_for_project(project.project_id, connector.connector_id, kind="prompt")
         return {g.tool_name: g.decision for g in grants}
 
     def runtime_config(self, workspace: Path | Project) -> RuntimeConfig:
@@ -231,11 +235,11 @@ class ToolViewsMixin:
                     revision=connector.revision,
                     settings=connector.settings,
                     global_grants={
-                        g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)
+                        g.tool_name: g.decision for g in self.repository.grants.list_global(connector.connector_id)
                     },
                     project_grants={
                         g.tool_name: g.decision
-                        for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)
+                        for g in self.repository.grants.list_for_project(prj.project_id, connector.connector_id)
                     },
                     tools=entry.tools if entry else (),
                     runtime_config={k: v for k, v in connector.runtime_config.items() if k != BINDINGS_KEY},

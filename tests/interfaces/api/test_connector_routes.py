@@ -198,7 +198,7 @@ async def test_global_settings_are_put_under_their_own_revision(api: Api) -> Non
 
 
 async def test_a_builtin_connector_cannot_be_deleted(api: Api) -> None:
-    builtin = api.service.repository.create_connector(
+    builtin = api.service.repository.connectors.create(
         "paper-search", "Paper Search", HttpTarget(url="https://papers.example/mcp"), source="builtin"
     )
     response = await api.client.delete("/api/mcp/connectors/paper-search")

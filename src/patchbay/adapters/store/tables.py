@@ -221,6 +221,7 @@ mcp_tool_cache = Table(
     Column("server_info_json", Text),
     Column("fetched_at", Millis, nullable=False),
     Column("expires_at", Millis, nullable=False),
+    Column("tool_count", Integer, nullable=False, server_default=text("0")),
     *json_checks("mcp_tool_cache", "tools_json"),
     *json_checks("mcp_tool_cache", "resources_json"),
     *json_checks("mcp_tool_cache", "server_info_json", nullable=True),

@@ -256,7 +256,7 @@ async def disconnect(
     def check() -> Connector:
         current = resolve_connector(service, connector)
         if body is not None and body.revision is not None:
-            service.repository.update_connector(current.connector_id, body.revision)  # checks the revision only
+            service.repository.connectors.update(current.connector_id, body.revision)  # checks the revision only
         return current
 
     current = await anyio.to_thread.run_sync(check)
