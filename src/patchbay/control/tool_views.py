@@ -10,6 +10,7 @@ mutation; :meth:`ToolViewsMixin.project` only registers a workspace as a project
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -113,6 +114,26 @@ class ToolViewsMixin:
         if entry.fingerprint != self.fingerprint(connector) or entry.config_revision != connector.revision:
             return None, "stale"
         return entry, "fresh"
+
+    def fresh_tool_counts(self, connectors: Iterable[Connector]) -> dict[str, int]:
+        """How many tools each of ``connectors`` has cached, by connector id, for those whose
+        cached catalog is fresh (as :meth:`cached_catalog` decides); one query that parses no
+        catalog, for lists."""
+        summaries = self.repository.tool_cache.summaries()
+        counts: dict[str, int] = {}
+        for connector in connectors:
+            summary = summaries.get(connector.connector_id)
+            if (
+                summary is not None
+                and summary.config_revision == connector.revision
+                and summary.fingerprint == self.fingerprint(connector)
+            ):
+                counts[connector.connector_id] = summary.tool_count
+        return counts
+
+    def last_probes(self) -> dict[str, ProbeOutcome]:
+        """Every connector's last probe outcome by connector id (one query, for lists)."""
+        return self.repository.probe_outcomes.by_connector()
 
     def last_probe(self, connector: Connector) -> ProbeOutcome | None:
         """The outcome of the connector's last probe (ready or error), or None if never probed."""

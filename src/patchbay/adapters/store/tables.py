@@ -228,6 +228,16 @@ mcp_tool_cache = Table(
     sqlite_strict=True,
 )
 
+# Covers the connector list's per-connector cache summary, so SQLite never reads a row's catalog
+# text (stored before the count, in overflow pages) to reach its tool count.
+Index(
+    "ix_mcp_tool_cache_summary",
+    mcp_tool_cache.c.connector_id,
+    mcp_tool_cache.c.config_revision,
+    mcp_tool_cache.c.fingerprint,
+    mcp_tool_cache.c.tool_count,
+)
+
 mcp_probe_outcomes = Table(
     "mcp_probe_outcomes",
     metadata,

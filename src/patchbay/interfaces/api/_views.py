@@ -18,7 +18,15 @@ from patchbay.core.oauth import oauth_from_config
 from patchbay.core.redaction import redact_text
 from patchbay.interfaces.api import contracts as c
 
-__all__ = ["auth_state", "connector_detail", "connector_summary", "data_egress", "probe_report", "tool_list"]
+__all__ = [
+    "auth_state",
+    "connector_detail",
+    "connector_summaries",
+    "connector_summary",
+    "data_egress",
+    "probe_report",
+    "tool_list",
+]
 
 
 def _target(connector: Connector) -> dict[str, Any]:
@@ -105,11 +113,15 @@ def _probe_view(connector: Connector, outcome: ProbeOutcome | None) -> c.ProbeOu
 
 
 def _summary_fields(
-    service: ConnectorService, connector: Connector, bindings: list[dict[str, Any]], entry: ToolCacheEntry | None
+    service: ConnectorService,
+    connector: Connector,
+    bindings: list[dict[str, Any]],
+    tool_count: int | None,
+    outcome: ProbeOutcome | None,
 ) -> dict[str, Any]:
+    """The fields every connector view shares; ``tool_count`` is None without a fresh cached catalog."""
     problem = _config_problem(connector)
-    outcome = service.last_probe(connector)
-    state = runtime_state(connector, fresh_catalog=entry is not None, outcome=outcome)
+    state = runtime_state(connector, fresh_catalog=tool_count is not None, outcome=outcome)
     error = None
     if problem is not None:
         error = c.ErrorBody(
@@ -136,7 +148,7 @@ def _summary_fields(
         "config_state": "invalid" if problem else "valid",
         "auth_state": auth_state(bindings, _oauth_state(service, connector)),
         "runtime_state": state,
-        "tool_count": len(entry.tools) if entry else 0,
+        "tool_count": tool_count or 0,
         "error": error,
         "last_probe": _probe_view(connector, outcome),
         "created_at": connector.created_at,
@@ -147,7 +159,33 @@ def _summary_fields(
 def connector_summary(service: ConnectorService, connector: Connector) -> c.ConnectorSummary:
     """One list entry (seed 003 §8.1): reads canonical state and the cache, opens no connection."""
     entry, _ = service.cached_catalog(connector)
-    return c.ConnectorSummary(**_summary_fields(service, connector, _bindings(service, connector), entry))
+    fields = _summary_fields(
+        service, connector, _bindings(service, connector), _tool_count(entry), service.last_probe(connector)
+    )
+    return c.ConnectorSummary(**fields)
+
+
+def connector_summaries(service: ConnectorService, connectors: list[Connector]) -> list[c.ConnectorSummary]:
+    """The list entries of ``connectors``, as :func:`connector_summary` gives each, reading the
+    tool counts and the last probes of all of them at once (no cached catalog is parsed)."""
+    counts = service.fresh_tool_counts(connectors)
+    outcomes = service.last_probes()
+    return [
+        c.ConnectorSummary(
+            **_summary_fields(
+                service,
+                connector,
+                _bindings(service, connector),
+                counts.get(connector.connector_id),
+                outcomes.get(connector.connector_id),
+            )
+        )
+        for connector in connectors
+    ]
+
+
+def _tool_count(entry: ToolCacheEntry | None) -> int | None:
+    return None if entry is None else len(entry.tools)
 
 
 def connector_detail(service: ConnectorService, connector: Connector) -> c.ConnectorDetail:
@@ -175,7 +213,7 @@ def connector_detail(service: ConnectorService, connector: Connector) -> c.Conne
         server_info=entry.server_info if entry else None,
     )
     return c.ConnectorDetail(
-        **_summary_fields(service, connector, bindings, entry),
+        **_summary_fields(service, connector, bindings, _tool_count(entry), service.last_probe(connector)),
         runtime_options=c.RuntimeOptionsView(**{key: options[key] for key in c.RuntimeOptionsView.model_fields}),
         bindings=[c.BindingView(**b) for b in bindings],
         cache=cache,

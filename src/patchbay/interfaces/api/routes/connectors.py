@@ -19,7 +19,7 @@ from patchbay.core.errors import ConfigError
 from patchbay.core.models import Connector, ConnectorTarget
 from patchbay.core.validation import validate_text
 from patchbay.interfaces.api import contracts as c
-from patchbay.interfaces.api._views import connector_detail, connector_summary
+from patchbay.interfaces.api._views import connector_detail, connector_summaries
 from patchbay.interfaces.api.app import ApiContext
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.routes._deps import (
@@ -101,7 +101,7 @@ def _changed(detail: c.ConnectorDetail, reload: c.RuntimeReload) -> c.ConnectorC
 def list_connectors(service: Service) -> c.ConnectorList:
     """Every connector with its global settings and states, from canonical state and the tool
     cache only: listing never starts a command or opens a connection (seed 003 §9.1)."""
-    return c.ConnectorList(connectors=[connector_summary(service, item) for item in service.list()])
+    return c.ConnectorList(connectors=connector_summaries(service, service.list()))
 
 
 @router.post(
