@@ -426,11 +426,19 @@ class CredentialService:
             return []
         return self.store.delete_owned_by(connector_id)
 
-    def binding_views(self, connector: Connector) -> list[dict[str, Any]]:
+    def binding_views(
+        self, connector: Connector, *, records: Mapping[str, StoredCredential] | None = None
+    ) -> list[dict[str, Any]]:
         """Each binding of ``connector`` as interfaces show it: no value, plus what is known without
-        resolving (``problem``: None, ``missing``, ``not_shared``, ``variable_unset``, ``no_value``)."""
+        resolving (``problem``: None, ``missing``, ``not_shared``, ``variable_unset``, ``no_value``).
+
+        Args:
+            records: the credential store's records (``CredentialStore.load()``) when the caller
+                has read them already, as a list of many connectors does; default: read them now.
+        """
         bindings = connector.bindings
-        records = self.store.load() if bindings else {}
+        if records is None:
+            records = self.store.load() if bindings else {}
         views = []
         for binding in bindings:
             if binding.ref is None:

@@ -4,10 +4,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pydantic
 
+from patchbay.adapters.credentials import StoredCredential
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.oauth import OAuthService
 from patchbay.control.options import checked_options
@@ -67,9 +69,11 @@ def _oauth_state(service: ConnectorService, connector: Connector) -> str | None:
     return state
 
 
-def _bindings(service: ConnectorService, connector: Connector) -> list[dict[str, Any]]:
+def _bindings(
+    service: ConnectorService, connector: Connector, records: Mapping[str, StoredCredential] | None = None
+) -> list[dict[str, Any]]:
     try:
-        return service.credentials.binding_views(connector)
+        return service.credentials.binding_views(connector, records=records)
     except ConfigError:  # malformed stored bindings: reported as config_state "invalid"
         return []
 
@@ -167,15 +171,27 @@ def connector_summary(service: ConnectorService, connector: Connector) -> c.Conn
 
 def connector_summaries(service: ConnectorService, connectors: list[Connector]) -> list[c.ConnectorSummary]:
     """The list entries of ``connectors``, as :func:`connector_summary` gives each, reading the
-    tool counts and the last probes of all of them at once (no cached catalog is parsed)."""
+    tool counts, the last probes and the credential records of all of them at once (no cached
+    catalog is parsed)."""
     counts = service.fresh_tool_counts(connectors)
     outcomes = service.last_probes()
+    records: dict[str, StoredCredential] | None = None
+
+    def bindings_of(connector: Connector) -> list[dict[str, Any]]:
+        nonlocal records  # read once, when the first connector with bindings needs them
+        try:
+            if records is None and connector.bindings:
+                records = service.credentials.store.load()
+        except ConfigError:  # malformed stored bindings: reported as config_state "invalid"
+            return []
+        return _bindings(service, connector, records)
+
     return [
         c.ConnectorSummary(
             **_summary_fields(
                 service,
                 connector,
-                _bindings(service, connector),
+                bindings_of(connector),
                 counts.get(connector.connector_id),
                 outcomes.get(connector.connector_id),
             )
