@@ -13,6 +13,7 @@ from sqlalchemy.exc import DataError, IntegrityError
 
 from patchbay.adapters.store import Repository
 from patchbay.adapters.store.tables import mcp_global_tool_grants, mcp_project_tool_grants, mcp_tool_cache
+from patchbay.adapters.store.tool_cache import CacheSummary
 from patchbay.core.errors import (
     BuiltinConnectorError,
     ConfigError,
@@ -439,6 +440,27 @@ def test_tool_cache_round_trips_and_is_replaced_whole(sqlite_repo: Repository) -
     assert _count(sqlite_repo, mcp_tool_cache) == 1
     with pytest.raises(NotFoundError):
         sqlite_repo.tool_cache.replace(second.model_copy(update={"connector_id": "con_missing"}))
+
+
+def test_tool_cache_summaries_follow_every_replacement(any_repo: Repository) -> None:
+    kept = any_repo.connectors.create("time", "Time", STDIO)
+    other = any_repo.connectors.create("git", "Git", STDIO)
+    assert any_repo.tool_cache.summaries() == {}
+    tools = tuple(ToolSummary(name=f"t{i}") for i in range(3))
+    any_repo.tool_cache.replace(
+        ToolCacheEntry(connector_id=kept.connector_id, config_revision=1, fingerprint="f1", tools=tools)
+    )
+    any_repo.tool_cache.replace(ToolCacheEntry(connector_id=other.connector_id, config_revision=1, fingerprint="f2"))
+    any_repo.tool_cache.replace(
+        ToolCacheEntry(connector_id=kept.connector_id, config_revision=2, fingerprint="f3", tools=tools[:1])
+    )
+
+    assert any_repo.tool_cache.summaries() == {
+        kept.connector_id: CacheSummary(config_revision=2, fingerprint="f3", tool_count=1),
+        other.connector_id: CacheSummary(config_revision=1, fingerprint="f2", tool_count=0),
+    }
+    any_repo.connectors.delete(other.connector_id)
+    assert set(any_repo.tool_cache.summaries()) == {kept.connector_id}
 
 
 def test_bad_input_leaves_no_partial_state(sqlite_repo: Repository) -> None:
