@@ -1,4 +1,4 @@
-"""Grants: global and per-project decisions, one key space per ``GrantKind`` (seed 003 §5.3, §15).
+"""Grants: global and per-project decisions, one key space per ``GrantKind``.
 
 Grants are idempotent upserts and never touch a connector revision; a project ``allow`` never
 lifts a global ``deny``, but that is the policy's rule (``patchbay.core.policy``), not the store's.

@@ -1,4 +1,4 @@
-"""Projects: one row per workspace directory, keyed by a hash of its canonical path (seed 003 §5.3)."""
+"""Projects: one row per workspace directory, keyed by a hash of its canonical path."""
 
 from __future__ import annotations
 

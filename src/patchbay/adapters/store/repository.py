@@ -1,4 +1,4 @@
-"""The canonical-store repository: one engine, one object per concept of the seed 003 §6 schema.
+"""The canonical-store repository: one engine, one object per concept of the schema.
 
 Timestamps are Unix milliseconds. Errors and their stable codes: ``ConfigError``
 (``invalid_config``), ``NotFoundError`` (``not_found``), ``RevisionConflictError``

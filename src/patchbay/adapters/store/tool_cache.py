@@ -1,4 +1,4 @@
-"""The tool cache: each connector's last fetched catalog, replaced whole (seed 003 §5.4).
+"""The tool cache: each connector's last fetched catalog, replaced whole.
 
 Each row also keeps its catalog's tool count, written with the catalog, so listing connectors
 never parses a catalog just to count it.
