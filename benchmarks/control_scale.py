@@ -72,8 +72,8 @@ def build(service: ConnectorService, connectors: int, tools: int) -> None:
     ]
     catalog = _tools(tools)
     now = int(time.time() * 1000)
-    for created in repo.create_connectors(items):
-        repo.replace_tool_cache(
+    for created in repo.connectors.create_many(items):
+        repo.tool_cache.replace(
             ToolCacheEntry(
                 connector_id=created.connector_id,
                 config_revision=created.revision,

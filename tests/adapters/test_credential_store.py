@@ -65,7 +65,7 @@ def test_concurrent_writer_processes_lose_no_update(tmp_path: Path) -> None:
         process.stdin.write("go\n")
         process.stdin.close()
     assert [p.wait(timeout=120) for p in processes] == [0] * 3
-    listed = CredentialStore(home).list()
+    listed = CredentialStore(home).list_public()
     assert len(listed) == 3 * 25
     assert {c.owner_id for c in listed} == {f"con_{n}" for n in range(3)}
 
@@ -76,7 +76,7 @@ def test_a_symlink_in_place_of_the_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "elsewhere.json").write_text('{"version": 1, "credentials": []}')
     (home / "credentials.json").symlink_to(tmp_path / "elsewhere.json")
     with pytest.raises(CanonicalStateUnavailable) as info:
-        CredentialStore(home).list()
+        CredentialStore(home).list_public()
     assert info.value.code == "canonical_state_unavailable" and "symlink" in info.value.message
 
 
@@ -85,7 +85,7 @@ def test_a_corrupt_file_is_reported_without_quoting_it(tmp_path: Path) -> None:
     home.mkdir()
     (home / "credentials.json").write_text('{"version": 1, "credentials": [{"value": "cnryCORRUPTa1b2"')
     with pytest.raises(CanonicalStateUnavailable) as info:
-        CredentialStore(home).list()
+        CredentialStore(home).list_public()
     assert "corrupt" in info.value.message and "cnryCORRUPT" not in str(info.value)
 
 
@@ -93,7 +93,7 @@ def test_a_file_widened_by_hand_is_put_back_to_0600(tmp_path: Path) -> None:
     store = CredentialStore(tmp_path / "home")
     store.apply(upserts=[store.new_record(owner_id="con_1", kind="api_key", value="v-1234")])
     store.path.chmod(0o644)
-    store.list()
+    store.list_public()
     assert mode(store.path) == 0o600
 
 

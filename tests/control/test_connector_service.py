@@ -52,7 +52,7 @@ async def test_a_probe_caches_the_catalog_and_a_changed_config_makes_it_stale(
 
     changed = service.stdio_target("mcp-server-time", ["--local-timezone", "UTC"], cwd=None, workspace=tmp_path)
     current = service.get("time")
-    service.repository.update_connector(current.connector_id, current.revision, target=changed)
+    service.repository.connectors.update(current.connector_id, current.revision, target=changed)
     entry, state = service.queries.cached_catalog(service.get("time"))
     assert (entry, state) == (None, "stale")
     assert service.queries.tools("time").cache == "stale" and service.queries.tools("time").tools == []
@@ -63,7 +63,7 @@ def test_runtime_config_holds_enabled_connectors_with_their_grants_only(
 ) -> None:
     on, _ = service.add("on", service.stdio_target("true", [], cwd=None, workspace=tmp_path))
     service.add("off", service.stdio_target("true", [], cwd=None, workspace=tmp_path), enabled=False)
-    service.repository.replace_tool_cache(
+    service.repository.tool_cache.replace(
         ToolCacheEntry(
             connector_id=on.connector_id,
             config_revision=on.revision,
@@ -294,15 +294,15 @@ def test_a_write_that_lands_between_read_and_update_wins_and_ours_is_refused(
 
     _stdio(service, tmp_path)
     repository = service.repository
-    original = repository.update_connector
+    original = repository.connectors.update
 
     def interleaved(connector_id: str, expected_revision: int, **fields):
-        monkeypatch.setattr(repository, "update_connector", original)
-        other = repository.get_connector(connector_id)
+        monkeypatch.setattr(repository.connectors, "update", original)
+        other = repository.connectors.get(connector_id)
         original(connector_id, other.revision, description="edited meanwhile")  # the concurrent writer
         return original(connector_id, expected_revision, **fields)
 
-    monkeypatch.setattr(repository, "update_connector", interleaved)
+    monkeypatch.setattr(repository.connectors, "update", interleaved)
     with pytest.raises(RevisionConflictError):
         service.update_runtime_options("c", lifecycle="eager")
     after = service.get("c")
@@ -320,7 +320,7 @@ def test_dry_run_validates_and_returns_the_result_without_writing(service: Conne
 
 def test_changing_options_keeps_a_fresh_tool_cache_fresh(service: ConnectorService, tmp_path: Path) -> None:
     connector = _stdio(service, tmp_path)
-    service.repository.replace_tool_cache(
+    service.repository.tool_cache.replace(
         ToolCacheEntry(
             connector_id=connector.connector_id,
             config_revision=connector.revision,
@@ -336,7 +336,7 @@ def test_changing_options_keeps_a_fresh_tool_cache_fresh(service: ConnectorServi
 
 def test_keys_that_are_no_runtime_option_already_stored_are_kept(service: ConnectorService, tmp_path: Path) -> None:
     connector = _stdio(service, tmp_path)
-    service.repository.update_connector(
+    service.repository.connectors.update(
         connector.connector_id, connector.revision, runtime_config={"expose_resources": True}
     )
     updated = service.update_runtime_options("c", lifecycle="eager")
@@ -420,7 +420,7 @@ async def test_a_probe_is_audited_under_the_workspace_project(service: Connector
 
 def test_changing_the_description_keeps_the_tool_catalog_fresh(service: ConnectorService) -> None:
     connector, _ = service.add("remote", service.remote_target("https://mcp.example.com/mcp"))
-    service.repository.replace_tool_cache(
+    service.repository.tool_cache.replace(
         ToolCacheEntry(
             connector_id=connector.connector_id,
             config_revision=connector.revision,
@@ -452,7 +452,7 @@ async def test_every_probe_stores_its_outcome_a_failed_one_too(service: Connecto
     assert ready is not None and (ready.state, ready.code, ready.tool_count) == ("ready", None, 2)
 
     service.remove("ghost")
-    assert ghost.connector_id not in service.repository.probe_outcomes.all()
+    assert ghost.connector_id not in service.repository.probe_outcomes.by_connector()
 
 
 def test_a_target_change_keeps_grants_makes_the_cache_stale_and_refuses_what_the_new_transport_cannot_take(
@@ -476,7 +476,7 @@ def test_a_target_change_keeps_grants_makes_the_cache_stale_and_refuses_what_the
     )
     assert moved.target.url == "https://other.example/mcp" and moved.transport == "sse"
     assert moved.revision == configured.revision + 1 and moved.runtime_config == configured.runtime_config
-    assert [(g.tool_name, g.decision) for g in service.repository.list_global_grants(connector.connector_id)] == [
+    assert [(g.tool_name, g.decision) for g in service.repository.grants.list_global(connector.connector_id)] == [
         ("search", "allow")
     ]
     assert OAuthService(service).status("remote")["state"] == "not_authorized"

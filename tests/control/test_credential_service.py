@@ -84,7 +84,7 @@ def test_bindings_that_do_not_fit_create_nothing(service: ConnectorService, tmp_
     assert info.value.details["field"] == "bindings"
     with pytest.raises(NotFoundError):
         service.get("local")
-    assert service.credentials.store.list() == []
+    assert service.credentials.store.list_public() == []
 
 
 def test_when_the_store_cannot_be_written_the_new_connector_is_removed_again(
@@ -124,7 +124,7 @@ async def test_unsetting_a_binding_deletes_its_credential_and_keeps_a_fresh_cach
     assert service.queries.cached_catalog(added)[1] == "fresh"  # bindings are no part of the server's identity
     removed = service.set_bindings("local", unset=["env:PB_KEY"])
     assert [b.name for b in removed.bindings] == ["PB_OTHER"]
-    assert [c.credential_id for c in service.credentials.store.list()] == [removed.bindings[0].ref]
+    assert [c.credential_id for c in service.credentials.store.list_public()] == [removed.bindings[0].ref]
     with pytest.raises(ConfigError) as info:
         service.set_bindings("local", unset=["env:PB_KEY"])
     assert info.value.details["field"] == "unset"
@@ -134,7 +134,7 @@ def test_a_lost_revision_puts_the_store_back(service: ConnectorService, tmp_path
     connector = add_stdio(service, tmp_path)
     with pytest.raises(RevisionConflictError):
         service.set_bindings("local", [parse_env(f"PB_KEY={MANAGED}")], expected_revision=connector.revision + 5)
-    assert service.credentials.store.list() == []
+    assert service.credentials.store.list_public() == []
     assert service.get("local").bindings == ()
 
 
@@ -161,7 +161,7 @@ def test_removing_a_connector_removes_the_credentials_it_owns(service: Connector
     keeper = add_stdio(service, tmp_path, parse_env(f"PB_KEY={OTHER}"), name="keeper")
     service.credentials.update(keeper.bindings[0].ref, share=["owner"])
     service.remove("owner")
-    remaining = service.credentials.store.list()
+    remaining = service.credentials.store.list_public()
     assert [c.credential_id for c in remaining] == [keeper.bindings[0].ref]
     assert remaining[0].shared_with == ()
     assert MANAGED not in service.credentials.store.path.read_text()
@@ -194,7 +194,7 @@ async def test_a_probe_resolves_bindings_and_masks_them(service: ConnectorServic
     assert result.state == "ready", result.message
     assert "starting with PB_KEY=[REDACTED]" in result.stderr_tail
     assert MANAGED not in result.model_dump_json()
-    assert service.credentials.store.list()[0].last_used_at is not None
+    assert service.credentials.store.list_public()[0].last_used_at is not None
 
 
 async def test_a_probe_with_an_unset_variable_is_auth_required_before_anything_starts(
@@ -211,7 +211,7 @@ async def test_a_probe_with_an_unset_variable_is_auth_required_before_anything_s
 
 def test_cache_entries_survive_an_in_place_rotation(service: ConnectorService, tmp_path: Path) -> None:
     connector = add_stdio(service, tmp_path, parse_env(f"PB_KEY={MANAGED}"))
-    service.repository.replace_tool_cache(
+    service.repository.tool_cache.replace(
         ToolCacheEntry(
             connector_id=connector.connector_id,
             config_revision=connector.revision,
@@ -227,7 +227,7 @@ def test_a_credential_used_by_oauth_settings_is_removed_only_with_force(service:
 
     service.add("remote", service.remote_target("https://mcp.example.com/mcp"))
     OAuthService(service).configure("remote", client_id="cid", client_secret="client-secret-value-1")
-    (ref,) = [c.credential_id for c in service.credentials.store.list()]
+    (ref,) = [c.credential_id for c in service.credentials.store.list_public()]
     view = service.credentials.show_view(ref)
     assert view["bound_as"] == [{"connector": "remote", "delivery": "oauth", "name": "client_secret"}]
     with pytest.raises(ConfigError) as info:

@@ -143,7 +143,7 @@ async def test_a_connector_changed_mid_login_refuses_the_callback(tmp_path: Path
             # While the user is at the authorization server, the connector's URL is changed.
             connector = plane.service.get(NAME)
             moved = plane.service.remote_target(fixture.url.replace("/mcp", "/mcp2"))
-            plane.service.repository.update_connector(connector.connector_id, connector.revision, target=moved)
+            plane.service.repository.connectors.update(connector.connector_id, connector.revision, target=moved)
             await browser(url)
 
         result, status = await plane.oauth.login(

@@ -34,7 +34,7 @@ def add(service: ConnectorService, name: str, workspace: Path, **kwargs):
 
 def cache(service: ConnectorService, name: str, tools: list[ToolSummary]) -> None:
     connector = service.get(name)
-    service.repository.replace_tool_cache(
+    service.repository.tool_cache.replace(
         ToolCacheEntry(
             connector_id=connector.connector_id,
             config_revision=connector.revision,
@@ -100,9 +100,10 @@ def test_runtime_decisions_from_the_snapshot_equal_the_control_planes_for_every_
     (server,) = config.servers
     engine = PermissionEngine(session_id="ses_matrix")
     connector = service.get("conn")
-    global_grants = {x.tool_name: x.decision for x in service.repository.list_global_grants(connector.connector_id)}
+    global_grants = {x.tool_name: x.decision for x in service.repository.grants.list_global(connector.connector_id)}
     project_grants = {
-        x.tool_name: x.decision for x in service.repository.list_project_grants(prj.project_id, connector.connector_id)
+        x.tool_name: x.decision
+        for x in service.repository.grants.list_for_project(prj.project_id, connector.connector_id)
     }
     views = {v.name: v for v in service.queries.tools("conn", project=workspace).tools}
     assert len(cases) == 128 and len(views) == 64
@@ -318,7 +319,7 @@ def test_a_workspace_that_is_gone_is_skipped_and_reported_not_a_failure(
     assert list(snapshot_of(kept)["servers"]) == ["conn"]
 
     with pytest.raises(ConfigError) as exc:  # projecting one on purpose does raise
-        service.projector.project(service.repository.get_project(by_path[str(gone.resolve())].project_id))
+        service.projector.project(service.repository.projects.get(by_path[str(gone.resolve())].project_id))
     assert exc.value.field == "project"
 
 

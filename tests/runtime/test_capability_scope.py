@@ -141,5 +141,5 @@ async def test_out_of_scope_connectors_never_have_their_references_resolved(tmp_
         ) as runtime:
             assert (await runtime.call("mcp.allowed.echo", {"text": "scoped"})).text == "scoped"
     assert store.asked == ["id-allowed"]
-    used = {c.credential_id: c.last_used_at for c in store.list()}
+    used = {c.credential_id: c.last_used_at for c in store.list_public()}
     assert used[refs["allowed"]] is not None and used[refs["other"]] is None and used[refs["eager"]] is None

@@ -384,6 +384,6 @@ async def test_a_failing_listener_never_undoes_the_committed_change(service: Con
 
     remove = service.on_committed(broken)
     service.grant("life", "echo", "deny")
-    assert service.repository.list_global_grants(service.get("life").connector_id)[0].decision == "deny"
+    assert service.repository.grants.list_global(service.get("life").connector_id)[0].decision == "deny"
     remove()
     assert service._committed == []

@@ -27,7 +27,6 @@ control-plane methods, and :class:`~patchbay.core.credentials.CredentialUnavaila
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import errno
 import json
@@ -192,7 +191,7 @@ class CredentialStore:
         reason = "it is a symlink" if exc.errno == errno.ELOOP else (exc.strerror or type(exc).__name__)
         return CanonicalStateUnavailable(f"the credential store {self.path} {what}: {reason}")
 
-    def list(self, *, owner_id: str | None = None) -> list[Credential]:
+    def list_public(self, *, owner_id: str | None = None) -> list[Credential]:
         """Every credential (public shape), oldest first; only ``owner_id``'s when given."""
         records = sorted(self.load().values(), key=lambda r: (r.created_at, r.credential_id))
         return [r.public() for r in records if owner_id is None or r.owner_id == owner_id]
@@ -344,13 +343,13 @@ class CredentialStore:
             deletes=[cid for cid, r in previous.items() if r is None],
         )
 
-    def delete_owned_by(self, connector_id: str) -> builtins.list[str]:
+    def delete_owned_by(self, connector_id: str) -> list[str]:
         """Delete every credential ``connector_id`` owns and drop it from every ``shared_with``.
 
         Returns the deleted ids (removing a custom connector removes its own credentials).
         """
 
-        def change(records: dict[str, StoredCredential]) -> builtins.list[str]:
+        def change(records: dict[str, StoredCredential]) -> list[str]:
             gone = [cid for cid, r in records.items() if r.owner_id == connector_id]
             for cid in gone:
                 del records[cid]

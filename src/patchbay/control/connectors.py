@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, cast
 
 from patchbay.adapters.credentials import CredentialStore
 from patchbay.adapters.store import Repository
-from patchbay.adapters.store.repository import project_id_for
+from patchbay.adapters.store.projects import project_id_for
 from patchbay.control.credentials import BindingSpec, CredentialService
 from patchbay.control.options import checked_options as _checked_options
 from patchbay.control.options import merge_runtime_options
@@ -65,7 +65,7 @@ workspaces were written (:class:`~patchbay.control.projection.ProjectionReport`)
 
 
 class _SettingsChanges(TypedDict, total=False):
-    """The global settings one update changes (the keyword arguments of ``Repository.update_settings``)."""
+    """The global settings one update changes (the keyword arguments of ``ConnectorStore.update_settings``)."""
 
     enabled: bool
     approval_mode: str
@@ -190,7 +190,7 @@ class ConnectorService:
         records, stored = self.credentials.prepare_new(target.transport, bindings)
         if exist_ok:
             try:
-                existing = self.repository.get_connector_by_name(name)
+                existing = self.repository.connectors.get_by_name(name)
             except NotFoundError:
                 pass
             else:
@@ -225,7 +225,7 @@ class ConnectorService:
             "settings": ConnectorSettings(enabled=enabled),
         }
         (connector,) = self.credentials.create_with(
-            lambda before_commit: self.repository.create_connectors([item], before_commit=before_commit), [records]
+            lambda before_commit: self.repository.connectors.create_many([item], before_commit=before_commit), [records]
         )
         return self._reprojected((connector, True))
 
@@ -271,7 +271,9 @@ class ConnectorService:
     def set_enabled(self, name: str, enabled: bool) -> Connector:
         connector = self.get(name)
         return self._reprojected(
-            self.repository.update_settings(connector.connector_id, connector.settings.revision, enabled=enabled)
+            self.repository.connectors.update_settings(
+                connector.connector_id, connector.settings.revision, enabled=enabled
+            )
         )
 
     def update_settings(
@@ -312,7 +314,9 @@ class ConnectorService:
         if not changes and expected_revision is None:
             return connector
         revision = connector.settings.revision if expected_revision is None else expected_revision
-        return self._reprojected(self.repository.update_settings(connector.connector_id, revision, **changes))
+        return self._reprojected(
+            self.repository.connectors.update_settings(connector.connector_id, revision, **changes)
+        )
 
     def update_runtime_options(
         self,
@@ -350,7 +354,7 @@ class ConnectorService:
             return connector.model_copy(update={"runtime_config": config})
         if config == connector.runtime_config:
             if expected_revision is not None:
-                self.repository.update_connector(connector.connector_id, expected_revision)
+                self.repository.connectors.update(connector.connector_id, expected_revision)
             return connector
         revision = connector.revision if expected_revision is None else expected_revision
         return self._reprojected(self._write_config(connector, revision, config))
@@ -369,7 +373,7 @@ class ConnectorService:
         connector = self.get(name)
         fields = {k: v for k, v in (("display_name", display_name), ("description", description)) if v is not None}
         if not fields:
-            return self.repository.update_connector(connector.connector_id, expected_revision)
+            return self.repository.connectors.update(connector.connector_id, expected_revision)
         return self._write(connector, expected_revision, **fields)
 
     def update_target(
@@ -428,8 +432,8 @@ class ConnectorService:
             return connector.model_copy(update={"target": target, "runtime_config": config})
         revision = connector.revision if expected_revision is None else expected_revision
         if target == connector.target and config == connector.runtime_config:
-            return self.repository.update_connector(connector.connector_id, revision)
-        updated = self.repository.update_connector(
+            return self.repository.connectors.update(connector.connector_id, revision)
+        updated = self.repository.connectors.update(
             connector.connector_id, revision, target=target, runtime_config=config
         )
         return self._reprojected(updated)
@@ -442,14 +446,14 @@ class ConnectorService:
 
     def _write(self, connector: Connector, revision: int, **fields: Any) -> Connector:
         """Store ``fields`` under the revision lock and move a fresh tool cache to the new revision."""
-        updated = self.repository.update_connector(connector.connector_id, revision, **fields)
-        entry = self.repository.get_tool_cache(connector.connector_id)
+        updated = self.repository.connectors.update(connector.connector_id, revision, **fields)
+        entry = self.repository.tool_cache.get(connector.connector_id)
         if (
             entry
             and entry.config_revision == revision == updated.revision - 1
             and entry.fingerprint == catalog_fingerprint(updated)
         ):
-            self.repository.replace_tool_cache(entry.model_copy(update={"config_revision": updated.revision}))
+            self.repository.tool_cache.replace(entry.model_copy(update={"config_revision": updated.revision}))
         return updated
 
     def set_bindings(
@@ -507,7 +511,7 @@ class ConnectorService:
             NotFoundError, BuiltinConnectorError (``builtin_connector``).
         """
         connector = self.get(name)
-        self.credentials.remove_connector(connector, lambda: self.repository.delete_connector(connector.connector_id))
+        self.credentials.remove_connector(connector, lambda: self.repository.connectors.delete(connector.connector_id))
         return self._reprojected(connector)
 
     # -- grants -----------------------------------------------------------------------------
@@ -536,12 +540,12 @@ class ConnectorService:
         connector = self.get(name)
         verdict = cast(GrantDecision, decision)
         if project is None:
-            self.repository.set_global_grant(connector.connector_id, tool, decision, kind=kind)
+            self.repository.grants.set_global(connector.connector_id, tool, decision, kind=kind)
             return self._reprojected(
                 ToolGrant(connector_id=connector.connector_id, tool_name=tool, decision=verdict, kind=kind)
             )
         prj = self.queries.project(project)
-        self.repository.set_project_grant(prj.project_id, connector.connector_id, tool, decision, kind=kind)
+        self.repository.grants.set_for_project(prj.project_id, connector.connector_id, tool, decision, kind=kind)
         return self._reprojected(
             ToolGrant(
                 connector_id=connector.connector_id,
@@ -562,9 +566,9 @@ class ConnectorService:
         self._check_subject(tool, kind)
         connector = self.get(name)
         if project is None:
-            return self._reprojected(self.repository.clear_global_grant(connector.connector_id, tool, kind=kind))
+            return self._reprojected(self.repository.grants.clear_global(connector.connector_id, tool, kind=kind))
         prj = self.queries.project(project)
-        cleared = self.repository.clear_project_grant(prj.project_id, connector.connector_id, tool, kind=kind)
+        cleared = self.repository.grants.clear_for_project(prj.project_id, connector.connector_id, tool, kind=kind)
         return self._reprojected(cleared, project_id=prj.project_id)
 
     @staticmethod
@@ -607,7 +611,7 @@ class ConnectorService:
         self._record_outcome(connector, result)
         if result.state == "ready":
             now = _now_ms()
-            self.repository.replace_tool_cache(
+            self.repository.tool_cache.replace(
                 ToolCacheEntry(
                     connector_id=connector.connector_id,
                     config_revision=connector.revision,

@@ -149,7 +149,7 @@ class CredentialService:
         report = RepairReport()
         with self.store.transaction():
             records = self.store.load()
-            connectors = self.repository.list_connectors()
+            connectors = self.repository.connectors.list_all()
             if not records and not any(_safe_bindings(c) for c in connectors):
                 return report
             ids = {c.connector_id for c in connectors}
@@ -204,7 +204,7 @@ class CredentialService:
 
         ``create(before_commit)`` inserts the connectors in one database transaction and calls
         ``before_commit(connectors)`` just before committing it
-        (:meth:`~patchbay.adapters.store.Repository.create_connectors`); ``records[i]`` are the
+        (:meth:`~patchbay.adapters.store.connectors.ConnectorStore.create_many`); ``records[i]`` are the
         credentials of the ``i``-th connector (from :meth:`prepare_new`), written there with their
         owner filled in. All of it runs under the store's lock: a crash after the store write and
         before the commit leaves credentials of a connector that does not exist, which the next
@@ -414,7 +414,7 @@ class CredentialService:
         """Delete the credentials in ``refs`` that ``owner_id`` owns and no connector binds any more."""
         if not refs:
             return
-        bound = {ref for c in self.repository.list_connectors() for ref in _refs(c)}
+        bound = {ref for c in self.repository.connectors.list_all() for ref in _refs(c)}
         records = self.store.load()
         doomed = [r for r in refs - bound if r in records and records[r].owner_id == owner_id]
         if doomed:
@@ -426,11 +426,19 @@ class CredentialService:
             return []
         return self.store.delete_owned_by(connector_id)
 
-    def binding_views(self, connector: Connector) -> list[dict[str, Any]]:
+    def binding_views(
+        self, connector: Connector, *, records: Mapping[str, StoredCredential] | None = None
+    ) -> list[dict[str, Any]]:
         """Each binding of ``connector`` as interfaces show it: no value, plus what is known without
-        resolving (``problem``: None, ``missing``, ``not_shared``, ``variable_unset``, ``no_value``)."""
+        resolving (``problem``: None, ``missing``, ``not_shared``, ``variable_unset``, ``no_value``).
+
+        Args:
+            records: the credential store's records (``CredentialStore.load()``) when the caller
+                has read them already, as a list of many connectors does; default: read them now.
+        """
         bindings = connector.bindings
-        records = self.store.load() if bindings else {}
+        if records is None:
+            records = self.store.load() if bindings else {}
         views = []
         for binding in bindings:
             if binding.ref is None:
@@ -472,13 +480,13 @@ class CredentialService:
     # -- credentials --------------------------------------------------------------------------
 
     def _names(self) -> dict[str, str]:
-        return {c.connector_id: c.name for c in self.repository.list_connectors()}
+        return {c.connector_id: c.name for c in self.repository.connectors.list_all()}
 
     def _bound_as(self) -> dict[str, list[dict[str, str]]]:
         """Where each credential is used: bindings, and OAuth settings (``delivery: "oauth"``,
         ``name``: the setting, e.g. ``client_secret``)."""
         out: dict[str, list[dict[str, str]]] = {}
-        for connector in self.repository.list_connectors():
+        for connector in self.repository.connectors.list_all():
             for binding in _safe_bindings(connector):
                 if binding.ref is None:
                     continue
@@ -520,11 +528,11 @@ class CredentialService:
         Raises:
             NotFoundError: ``not_found`` for an unknown connector name.
         """
-        owner = self.repository.get_connector_by_name(connector).connector_id if connector else None
+        owner = self.repository.connectors.get_by_name(connector).connector_id if connector else None
         names, bound = self._names(), self._bound_as()
         return [
             self.view(c, names, bound)
-            for c in self.store.list()
+            for c in self.store.list_public()
             if owner is None or c.owner_id == owner or owner in c.shared_with
         ]
 
@@ -558,9 +566,9 @@ class CredentialService:
         for delivery in deliveries or {"env"}:
             if value is not None:
                 validate_secret_value("value", value, delivery)  # type: ignore[arg-type]
-        share_ids = [self.repository.get_connector_by_name(n).connector_id for n in share]
-        unshare_ids = {self.repository.get_connector_by_name(n).connector_id: n for n in unshare}
-        binders = {c.connector_id for c in self.repository.list_connectors() if credential_id in _refs(c)}
+        share_ids = [self.repository.connectors.get_by_name(n).connector_id for n in share]
+        unshare_ids = {self.repository.connectors.get_by_name(n).connector_id: n for n in unshare}
+        binders = {c.connector_id for c in self.repository.connectors.list_all() if credential_id in _refs(c)}
         for cid, name in unshare_ids.items():
             if cid in binders:
                 raise ConfigError(

@@ -420,7 +420,7 @@ class Projector:
     def _current_connectors(self) -> list[Connector]:
         """Every connector as committed now, by name; only those whose revisions moved are read."""
         repository = self.queries.repository
-        stamps = repository.connector_stamps()
+        stamps = repository.connectors.stamps()
         with self._lock:
             known = dict(self._connectors)
         current: dict[str, tuple[tuple[int, int], Connector]] = {}
@@ -428,7 +428,7 @@ class Projector:
             seen = known.get(connector_id)
             if seen is None or seen[0] != stamp:
                 try:
-                    seen = (stamp, repository.get_connector(connector_id))
+                    seen = (stamp, repository.connectors.get(connector_id))
                 except NotFoundError:
                     continue  # removed since the stamps were read
             current[connector_id] = seen
@@ -441,7 +441,7 @@ class Projector:
             known = self._catalogs.get(connector.connector_id)
         if known is not None and known[0] == stamp:
             return known[1]
-        entry = self.queries.repository.get_tool_cache(connector.connector_id)
+        entry = self.queries.repository.tool_cache.get(connector.connector_id)
         fresh = (
             entry is not None
             and entry.config_revision == connector.revision
@@ -458,7 +458,7 @@ class Projector:
         """``project``'s entries as committed now, by connector name; unchanged ones reused."""
         connectors = [c for c in self._current_connectors() if c.settings.enabled]
         grants = self.queries.scope_grants(project)
-        stamps = self.queries.repository.tool_cache_stamps()
+        stamps = self.queries.repository.tool_cache.stamps()
         with self._lock:
             before = self._pieces.get(project.project_id, {})
         pieces: dict[str, _Piece] = {}
@@ -527,7 +527,7 @@ class Projector:
         """
         try:
             repository = self.queries.repository
-            projects = repository.list_projects() if project_id is None else [repository.get_project(project_id)]
+            projects = repository.projects.list_all() if project_id is None else [repository.projects.get(project_id)]
         except PatchbayError as exc:
             logger.warning("runtime projection skipped: %s", exc)
             return ProjectionReport(error=exc.to_dict())

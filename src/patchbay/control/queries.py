@@ -10,6 +10,7 @@ only registers a workspace as a project on first use.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from patchbay.adapters.store import Repository
@@ -95,11 +96,11 @@ class ConnectorQueries:
         """
         if not is_connector_name(name):
             raise NotFoundError(f"no connector named {name!r}", details={"name": name})
-        return self.repository.get_connector_by_name(name)
+        return self.repository.connectors.get_by_name(name)
 
     def list_connectors(self) -> list[Connector]:
         """Every connector, ordered by name."""
-        return self.repository.list_connectors()
+        return self.repository.connectors.list_all()
 
     # -- projects ---------------------------------------------------------------------------
 
@@ -109,7 +110,7 @@ class ConnectorQueries:
         Raises:
             ConfigError: ``invalid_config`` (field ``project``) when the directory does not exist.
         """
-        return self.repository.ensure_project(str(real_dir(workspace)))
+        return self.repository.projects.ensure(str(real_dir(workspace)))
 
     def find_project(self, workspace: Path) -> Project | None:
         """The project of a workspace directory if it already has one; never creates it.
@@ -121,7 +122,7 @@ class ConnectorQueries:
         Raises:
             ConfigError: ``invalid_config`` (field ``project``) when the directory does not exist.
         """
-        return self.repository.find_project(str(real_dir(workspace)))
+        return self.repository.projects.find(str(real_dir(workspace)))
 
     # -- cache ------------------------------------------------------------------------------
 
@@ -135,12 +136,32 @@ class ConnectorQueries:
         Returns ``(entry, state)`` with state ``fresh``, ``stale`` or ``missing``; a stale entry is
         returned as None: a changed fingerprint invalidates the catalog.
         """
-        entry = self.repository.get_tool_cache(connector.connector_id)
+        entry = self.repository.tool_cache.get(connector.connector_id)
         if entry is None:
             return None, "missing"
         if entry.fingerprint != catalog_fingerprint(connector) or entry.config_revision != connector.revision:
             return None, "stale"
         return entry, "fresh"
+
+    def fresh_tool_counts(self, connectors: Iterable[Connector]) -> dict[str, int]:
+        """How many tools each of ``connectors`` has cached, by connector id, for those whose
+        cached catalog is fresh (as :meth:`cached_catalog` decides); one query that parses no
+        catalog, for lists."""
+        summaries = self.repository.tool_cache.summaries()
+        counts: dict[str, int] = {}
+        for connector in connectors:
+            summary = summaries.get(connector.connector_id)
+            if (
+                summary is not None
+                and summary.config_revision == connector.revision
+                and summary.fingerprint == self.fingerprint(connector)
+            ):
+                counts[connector.connector_id] = summary.tool_count
+        return counts
+
+    def last_probes(self) -> dict[str, ProbeOutcome]:
+        """Every connector's last probe outcome by connector id (one query, for lists)."""
+        return self.repository.probe_outcomes.by_connector()
 
     def last_probe(self, connector: Connector) -> ProbeOutcome | None:
         """The outcome of the connector's last probe (ready or error), or None if never probed."""
@@ -154,11 +175,11 @@ class ConnectorQueries:
         connector = self.get(name)
         prj = project if isinstance(project, Project) or project is None else self.project(project)
         entry, state = self.cached_catalog(connector)
-        global_grants = {g.tool_name: g.decision for g in self.repository.list_global_grants(connector.connector_id)}
+        global_grants = {g.tool_name: g.decision for g in self.repository.grants.list_global(connector.connector_id)}
         project_grants = (
             {
                 g.tool_name: g.decision
-                for g in self.repository.list_project_grants(prj.project_id, connector.connector_id)
+                for g in self.repository.grants.list_for_project(prj.project_id, connector.connector_id)
             }
             if prj
             else {}
@@ -180,9 +201,11 @@ class ConnectorQueries:
         global_reads = self._resource_grant(connector, None)
         project_reads = self._resource_grant(connector, prj) if prj else None
         reads = decide_resource_read(connector.settings, global_grant=global_reads, project_grant=project_reads)
-        prompt_grants = self.repository.list_global_grants(connector.connector_id, kind="prompt")
+        prompt_grants = self.repository.grants.list_global(connector.connector_id, kind="prompt")
         if prj:
-            prompt_grants += self.repository.list_project_grants(prj.project_id, connector.connector_id, kind="prompt")
+            prompt_grants += self.repository.grants.list_for_project(
+                prj.project_id, connector.connector_id, kind="prompt"
+            )
         return ToolDecisions(
             connector=connector,
             project=prj,
@@ -225,9 +248,11 @@ class ConnectorQueries:
     def _resource_grant(self, connector: Connector, project: Project | None) -> GrantDecision | None:
         """The connector's resource-read grant, global (``project`` None) or the project's."""
         if project is None:
-            grants = self.repository.list_global_grants(connector.connector_id, kind="resource")
+            grants = self.repository.grants.list_global(connector.connector_id, kind="resource")
         else:
-            grants = self.repository.list_project_grants(project.project_id, connector.connector_id, kind="resource")
+            grants = self.repository.grants.list_for_project(
+                project.project_id, connector.connector_id, kind="resource"
+            )
         return grants[0].decision if grants else None
 
     def scope_grants(self, project: Project) -> dict[str, ScopeGrants]:
@@ -238,8 +263,8 @@ class ConnectorQueries:
         kind: GrantKind
         for kind in ("tool", "resource", "prompt"):
             for scope, grants in (
-                ("global", self.repository.list_global_grants(kind=kind)),
-                ("project", self.repository.list_project_grants(project.project_id, kind=kind)),
+                ("global", self.repository.grants.list_global(kind=kind)),
+                ("project", self.repository.grants.list_for_project(project.project_id, kind=kind)),
             ):
                 for g in grants:
                     found.setdefault(g.connector_id, []).append((scope, kind, g.tool_name, g.decision))

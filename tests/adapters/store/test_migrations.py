@@ -105,14 +105,14 @@ def test_upgrading_twice_is_a_no_op(sqlite_url: str) -> None:
     engine = create_engine_for(sqlite_url)
     upgrade_to_head(engine)
     repo = Repository(engine)
-    connector = repo.create_connector("time", "Time", StdioTarget(command="mcp-server-time"))
+    connector = repo.connectors.create("time", "Time", StdioTarget(command="mcp-server-time"))
     before = _sqlite_schema(engine)
 
     upgrade_to_head(engine)
 
     assert _sqlite_schema(engine) == before
     assert _version(engine) == HEAD
-    assert repo.list_connectors() == [connector]
+    assert repo.connectors.list_all() == [connector]
     engine.dispose()
 
 
@@ -173,7 +173,7 @@ def test_open_store_migrates_the_settings_database(tmp_path: Path) -> None:
     try:
         assert (tmp_path / "home" / "patchbay.db").is_file()
         assert _version(repo.engine) == HEAD
-        assert repo.list_connectors() == []
+        assert repo.connectors.list_all() == []
     finally:
         repo.close()
 
@@ -219,17 +219,17 @@ def test_grant_kinds_migration_moves_the_old_resource_key_into_its_own_key_space
     upgrade_to_head(engine)
 
     repo = Repository(engine)
-    assert [(g.tool_name, g.decision) for g in repo.list_global_grants("c1")] == [("get", "deny")]
-    assert [(g.kind, g.tool_name, g.decision) for g in repo.list_global_grants("c1", kind="resource")] == [
+    assert [(g.tool_name, g.decision) for g in repo.grants.list_global("c1")] == [("get", "deny")]
+    assert [(g.kind, g.tool_name, g.decision) for g in repo.grants.list_global("c1", kind="resource")] == [
         ("resource", "*", "allow")
     ]
-    assert [(g.tool_name, g.decision) for g in repo.list_project_grants("prj_1", "c1", kind="resource")] == [
+    assert [(g.tool_name, g.decision) for g in repo.grants.list_for_project("prj_1", "c1", kind="resource")] == [
         ("*", "deny")
     ]
-    assert repo.list_project_grants("prj_1", "c1") == []
+    assert repo.grants.list_for_project("prj_1", "c1") == []
     # A tool may now be called resources/read without touching the resource grant.
-    repo.set_global_grant("c1", "resources/read", "ask")
-    assert [g.decision for g in repo.list_global_grants("c1", kind="resource")] == ["allow"]
+    repo.grants.set_global("c1", "resources/read", "ask")
+    assert [g.decision for g in repo.grants.list_global("c1", kind="resource")] == ["allow"]
     assert _schema_diff(engine) == []
     if dialect == "sqlite":
         _assert_consistent(engine)
@@ -240,7 +240,7 @@ def test_grant_kind_checks_refuse_what_no_key_space_holds(sqlite_url: str) -> No
     engine = create_engine_for(sqlite_url)
     upgrade_to_head(engine)
     repo = Repository(engine)
-    connector = repo.create_connector("evil", "Evil", StdioTarget(command="evil-mcp"))
+    connector = repo.connectors.create("evil", "Evil", StdioTarget(command="evil-mcp"))
     for statement in (
         "INSERT INTO mcp_global_tool_grants VALUES (:c, 'x', 'allow', 1, 'secret')",
         "INSERT INTO mcp_global_tool_grants VALUES (:c, 'one-uri', 'allow', 1, 'resource')",
@@ -248,7 +248,7 @@ def test_grant_kind_checks_refuse_what_no_key_space_holds(sqlite_url: str) -> No
     ):
         with pytest.raises(IntegrityError), engine.begin() as conn:
             conn.execute(text(statement), {"c": connector.connector_id})
-    assert repo.list_global_grants(connector.connector_id, kind="prompt") == []
+    assert repo.grants.list_global(connector.connector_id, kind="prompt") == []
     engine.dispose()
 
 
@@ -257,10 +257,10 @@ def test_downgrade_from_grant_kinds_restores_the_old_resource_key(dialect: str, 
     engine = create_engine_for(request.getfixturevalue("sqlite_url" if dialect == "sqlite" else "postgres_url"))
     upgrade_to_head(engine)
     repo = Repository(engine)
-    connector = repo.create_connector("evil", "Evil", StdioTarget(command="evil-mcp"))
-    repo.set_global_grant(connector.connector_id, "*", "deny", kind="resource")
-    repo.set_global_grant(connector.connector_id, "p1", "deny", kind="prompt")
-    repo.set_global_grant(connector.connector_id, "get", "allow")
+    connector = repo.connectors.create("evil", "Evil", StdioTarget(command="evil-mcp"))
+    repo.grants.set_global(connector.connector_id, "*", "deny", kind="resource")
+    repo.grants.set_global(connector.connector_id, "p1", "deny", kind="prompt")
+    repo.grants.set_global(connector.connector_id, "get", "allow")
 
     config = Config()
     config.set_main_option("script_location", SCRIPT_LOCATION)
@@ -270,6 +270,30 @@ def test_downgrade_from_grant_kinds_restores_the_old_resource_key(dialect: str, 
     with engine.connect() as conn:
         rows = conn.exec_driver_sql("SELECT tool_name, decision FROM mcp_global_tool_grants ORDER BY 1").all()
     assert [tuple(r) for r in rows] == [("get", "allow"), ("resources/read", "deny")]
+    engine.dispose()
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_tool_count_migration_counts_the_tools_already_cached(dialect: str, request: pytest.FixtureRequest) -> None:
+    engine = create_engine_for(request.getfixturevalue("sqlite_url" if dialect == "sqlite" else "postgres_url"))
+    _upgrade_to(engine, "0004")
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO mcp_connectors (connector_id, name, display_name, source, transport, command, "
+            "created_at, updated_at) VALUES ('c1', 'three', 'Three', 'custom', 'stdio', 'three-mcp', 1, 1), "
+            "('c2', 'none', 'None', 'custom', 'stdio', 'none-mcp', 1, 1)"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO mcp_tool_cache (connector_id, config_revision, fingerprint, tools_json, fetched_at, "
+            'expires_at) VALUES (\'c1\', 1, \'f1\', \'[{"name":"a"},{"name":"b"},{"name":"c"}]\', 1, 2), '
+            "('c2', 1, 'f2', '[]', 1, 2)"
+        )
+
+    upgrade_to_head(engine)
+
+    summaries = Repository(engine).tool_cache.summaries()
+    assert {cid: s.tool_count for cid, s in summaries.items()} == {"c1": 3, "c2": 0}
+    assert _schema_diff(engine) == []
     engine.dispose()
 
 

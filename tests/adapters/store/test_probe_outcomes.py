@@ -24,7 +24,7 @@ def _outcome(connector_id: str, **fields: object) -> ProbeOutcome:
 
 
 def test_a_recorded_outcome_is_read_back_and_the_next_one_replaces_it(sqlite_repo: Repository) -> None:
-    connector = sqlite_repo.create_connector("git", "Git", StdioTarget(command="nope"))
+    connector = sqlite_repo.connectors.create("git", "Git", StdioTarget(command="nope"))
     assert sqlite_repo.probe_outcomes.get(connector.connector_id) is None
 
     failed = sqlite_repo.probe_outcomes.record(_outcome(connector.connector_id))
@@ -33,27 +33,27 @@ def test_a_recorded_outcome_is_read_back_and_the_next_one_replaces_it(sqlite_rep
     ready = _outcome(connector.connector_id, state="ready", code=None, message=None, tool_count=12, probed_at=2)
     sqlite_repo.probe_outcomes.record(ready)
     assert sqlite_repo.probe_outcomes.get(connector.connector_id) == ready
-    assert sqlite_repo.probe_outcomes.all() == {connector.connector_id: ready}
+    assert sqlite_repo.probe_outcomes.by_connector() == {connector.connector_id: ready}
 
 
 def test_deleting_the_connector_deletes_its_outcome(sqlite_repo: Repository) -> None:
-    connector = sqlite_repo.create_connector("git", "Git", StdioTarget(command="nope"))
+    connector = sqlite_repo.connectors.create("git", "Git", StdioTarget(command="nope"))
     sqlite_repo.probe_outcomes.record(_outcome(connector.connector_id))
-    sqlite_repo.delete_connector(connector.connector_id)
-    assert sqlite_repo.probe_outcomes.all() == {}
+    sqlite_repo.connectors.delete(connector.connector_id)
+    assert sqlite_repo.probe_outcomes.by_connector() == {}
 
 
 def test_an_outcome_for_an_unknown_connector_or_state_is_refused(sqlite_repo: Repository) -> None:
     with pytest.raises(NotFoundError):
         sqlite_repo.probe_outcomes.record(_outcome("con_nope"))
-    connector = sqlite_repo.create_connector("git", "Git", StdioTarget(command="nope"))
+    connector = sqlite_repo.connectors.create("git", "Git", StdioTarget(command="nope"))
     with pytest.raises(ConfigError):
         sqlite_repo.probe_outcomes.record(_outcome(connector.connector_id).model_copy(update={"state": "checking"}))
     assert sqlite_repo.probe_outcomes.get(connector.connector_id) is None
 
 
 def test_a_long_message_is_cut(sqlite_repo: Repository) -> None:
-    connector = sqlite_repo.create_connector("git", "Git", StdioTarget(command="nope"))
+    connector = sqlite_repo.connectors.create("git", "Git", StdioTarget(command="nope"))
     stored = sqlite_repo.probe_outcomes.record(_outcome(connector.connector_id, message="x" * 10_000))
     assert stored.message == "x" * 2000
     assert sqlite_repo.probe_outcomes.get(connector.connector_id) == stored

@@ -22,23 +22,23 @@ def test_every_kind_of_write_moves_the_counter(any_repo: Repository, tmp_path) -
     repo = any_repo
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    connector = repo.create_connector("time", "Time", STDIO)
+    connector = repo.connectors.create("time", "Time", STDIO)
     assert repo.state_version() > 0
     cid = connector.connector_id
-    project = repo.ensure_project(workspace)
-    assert not _moves(repo, lambda: repo.ensure_project(workspace))  # already there: nothing changed
+    project = repo.projects.ensure(workspace)
+    assert not _moves(repo, lambda: repo.projects.ensure(workspace))  # already there: nothing changed
 
-    assert _moves(repo, lambda: repo.update_connector(cid, 1, description="clock"))
-    assert _moves(repo, lambda: repo.update_settings(cid, 1, approval_mode="allow_all"))
-    assert _moves(repo, lambda: repo.set_global_grant(cid, "get_current_time", "deny"))
-    assert _moves(repo, lambda: repo.clear_global_grant(cid, "get_current_time"))
-    assert not _moves(repo, lambda: repo.clear_global_grant(cid, "get_current_time"))  # nothing to clear
-    assert _moves(repo, lambda: repo.set_project_grant(project.project_id, cid, "convert_time", "allow"))
-    assert _moves(repo, lambda: repo.clear_project_grant(project.project_id, cid, "convert_time"))
+    assert _moves(repo, lambda: repo.connectors.update(cid, 1, description="clock"))
+    assert _moves(repo, lambda: repo.connectors.update_settings(cid, 1, approval_mode="allow_all"))
+    assert _moves(repo, lambda: repo.grants.set_global(cid, "get_current_time", "deny"))
+    assert _moves(repo, lambda: repo.grants.clear_global(cid, "get_current_time"))
+    assert not _moves(repo, lambda: repo.grants.clear_global(cid, "get_current_time"))  # nothing to clear
+    assert _moves(repo, lambda: repo.grants.set_for_project(project.project_id, cid, "convert_time", "allow"))
+    assert _moves(repo, lambda: repo.grants.clear_for_project(project.project_id, cid, "convert_time"))
     entry = ToolCacheEntry(
         connector_id=cid, config_revision=2, fingerprint="f" * 64, tools=(), fetched_at=1, expires_at=2
     )
-    assert _moves(repo, lambda: repo.replace_tool_cache(entry))
+    assert _moves(repo, lambda: repo.tool_cache.replace(entry))
     outcome = ProbeOutcome(
         connector_id=cid,
         state="error",
@@ -50,23 +50,23 @@ def test_every_kind_of_write_moves_the_counter(any_repo: Repository, tmp_path) -
         config_revision=2,
     )
     assert not _moves(repo, lambda: repo.probe_outcomes.record(outcome))  # no runtime reads it
-    assert _moves(repo, lambda: repo.delete_project(project.project_id))
-    assert _moves(repo, lambda: repo.delete_connector(cid))
+    assert _moves(repo, lambda: repo.projects.delete(project.project_id))
+    assert _moves(repo, lambda: repo.connectors.delete(cid))
 
 
 def test_a_refused_write_leaves_the_counter_alone(any_repo: Repository) -> None:
     repo = any_repo
-    repo.create_connector("time", "Time", STDIO)
+    repo.connectors.create("time", "Time", STDIO)
     before = repo.state_version()
     with pytest.raises(ConfigError):
-        repo.create_connectors(
+        repo.connectors.create_many(
             [
                 {"name": "a", "display_name": "A", "target": STDIO},
                 {"name": "time", "display_name": "T", "target": STDIO},
             ]
         )
     with pytest.raises(NotFoundError):
-        repo.set_global_grant("con_missing", "x", "deny")
+        repo.grants.set_global("con_missing", "x", "deny")
     assert repo.state_version() == before
 
 
@@ -75,10 +75,10 @@ def test_another_engine_on_the_same_database_sees_the_change(any_repo: Repositor
     other = Repository(create_engine_for(str(any_repo.engine.url.render_as_string(hide_password=False))))
     try:
         seen = other.state_version()
-        any_repo.create_connector("time", "Time", STDIO)
+        any_repo.connectors.create("time", "Time", STDIO)
         assert other.state_version() != seen
         seen = other.state_version()
-        other.set_global_grant(other.get_connector_by_name("time").connector_id, "t", "deny")
+        other.grants.set_global(other.connectors.get_by_name("time").connector_id, "t", "deny")
         assert any_repo.state_version() != seen
     finally:
         other.close()

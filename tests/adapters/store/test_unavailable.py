@@ -68,7 +68,7 @@ def _immutable(*paths: Path) -> Iterator[None]:
 def _closed_store(home: Path) -> Path:
     """A migrated store with one connector, closed (so no -wal/-shm is left); its database path."""
     repo = open_store(Settings(home=home))
-    repo.create_connector("time", "Time", STDIO)
+    repo.connectors.create("time", "Time", STDIO)
     repo.close()
     return home / "patchbay.db"
 
@@ -163,19 +163,19 @@ def test_repository_writes_on_a_read_only_database_are_unavailable(tmp_path: Pat
     database = _closed_store(tmp_path)
     repo = Repository(create_engine_for(f"sqlite:///file:{database}?mode=ro&uri=true"))
     try:
-        connector = repo.get_connector_by_name("time")  # reads still work
+        connector = repo.connectors.get_by_name("time")  # reads still work
         writes = [
-            lambda: repo.create_connector("other", "Other", STDIO),
-            lambda: repo.set_global_grant(connector.connector_id, "get_time", "allow"),
-            lambda: repo.update_settings(connector.connector_id, 1, enabled=False),
-            lambda: repo.ensure_project(tmp_path),
-            lambda: repo.delete_connector(connector.connector_id),
+            lambda: repo.connectors.create("other", "Other", STDIO),
+            lambda: repo.grants.set_global(connector.connector_id, "get_time", "allow"),
+            lambda: repo.connectors.update_settings(connector.connector_id, 1, enabled=False),
+            lambda: repo.projects.ensure(tmp_path),
+            lambda: repo.connectors.delete(connector.connector_id),
         ]
         for write in writes:
             with pytest.raises(CanonicalStateUnavailable) as info:
                 write()
             _assert_one_line(info.value, database, "is read-only (attempt to write a readonly database)")
-        assert [c.name for c in repo.list_connectors()] == ["time"]
+        assert [c.name for c in repo.connectors.list_all()] == ["time"]
     finally:
         repo.close()
 
@@ -195,7 +195,7 @@ def test_a_file_that_is_not_a_database_is_unavailable(tmp_path: Path) -> None:
 def test_a_malformed_database_is_unavailable(tmp_path: Path) -> None:
     repo = open_store(Settings(home=tmp_path))
     for i in range(100):
-        repo.create_connector(f"c{i}", "C" * 500, STDIO)
+        repo.connectors.create(f"c{i}", "C" * 500, STDIO)
     repo.close()  # checkpoints the WAL into patchbay.db
     database = tmp_path / "patchbay.db"
     data = bytearray(database.read_bytes())
@@ -206,7 +206,7 @@ def test_a_malformed_database_is_unavailable(tmp_path: Path) -> None:
     with pytest.raises(CanonicalStateUnavailable) as info:
         repo = open_store(Settings(home=tmp_path))
         try:
-            repo.list_connectors()
+            repo.connectors.list_all()
         finally:
             repo.close()
 
@@ -238,7 +238,7 @@ def test_a_new_data_home_is_0700_and_the_database_files_0600(tmp_path: Path, uma
     try:
         repo = open_store(Settings(home=home))
         try:
-            repo.create_connector("time", "Time", STDIO)
+            repo.connectors.create("time", "Time", STDIO)
             assert _mode(home) == 0o700
             for name in ("patchbay.db", "patchbay.db-wal", "patchbay.db-shm"):
                 assert _mode(home / name) == 0o600, name
@@ -275,18 +275,18 @@ def test_a_write_blocked_past_busy_timeout_is_unavailable_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = open_store(Settings(home=tmp_path))
-    connector = repo.create_connector("time", "Time", STDIO)
+    connector = repo.connectors.create("time", "Time", STDIO)
     monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 50)
     repo.engine.dispose()  # new connections pick up the short timeout
     holder = sqlite3.connect(tmp_path / "patchbay.db", isolation_level=None)
     try:
         holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
         with pytest.raises(CanonicalStateUnavailable) as info:
-            repo.set_global_grant(connector.connector_id, "get_time", "allow")
+            repo.grants.set_global(connector.connector_id, "get_time", "allow")
         _assert_one_line(info.value, tmp_path / "patchbay.db", "is locked", "database is locked")
         holder.execute("ROLLBACK")
 
-        repo.set_global_grant(connector.connector_id, "get_time", "allow")
+        repo.grants.set_global(connector.connector_id, "get_time", "allow")
         assert _grant_count(repo) == 1
     finally:
         holder.close()
@@ -315,17 +315,22 @@ def test_a_committed_write_never_reads_afterwards(tmp_path: Path) -> None:
         return action()
 
     try:
-        connector = write(lambda: repo.create_connector("time", "Time", STDIO))
-        project = write(lambda: repo.ensure_project(tmp_path))
-        assert write(lambda: repo.set_global_grant(connector.connector_id, "get_time", "allow")).decision == "allow"
-        assert write(lambda: repo.set_project_grant(project.project_id, connector.connector_id, "get_time", "deny"))
-        assert write(lambda: repo.update_connector(connector.connector_id, 1, display_name="Clock")).revision == 2
-        assert write(lambda: repo.update_settings(connector.connector_id, 1, enabled=False)).settings.revision == 2
-        assert write(lambda: repo.clear_global_grant(connector.connector_id, "get_time")) is True
-        write(lambda: repo.delete_connector(connector.connector_id))
+        connector = write(lambda: repo.connectors.create("time", "Time", STDIO))
+        project = write(lambda: repo.projects.ensure(tmp_path))
+        assert write(lambda: repo.grants.set_global(connector.connector_id, "get_time", "allow")).decision == "allow"
+        assert write(
+            lambda: repo.grants.set_for_project(project.project_id, connector.connector_id, "get_time", "deny")
+        )
+        assert write(lambda: repo.connectors.update(connector.connector_id, 1, display_name="Clock")).revision == 2
+        assert (
+            write(lambda: repo.connectors.update_settings(connector.connector_id, 1, enabled=False)).settings.revision
+            == 2
+        )
+        assert write(lambda: repo.grants.clear_global(connector.connector_id, "get_time")) is True
+        write(lambda: repo.connectors.delete(connector.connector_id))
 
         with pytest.raises(CanonicalStateUnavailable):  # the trap is armed: a later read does fail
-            repo.list_connectors()
+            repo.connectors.list_all()
     finally:
         event.remove(repo.engine, "begin", on_begin)
         event.remove(repo.engine, "commit", on_commit)
@@ -335,15 +340,15 @@ def test_a_committed_write_never_reads_afterwards(tmp_path: Path) -> None:
 def test_many_concurrent_writers_all_succeed(tmp_path: Path) -> None:
     """Like 80 CLI processes granting at once: each writer has its own engine and connections."""
     setup = open_store(Settings(home=tmp_path))
-    connector_id = setup.create_connector("time", "Time", STDIO).connector_id
+    connector_id = setup.connectors.create("time", "Time", STDIO).connector_id
     setup.close()
 
     def grant(worker: int) -> int:
         repo = open_store(Settings(home=tmp_path))
         try:
             for i in range(5):
-                repo.set_global_grant(connector_id, f"tool_{worker}_{i}", "allow")
-            return len(repo.list_global_grants(connector_id))
+                repo.grants.set_global(connector_id, f"tool_{worker}_{i}", "allow")
+            return len(repo.grants.list_global(connector_id))
         finally:
             repo.close()
 

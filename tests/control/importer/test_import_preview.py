@@ -76,7 +76,7 @@ def test_preview_starts_no_command_runs_no_helper_and_opens_no_connection(
     finally:
         listener.close()
         unix.close()
-    assert service.list_connectors() == [] and service.repository.list_projects() == []  # nothing written
+    assert service.list_connectors() == [] and service.repository.projects.list_all() == []  # nothing written
     assert not (service.settings.home / "credentials.json").exists()
 
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from conftest import NO_RELOAD, Api, auth_headers, error_of
-from patchbay.core.models import HttpTarget
+from patchbay.core.models import HttpTarget, ToolCacheEntry, ToolSummary
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api import create_app
 
@@ -198,7 +198,7 @@ async def test_global_settings_are_put_under_their_own_revision(api: Api) -> Non
 
 
 async def test_a_builtin_connector_cannot_be_deleted(api: Api) -> None:
-    builtin = api.service.repository.create_connector(
+    builtin = api.service.repository.connectors.create(
         "paper-search", "Paper Search", HttpTarget(url="https://papers.example/mcp"), source="builtin"
     )
     response = await api.client.delete("/api/mcp/connectors/paper-search")
@@ -475,3 +475,32 @@ async def test_plain_settings_and_defaults_round_trip_through_the_bindings_shape
         json={"name": "bad", "target": REMOTE, "bindings": [{"delivery": "header", "name": "X-A", "plain": shaped}]},
     )
     assert leaked.status_code == 422 and shaped not in leaked.text
+
+
+async def test_each_list_entry_shows_what_the_connector_itself_shows(api: Api) -> None:
+    await api.create("time", TIME, enabled=True)
+    assert (await api.client.post("/api/mcp/connectors/time/probe")).status_code == 200  # fresh cache, ready
+    stale = await api.create("stale", {"transport": "stdio", "command": "stale-mcp"})
+    api.service.repository.tool_cache.replace(
+        ToolCacheEntry(
+            connector_id=stale["connector_id"],
+            config_revision=stale["revision"],
+            fingerprint=api.service.fingerprint(api.service.get("stale")),
+            tools=(ToolSummary(name="one"), ToolSummary(name="two"), ToolSummary(name="three")),
+        )
+    )
+    fresh = (await api.client.get("/api/mcp/connectors/stale")).json()
+    moved = await api.client.patch(
+        "/api/mcp/connectors/stale", json={"revision": 1, "target": {"transport": "stdio", "command": "moved-mcp"}}
+    )
+    assert moved.status_code == 200, moved.text
+    await api.create("remote", REMOTE, bindings=[{"delivery": "bearer", "variable": "PB_LIST_UNSET_VARIABLE"}])
+
+    listed = {c["name"]: c for c in (await api.client.get("/api/mcp/connectors")).json()["connectors"]}
+
+    for name, entry in listed.items():
+        shown = (await api.client.get(f"/api/mcp/connectors/{name}")).json()
+        assert entry == {key: shown[key] for key in entry}, name
+    assert (fresh["tool_count"], fresh["cache"]["state"]) == (3, "fresh")
+    assert (listed["stale"]["tool_count"], listed["time"]["tool_count"]) == (0, 2)
+    assert listed["time"]["last_probe"]["state"] == "ready" and listed["remote"]["auth_state"] == "needs-auth"

@@ -221,7 +221,7 @@ async def test_session_routes_refuse_other_hosts_and_origins(api: Api) -> None:
     rebound = await api.client.get("/api/sessions", headers={"host": "attacker.example:8765"})
     assert rebound.status_code == 403 and error_of(rebound)["code"] == "origin_refused"
     assert (await api.client.get("/api/sessions")).json() == {"sessions": []}
-    assert api.service.repository.list_projects() == []  # the refused page made no project
+    assert api.service.repository.projects.list_all() == []  # the refused page made no project
 
 
 # -- reload after a mutation (seed 003 §10.5) --------------------------------------------------

@@ -87,7 +87,7 @@ async def test_tools_show_global_decisions_and_with_cwd_the_projects(api: Api, t
     assert (await decisions())["get_current_time"] == ("allow", "global_grant")
     assert (await decisions(api.workspace))["get_current_time"] == ("deny", "project_grant")
     assert (await decisions(other))["get_current_time"] == ("allow", "global_grant")  # only that project
-    assert [p.path for p in api.service.repository.list_projects()] == [str(api.workspace)]  # looking made none
+    assert [p.path for p in api.service.repository.projects.list_all()] == [str(api.workspace)]  # looking made none
 
     # a global deny is never lifted by a project allow (seed 003 §5.3, §20.2)
     await api.client.put("/api/mcp/connectors/time/tools/convert_time", json={"decision": "deny"})
@@ -171,7 +171,7 @@ async def test_looking_probing_and_clearing_never_make_a_workspace_a_project(api
     put = await api.client.put("/api/mcp/connectors/time/tools/convert_time", json={"decision": "deny"})
     assert put.status_code == 200
 
-    assert api.service.repository.list_projects() == []
+    assert api.service.repository.projects.list_all() == []
     assert list(fresh.iterdir()) == []  # no .patchbay written there
     assert not (api.workspace / ".patchbay").exists()  # the default workspace is no project either
 
@@ -180,7 +180,7 @@ async def test_looking_probing_and_clearing_never_make_a_workspace_a_project(api
         "/api/mcp/connectors/time/tools/get_current_time", params=params, json={"decision": "allow"}
     )
     assert granted.json()["project_id"].startswith("prj_")
-    assert [p.path for p in api.service.repository.list_projects()] == [str(fresh)]
+    assert [p.path for p in api.service.repository.projects.list_all()] == [str(fresh)]
     assert (fresh / ".patchbay" / "mcp-runtime.json").exists()
 
 
@@ -225,7 +225,7 @@ async def test_tools_carry_their_whole_input_schema_from_the_cache(api: Api) -> 
     await _probed_time(api)
     cached = {
         t.name: t.input_schema
-        for t in api.service.repository.get_tool_cache(api.service.get("time").connector_id).tools
+        for t in api.service.repository.tool_cache.get(api.service.get("time").connector_id).tools
     }
     body = (await api.client.get("/api/mcp/connectors/time/tools")).json()
     schemas = {t["name"]: t["input_schema"] for t in body["tools"]}
@@ -258,13 +258,13 @@ async def test_resource_and_prompt_grants_have_their_own_routes_and_key_spaces(a
     assert asked.status_code == 422 and error_of(asked)["details"]["field"] == "decision"
 
     repo = api.service.repository
-    assert [(g.kind, g.tool_name, g.decision) for g in repo.list_global_grants(connector_id, kind="resource")] == [
+    assert [(g.kind, g.tool_name, g.decision) for g in repo.grants.list_global(connector_id, kind="resource")] == [
         ("resource", "*", "allow")
     ]
-    assert [(g.tool_name, g.decision) for g in repo.list_global_grants(connector_id, kind="prompt")] == [
+    assert [(g.tool_name, g.decision) for g in repo.grants.list_global(connector_id, kind="prompt")] == [
         ("a/b", "deny")
     ]
-    assert repo.list_global_grants(connector_id) == []  # no tool grant was written
+    assert repo.grants.list_global(connector_id) == []  # no tool grant was written
     assert (await api.client.get("/api/mcp/connectors/time/tools")).json()["unmatched_grants"] == []
 
     # The old spelling of the resource grant is no tool grant any more: refused, with the way to go.
@@ -275,9 +275,9 @@ async def test_resource_and_prompt_grants_have_their_own_routes_and_key_spaces(a
     assert cleared.json()["cleared"] is True and cleared.json()["scope"] == "global"
     again = await api.client.delete("/api/mcp/connectors/time/prompts/a%2Fb/grant")
     assert again.json()["cleared"] is True
-    assert repo.list_global_grants(connector_id, kind="resource") == []
+    assert repo.grants.list_global(connector_id, kind="resource") == []
     assert [
-        g.decision for g in repo.list_project_grants(project.json()["project_id"], connector_id, kind="resource")
+        g.decision for g in repo.grants.list_for_project(project.json()["project_id"], connector_id, kind="resource")
     ] == ["deny"]
 
 

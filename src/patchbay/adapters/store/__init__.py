@@ -5,7 +5,7 @@ Usage::
     from patchbay.adapters.store import open_store
 
     repo = open_store(settings)          # engine + migrations to head
-    repo.create_connector("time", "Time", StdioTarget(command="mcp-server-time"))
+    repo.connectors.create("time", "Time", StdioTarget(command="mcp-server-time"))
 
 Only the control plane writes here (DESIGN.md "Layers").
 """

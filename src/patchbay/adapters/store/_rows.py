@@ -190,6 +190,7 @@ def cache_columns(entry: ToolCacheEntry) -> dict[str, Any]:
         "server_info_json": None if entry.server_info is None else dump_json("server_info", entry.server_info),
         "fetched_at": entry.fetched_at,
         "expires_at": entry.expires_at,
+        "tool_count": len(entry.tools),
     }
 
 

@@ -39,17 +39,16 @@ from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import Connection, make_url
 
 from patchbay.adapters.store._errors import CANDIDATES, database_label, is_unavailable, unavailable
+from patchbay.adapters.store._transactions import WRITE_OPTION
+from patchbay.adapters.store.repository import Repository
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
-    from patchbay.adapters.store.repository import Repository
     from patchbay.core.settings import Settings
 
 __all__ = ["SCRIPT_LOCATION", "WRITE_OPTION", "create_engine_for", "open_store", "script_heads", "upgrade_to_head"]
 
-#: Execution option marking a connection whose transactions write (``BEGIN IMMEDIATE`` on SQLite).
-WRITE_OPTION = "patchbay_write"
 #: Alembic ``script_location`` of Patchbay's migrations, as a package resource.
 SCRIPT_LOCATION = "patchbay.adapters.store:migrations"
 #: Any constant; serialises concurrent ``upgrade_to_head`` calls on PostgreSQL.
@@ -240,8 +239,6 @@ def open_store(settings: Settings) -> Repository:
             locked past ``busy_timeout``, server unreachable (MCP writes then answer 503). The
             message is one line naming the database and the cause.
     """
-    from patchbay.adapters.store.repository import Repository
-
     url = settings.resolved_database_url
     engine = create_engine_for(url)
     try:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from patchbay.adapters.store import _rows
-from patchbay.adapters.store._base import StoreBase, upsert
+from patchbay.adapters.store._rows import check_choice
+from patchbay.adapters.store._transactions import Transactions, upsert
+from patchbay.adapters.store.connectors import require_connector
 from patchbay.adapters.store.tables import PROBE_STATES, mcp_probe_outcomes
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import ProbeOutcome
@@ -17,15 +18,17 @@ _MAX_MESSAGE_CHARS = 2000
 _C = mcp_probe_outcomes.c
 
 
-class ProbeOutcomeStore(StoreBase):
-    """Reads and replaces the stored probe outcomes (engine and clock as for
-    :class:`~patchbay.adapters.store.Repository`, whose ``probe_outcomes`` is one of these).
+class ProbeOutcomeStore:
+    """Reads and replaces the stored probe outcomes (``Repository.probe_outcomes``).
 
     Usage::
 
         repo.probe_outcomes.record(ProbeOutcome(connector_id=cid, state="error", code="timeout", ...))
         repo.probe_outcomes.get(cid)
     """
+
+    def __init__(self, tx: Transactions) -> None:
+        self._tx = tx
 
     def record(self, outcome: ProbeOutcome) -> ProbeOutcome:
         """Store ``outcome`` as the connector's last probe, replacing the previous one. A message
@@ -38,7 +41,7 @@ class ProbeOutcomeStore(StoreBase):
         message = outcome.message[:_MAX_MESSAGE_CHARS] if outcome.message is not None else None
         values = {
             "connector_id": outcome.connector_id,
-            "state": _rows.check_choice("state", outcome.state, PROBE_STATES),
+            "state": check_choice("state", outcome.state, PROBE_STATES),
             "code": outcome.code,
             "message": message,
             "tool_count": outcome.tool_count,
@@ -48,8 +51,8 @@ class ProbeOutcomeStore(StoreBase):
         }
         if outcome.tool_count < 0 or outcome.duration_ms < 0:
             raise ConfigError("probe_outcome", "counts and durations cannot be negative")
-        with self._write() as conn:
-            self._connector_row(conn, outcome.connector_id)
+        with self._tx.write() as conn:
+            require_connector(conn, outcome.connector_id)
             stmt = upsert(conn, mcp_probe_outcomes).values(values)
             replace = {k: stmt.excluded[k] for k in values if k != "connector_id"}
             conn.execute(stmt.on_conflict_do_update(index_elements=["connector_id"], set_=replace))
@@ -57,12 +60,12 @@ class ProbeOutcomeStore(StoreBase):
 
     def get(self, connector_id: str) -> ProbeOutcome | None:
         """The connector's last probe outcome, or None when it was never probed."""
-        with self._read() as conn:
+        with self._tx.read() as conn:
             row = conn.execute(select(mcp_probe_outcomes).where(_C.connector_id == connector_id)).mappings().first()
         return None if row is None else ProbeOutcome.model_validate(dict(row))
 
-    def all(self) -> dict[str, ProbeOutcome]:
+    def by_connector(self) -> dict[str, ProbeOutcome]:
         """Every stored outcome by connector id (one query, for lists)."""
-        with self._read() as conn:
+        with self._tx.read() as conn:
             rows = conn.execute(select(mcp_probe_outcomes)).mappings().all()
         return {row["connector_id"]: ProbeOutcome.model_validate(dict(row)) for row in rows}

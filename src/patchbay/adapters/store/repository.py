@@ -1,18 +1,4 @@
-"""The canonical-store repository: transactional CRUD over the canonical schema.
-
-Rules this module enforces (everything else — URL, command and credential checks, audit, runtime
-reload — is the connector service's job):
-
-- every write runs in one transaction (``BEGIN IMMEDIATE`` on SQLite); bad input raises before
-  or inside it and leaves nothing behind;
-- connector updates use the optimistic lock on ``revision``, settings updates the independent one on
-  ``settings_revision``: one ``UPDATE ... WHERE revision = :expected`` whose row count decides, so
-  two writers can never both win;
-- grants are idempotent upserts keyed by ``(connector_id, subject_kind, tool_name)`` or
-  ``(project_id, connector_id, subject_kind, tool_name)`` and never touch a revision;
-  ``subject_kind`` keeps tools, resource reads and prompts in separate key spaces;
-- removing a connector or project relies on ``ON DELETE CASCADE``, so an engine on SQLite must come
-  from :func:`~patchbay.adapters.store.db.create_engine_for` (``PRAGMA foreign_keys=ON``).
+"""The canonical-store repository: one engine, one object per concept of the schema.
 
 Timestamps are Unix milliseconds. Errors and their stable codes: ``ConfigError``
 (``invalid_config``), ``NotFoundError`` (``not_found``), ``RevisionConflictError``
@@ -23,322 +9,64 @@ database is read-only, corrupt, locked past ``busy_timeout`` or unreachable.
 
 from __future__ import annotations
 
-import functools
-import uuid
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypedDict, Unpack
+from collections.abc import Callable
 
-from sqlalchemy import delete, func, insert, select, update
-from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Engine
 
-from patchbay.adapters.store import _rows
-from patchbay.adapters.store._base import UNSET, Unset
-from patchbay.adapters.store._grants import ProjectGrantCacheMixin, project_id_for
+from patchbay.adapters.store._transactions import Transactions
+from patchbay.adapters.store.connectors import ConnectorStore
+from patchbay.adapters.store.grants import GrantStore
 from patchbay.adapters.store.probe_outcomes import ProbeOutcomeStore
-from patchbay.adapters.store.tables import APPROVAL_MODES, CONNECTOR_SOURCES, mcp_connectors
-from patchbay.core.errors import (
-    BuiltinConnectorError,
-    ConfigError,
-    NameTakenError,
-    NotFoundError,
-    RevisionConflictError,
-)
-from patchbay.core.models import Connector, ConnectorSettings
-from patchbay.core.names import validate_connector_name
+from patchbay.adapters.store.projects import ProjectStore
+from patchbay.adapters.store.tool_cache import ToolCacheStore
 
-__all__ = ["UNSET", "ConnectorFields", "Repository", "project_id_for"]
-
-_C = mcp_connectors.c
+__all__ = ["Repository"]
 
 
-class ConnectorFields(TypedDict, total=False):
-    """The optional fields of a new connector (:meth:`Repository.create_connector`); the defaults
-    are those of a connector created without them."""
+class Repository:
+    """Canonical store of connectors, settings, grants, projects, tool caches and probe outcomes.
 
-    description: str
-    """Free text; default empty."""
-    source: str
-    """Where it came from: ``custom`` (the default), ``builtin`` or ``imported``."""
-    runtime_config: dict[str, Any] | None
-    """Non-secret options (JSON object); ``cwd`` comes from the stdio target."""
-    credential_ref: str | None
-    """The credential the connector uses, by reference."""
-    settings: ConnectorSettings | None
-    """Initial global settings; default ``ConnectorSettings()``. Its ``revision`` is ignored: a
-    new row starts at settings revision 1."""
+    Each concept is one attribute, all sharing one engine and its change counter:
 
-
-class Repository(ProjectGrantCacheMixin):
-    """Canonical store of connectors, settings, grants, projects and tool caches.
-
-    Connector methods live here; project, grant and tool-cache methods come from
-    :class:`~patchbay.adapters.store._grants.ProjectGrantCacheMixin`.
+    - ``connectors``: :class:`~patchbay.adapters.store.connectors.ConnectorStore`
+    - ``projects``: :class:`~patchbay.adapters.store.projects.ProjectStore`
+    - ``grants``: :class:`~patchbay.adapters.store.grants.GrantStore`
+    - ``tool_cache``: :class:`~patchbay.adapters.store.tool_cache.ToolCacheStore`
+    - ``probe_outcomes``: :class:`~patchbay.adapters.store.probe_outcomes.ProbeOutcomeStore`
 
     Usage::
 
         repo = open_store(Settings(home=tmp_path))
-        github = repo.create_connector("github", "GitHub", HttpTarget(url="https://api.example/mcp"))
-        github = repo.update_settings(github.connector_id, github.settings.revision, enabled=False)
+        github = repo.connectors.create("github", "GitHub", HttpTarget(url="https://api.example/mcp"))
+        repo.grants.set_global(github.connector_id, "delete_repo", "deny")
 
     Args:
         engine: from :func:`~patchbay.adapters.store.db.create_engine_for`, already migrated.
         clock: returns Unix milliseconds; tests pass a fake.
     """
 
-    @functools.cached_property
-    def probe_outcomes(self) -> ProbeOutcomeStore:
-        """The last probe's outcome of each connector, on the same engine."""
-        return ProbeOutcomeStore(self._engine, clock=self._clock)
+    def __init__(self, engine: Engine, *, clock: Callable[[], int] | None = None) -> None:
+        self._tx = Transactions(engine, clock=clock)
+        self.connectors = ConnectorStore(self._tx)
+        self.projects = ProjectStore(self._tx)
+        self.grants = GrantStore(self._tx)
+        self.tool_cache = ToolCacheStore(self._tx)
+        self.probe_outcomes = ProbeOutcomeStore(self._tx)
 
-    # -- connectors ---------------------------------------------------------------------------
+    @property
+    def engine(self) -> Engine:
+        return self._tx.engine
 
-    def create_connector(
-        self, name: str, display_name: str, target: Any, **fields: Unpack[ConnectorFields]
-    ) -> Connector:
-        """Insert a connector with ``revision`` and settings revision 1.
-
-        Args:
-            name: the stable name (``validate_connector_name``); unique case-insensitively.
-            target: a ``StdioTarget``/``HttpTarget``/``SocketTarget`` or an equivalent dict.
-            fields: the optional :class:`ConnectorFields` (keywords only).
-
-        Raises:
-            ConfigError: ``invalid_config`` for a bad field, or field ``name`` when the name exists.
-        """
-        return self.create_connectors([{"name": name, "display_name": display_name, "target": target, **fields}])[0]
-
-    def create_connectors(
-        self, items: Sequence[Mapping[str, Any]], *, before_commit: Callable[[list[Connector]], None] | None = None
-    ) -> list[Connector]:
-        """Insert several connectors in ONE transaction: all of them or none ("Import
-        commit: SQLite batch").
-
-        Args:
-            items: keyword arguments of :meth:`create_connector` for each connector (``name``,
-                ``display_name``, ``target`` required).
-            before_commit: called with the new connectors after every insert and before the
-                commit; if it raises, nothing is committed (the credential import hangs its
-                store write here). If the commit itself fails after it ran, the caller must undo
-                whatever it did (the exception propagates).
+    def state_version(self) -> int:
+        """The change counter: it grows by one with every committed write that changed a row
+        (from any process); a reading larger than an earlier one means something changed since.
+        One small ``SELECT``.
 
         Raises:
-            ConfigError: ``invalid_config`` for a bad field, or field ``name`` when a name exists
-                or repeats within ``items``; nothing inserted.
+            CanonicalStateUnavailable: ``canonical_state_unavailable`` when the store cannot be read.
         """
-        rows = [self._new_row(**item) for item in items]
-        names = [row["name"].lower() for row in rows]
-        for index, name in enumerate(names):
-            if name in names[:index]:
-                raise _duplicate(rows[index]["name"])
-        try:
-            with self._write() as conn:
-                for row in rows:
-                    if self._name_taken(conn, row["name"]):
-                        raise _duplicate(row["name"])
-                    conn.execute(insert(mcp_connectors).values(row))
-                connectors = [_rows.connector_from_row(row) for row in rows]
-                if before_commit is not None:
-                    before_commit(connectors)
-        except IntegrityError as exc:  # lost a race on a unique name
-            with self._read() as conn:
-                for row in rows:
-                    if self._name_taken(conn, row["name"]):
-                        raise _duplicate(row["name"]) from exc
-            raise
-        return connectors
+        return self._tx.state_version()
 
-    def _new_row(
-        self,
-        name: str,
-        display_name: str,
-        target: Any,
-        *,
-        description: str = "",
-        source: str = "custom",
-        runtime_config: dict[str, Any] | None = None,
-        credential_ref: str | None = None,
-        settings: ConnectorSettings | None = None,
-    ) -> dict[str, Any]:
-        """The checked column values of a new connector row (no SQL)."""
-        validate_connector_name(name)
-        check = _rows.check_text
-        values: dict[str, Any] = {
-            "connector_id": "con_" + uuid.uuid4().hex,
-            "name": name,
-            "display_name": check("display_name", display_name),
-            "description": check("description", description, allow_empty=True),
-            "source": _rows.check_choice("source", source, CONNECTOR_SOURCES),
-            **_rows.target_columns(_rows.coerce_target(target), runtime_config),
-            "credential_ref": None if credential_ref is None else check("credential_ref", credential_ref),
-            **_rows.settings_columns(settings or ConnectorSettings()),
-            "settings_revision": 1,
-            "revision": 1,
-        }
-        values["created_at"] = values["updated_at"] = self._clock()
-        return values
-
-    def get_connector(self, connector_id: str) -> Connector:
-        """The connector with this id. Raises ``NotFoundError`` (``not_found``)."""
-        with self._read() as conn:
-            return _rows.connector_from_row(self._connector_row(conn, connector_id))
-
-    def get_connector_by_name(self, name: str) -> Connector:
-        """The connector whose name equals ``name`` case-insensitively. Raises ``NotFoundError``."""
-        with self._read() as conn:
-            row = conn.execute(select(mcp_connectors).where(func.lower(_C.name) == name.lower())).mappings().first()
-        if row is None:
-            raise NotFoundError(f"no connector named {name!r}", details={"name": name})
-        return _rows.connector_from_row(row)
-
-    def list_connectors(self) -> list[Connector]:
-        """Every connector, ordered by name."""
-        with self._read() as conn:
-            rows = conn.execute(select(mcp_connectors).order_by(_C.name, _C.connector_id)).mappings().all()
-        return [_rows.connector_from_row(row) for row in rows]
-
-    def update_connector(
-        self,
-        connector_id: str,
-        expected_revision: int,
-        *,
-        display_name: str | Unset = UNSET,
-        description: str | Unset = UNSET,
-        target: Any = UNSET,
-        runtime_config: dict[str, Any] | Unset = UNSET,
-        credential_ref: str | Unset | None = UNSET,
-    ) -> Connector:
-        """Change connector fields under the ``revision`` optimistic lock.
-
-        Only the given keywords change (``credential_ref=None`` clears it); a change bumps
-        ``revision`` by one and sets ``updated_at``. With no keywords the revision is only checked.
-        The current row is read to fill in whichever of target/runtime_config is unchanged; the
-        ``UPDATE ... WHERE revision = :expected`` row count is what makes the write atomic.
-
-        Raises:
-            NotFoundError: ``not_found``.
-            RevisionConflictError: ``revision_conflict`` with details ``{"expected", "actual"}``;
-                nothing changed.
-            ConfigError: ``invalid_config`` for a bad field.
-        """
-        changes: dict[str, Any] = {}
-        if display_name is not UNSET:
-            changes["display_name"] = _rows.check_text("display_name", display_name)
-        if description is not UNSET:
-            changes["description"] = _rows.check_text("description", description, allow_empty=True)
-        if credential_ref is not UNSET:
-            changes["credential_ref"] = (
-                None if credential_ref is None else _rows.check_text("credential_ref", credential_ref)
-            )
-        new_target = None if target is UNSET else _rows.coerce_target(target)
-        with self._write() as conn:
-            current = _rows.connector_from_row(self._connector_row(conn, connector_id))
-            if new_target is not None or runtime_config is not UNSET:
-                changes.update(
-                    _rows.target_columns(
-                        new_target or current.target,
-                        current.runtime_config if runtime_config is UNSET else runtime_config,
-                    )
-                )
-            if current.revision != expected_revision or not changes:
-                _check_revision(current.name, "connector", expected_revision, current.revision)
-                return current
-            result = conn.execute(
-                update(mcp_connectors)
-                .where(_C.connector_id == connector_id, _C.revision == expected_revision)
-                .values(**changes, revision=_C.revision + 1, updated_at=self._clock())
-            )
-            if result.rowcount != 1:
-                self._raise_lost(conn, connector_id, expected_revision, _C.revision, "connector")
-            return _rows.connector_from_row(self._connector_row(conn, connector_id))
-
-    def update_settings(
-        self,
-        connector_id: str,
-        expected_settings_revision: int,
-        *,
-        enabled: bool | Unset = UNSET,
-        include_tools: Any = UNSET,
-        exclude_tools: Any = UNSET,
-        approval_mode: str | Unset = UNSET,
-    ) -> Connector:
-        """Change global settings under the ``settings_revision`` lock.
-
-        Independent of the connector ``revision``: neither update bumps the other's counter.
-
-        Args:
-            include_tools, exclude_tools: lists of glob patterns.
-            approval_mode: ``ask`` | ``custom`` | ``allow_all``.
-
-        Raises:
-            NotFoundError, RevisionConflictError (``details={"expected", "actual"}``), ConfigError.
-        """
-        changes: dict[str, Any] = {}
-        if enabled is not UNSET:
-            if not isinstance(enabled, bool):
-                raise ConfigError("enabled", "must be true or false")
-            changes["enabled"] = 1 if enabled else 0
-        if include_tools is not UNSET:
-            changes["include_tools_json"] = _rows.tool_patterns("include_tools", include_tools)
-        if exclude_tools is not UNSET:
-            changes["exclude_tools_json"] = _rows.tool_patterns("exclude_tools", exclude_tools)
-        if approval_mode is not UNSET:
-            changes["approval_mode"] = _rows.check_choice("approval_mode", approval_mode, APPROVAL_MODES)
-        with self._write() as conn:
-            if not changes:
-                row = self._connector_row(conn, connector_id)
-                _check_revision(row["name"], "settings", expected_settings_revision, row["settings_revision"])
-                return _rows.connector_from_row(row)
-            result = conn.execute(
-                update(mcp_connectors)
-                .where(_C.connector_id == connector_id, _C.settings_revision == expected_settings_revision)
-                .values(**changes, settings_revision=_C.settings_revision + 1, updated_at=self._clock())
-            )
-            if result.rowcount != 1:
-                self._raise_lost(conn, connector_id, expected_settings_revision, _C.settings_revision, "settings")
-            return _rows.connector_from_row(self._connector_row(conn, connector_id))
-
-    def delete_connector(self, connector_id: str) -> None:
-        """Remove a connector; its grants and tool cache go by FK cascade.
-
-        Raises:
-            NotFoundError: ``not_found``.
-            BuiltinConnectorError: ``builtin_connector`` for ``source == "builtin"``.
-        """
-        with self._write() as conn:
-            result = conn.execute(delete(mcp_connectors).where(_C.connector_id == connector_id, _C.source != "builtin"))
-            if result.rowcount != 1:
-                self._connector_row(conn, connector_id)  # raises NotFoundError
-                raise BuiltinConnectorError(
-                    "built-in connectors cannot be removed", details={"connector_id": connector_id}
-                )
-
-    @staticmethod
-    def _name_taken(conn: Connection, name: str) -> bool:
-        return conn.execute(select(_C.connector_id).where(func.lower(_C.name) == name.lower())).first() is not None
-
-    def _raise_lost(self, conn: Connection, connector_id: str, expected: int, column: Any, which: RevisionKind) -> None:
-        row = conn.execute(select(column, _C.name).where(_C.connector_id == connector_id)).first()
-        if row is None:
-            raise NotFoundError(f"no connector {connector_id!r}", details={"connector_id": connector_id})
-        _check_revision(row[1], which, expected, row[0])
-
-
-def _duplicate(name: str) -> ConfigError:
-    return NameTakenError(name)
-
-
-RevisionKind = Literal["connector", "settings"]
-"""Which of a connector's two independent counters: ``revision`` or ``settings.revision``."""
-
-
-def _check_revision(name: str, which: RevisionKind, expected: int, actual: int) -> None:
-    if expected == actual:
-        return
-    if which == "settings":
-        what = f"connector {name!r}: its settings are at settings revision {actual}, not {expected}"
-        other = "(settings.revision; the connector's own revision is counted separately)"
-    else:
-        what = f"connector {name!r} is at revision {actual}, not {expected}"
-        other = "(its definition's revision; settings.revision is counted separately)"
-    raise RevisionConflictError(f"{what} {other}", details={"expected": expected, "actual": actual})
+    def close(self) -> None:
+        """Dispose the engine's pooled connections."""
+        self._tx.engine.dispose()

@@ -221,10 +221,23 @@ mcp_tool_cache = Table(
     Column("server_info_json", Text),
     Column("fetched_at", Millis, nullable=False),
     Column("expires_at", Millis, nullable=False),
+    Column("tool_count", Integer, nullable=False, server_default=text("0")),
     *json_checks("mcp_tool_cache", "tools_json"),
     *json_checks("mcp_tool_cache", "resources_json"),
     *json_checks("mcp_tool_cache", "server_info_json", nullable=True),
     sqlite_strict=True,
+)
+
+# Covers the connector list's per-connector cache summary, so SQLite never reads a row's catalog
+# text (stored before the count, in overflow pages) to reach its tool count or its stamps.
+Index(
+    "ix_mcp_tool_cache_summary",
+    mcp_tool_cache.c.connector_id,
+    mcp_tool_cache.c.config_revision,
+    mcp_tool_cache.c.fingerprint,
+    mcp_tool_cache.c.tool_count,
+    mcp_tool_cache.c.fetched_at,
+    mcp_tool_cache.c.expires_at,
 )
 
 mcp_probe_outcomes = Table(

@@ -11,7 +11,7 @@ one that should win). Then, for each entry:
 * the connector is stored with ``source = "imported"``, references only.
 
 One transaction: every connector row is inserted in one database transaction
-(:meth:`~patchbay.adapters.store.Repository.create_connectors`); the credentials are written in one
+(:meth:`~patchbay.adapters.store.connectors.ConnectorStore.create_many`); the credentials are written in one
 atomic store replace just before it commits, both under the store's lock
 (:meth:`~patchbay.control.credentials.CredentialService.create_with`). A failure before the commit
 leaves neither; a failed commit after the store write removes the credentials again (compensation);
@@ -167,7 +167,7 @@ def commit_import(
             }
         )
     connectors = service.credentials.create_with(
-        lambda before_commit: service.repository.create_connectors(items, before_commit=before_commit), records
+        lambda before_commit: service.repository.connectors.create_many(items, before_commit=before_commit), records
     )
     return service._reprojected(  # a committed mutation re-projects every known workspace
         _result(service, chosen, connectors)

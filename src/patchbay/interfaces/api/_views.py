@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pydantic
 
 import patchbay.interfaces.api.contracts as c
+from patchbay.adapters.credentials import StoredCredential
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.decisions import ToolDecisions, probe_failed, runtime_state
 from patchbay.control.options import checked_options
@@ -17,7 +19,15 @@ from patchbay.core.models import Connector, HttpTarget, ProbeOutcome, ProbeResul
 from patchbay.core.oauth import oauth_from_config
 from patchbay.core.redaction import redact_text
 
-__all__ = ["auth_state", "connector_detail", "connector_summary", "data_egress", "probe_report", "tool_list"]
+__all__ = [
+    "auth_state",
+    "connector_detail",
+    "connector_summaries",
+    "connector_summary",
+    "data_egress",
+    "probe_report",
+    "tool_list",
+]
 
 
 def _target(connector: Connector) -> dict[str, Any]:
@@ -62,9 +72,11 @@ def _oauth_state(service: ConnectorService, connector: Connector) -> str | None:
     return state
 
 
-def _bindings(service: ConnectorService, connector: Connector) -> list[dict[str, Any]]:
+def _bindings(
+    service: ConnectorService, connector: Connector, records: Mapping[str, StoredCredential] | None = None
+) -> list[dict[str, Any]]:
     try:
-        return service.credentials.binding_views(connector)
+        return service.credentials.binding_views(connector, records=records)
     except ConfigError:  # malformed stored bindings: reported as config_state "invalid"
         return []
 
@@ -108,11 +120,15 @@ def _probe_view(connector: Connector, outcome: ProbeOutcome | None) -> c.ProbeOu
 
 
 def _summary_fields(
-    service: ConnectorService, connector: Connector, bindings: list[dict[str, Any]], entry: ToolCacheEntry | None
+    service: ConnectorService,
+    connector: Connector,
+    bindings: list[dict[str, Any]],
+    tool_count: int | None,
+    outcome: ProbeOutcome | None,
 ) -> dict[str, Any]:
+    """The fields every connector view shares; ``tool_count`` is None without a fresh cached catalog."""
     problem = _config_problem(connector)
-    outcome = service.queries.last_probe(connector)
-    state = runtime_state(connector, fresh_catalog=entry is not None, outcome=outcome)
+    state = runtime_state(connector, fresh_catalog=tool_count is not None, outcome=outcome)
     error = None
     if problem is not None:
         error = c.ErrorBody(
@@ -139,7 +155,7 @@ def _summary_fields(
         "config_state": "invalid" if problem else "valid",
         "auth_state": auth_state(bindings, _oauth_state(service, connector)),
         "runtime_state": state,
-        "tool_count": len(entry.tools) if entry else 0,
+        "tool_count": tool_count or 0,
         "error": error,
         "last_probe": _probe_view(connector, outcome),
         "created_at": connector.created_at,
@@ -150,7 +166,45 @@ def _summary_fields(
 def connector_summary(service: ConnectorService, connector: Connector) -> c.ConnectorSummary:
     """One list entry: reads canonical state and the cache, opens no connection."""
     entry, _ = service.queries.cached_catalog(connector)
-    return c.ConnectorSummary(**_summary_fields(service, connector, _bindings(service, connector), entry))
+    fields = _summary_fields(
+        service, connector, _bindings(service, connector), _tool_count(entry), service.queries.last_probe(connector)
+    )
+    return c.ConnectorSummary(**fields)
+
+
+def connector_summaries(service: ConnectorService, connectors: list[Connector]) -> list[c.ConnectorSummary]:
+    """The list entries of ``connectors``, as :func:`connector_summary` gives each, reading the
+    tool counts, the last probes and the credential records of all of them at once (no cached
+    catalog is parsed)."""
+    counts = service.queries.fresh_tool_counts(connectors)
+    outcomes = service.queries.last_probes()
+    records: dict[str, StoredCredential] | None = None
+
+    def bindings_of(connector: Connector) -> list[dict[str, Any]]:
+        nonlocal records  # read once, when the first connector with bindings needs them
+        try:
+            if records is None and connector.bindings:
+                records = service.credentials.store.load()
+        except ConfigError:  # malformed stored bindings: reported as config_state "invalid"
+            return []
+        return _bindings(service, connector, records)
+
+    return [
+        c.ConnectorSummary(
+            **_summary_fields(
+                service,
+                connector,
+                bindings_of(connector),
+                counts.get(connector.connector_id),
+                outcomes.get(connector.connector_id),
+            )
+        )
+        for connector in connectors
+    ]
+
+
+def _tool_count(entry: ToolCacheEntry | None) -> int | None:
+    return None if entry is None else len(entry.tools)
 
 
 def connector_detail(service: ConnectorService, connector: Connector) -> c.ConnectorDetail:
@@ -178,7 +232,7 @@ def connector_detail(service: ConnectorService, connector: Connector) -> c.Conne
         server_info=entry.server_info if entry else None,
     )
     return c.ConnectorDetail(
-        **_summary_fields(service, connector, bindings, entry),
+        **_summary_fields(service, connector, bindings, _tool_count(entry), service.queries.last_probe(connector)),
         runtime_options=c.RuntimeOptionsView(**{key: options[key] for key in c.RuntimeOptionsView.model_fields}),
         bindings=[c.BindingView(**b) for b in bindings],
         cache=cache,

@@ -74,7 +74,7 @@ def resolve_connector(service: ConnectorService, ref: str) -> Connector:
         NotFoundError: ``not_found``.
     """
     if ref.startswith("con_"):  # a name never has "_" (DESIGN.md "Names")
-        return service.repository.get_connector(ref)
+        return service.repository.connectors.get(ref)
     return service.get(ref)
 
 

@@ -19,7 +19,7 @@ from patchbay.control.oauth import OAuthService
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import Connector, ConnectorTarget
 from patchbay.core.validation import validate_text
-from patchbay.interfaces.api._views import connector_detail, connector_summary
+from patchbay.interfaces.api._views import connector_detail, connector_summaries
 from patchbay.interfaces.api.context import ApiContext
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.routes._deps import (
@@ -101,7 +101,7 @@ def _changed(detail: c.ConnectorDetail, reload: c.RuntimeReload) -> c.ConnectorC
 def list_connectors(service: Service) -> c.ConnectorList:
     """Every connector with its global settings and states, from canonical state and the tool
     cache only: listing never starts a command or opens a connection."""
-    return c.ConnectorList(connectors=[connector_summary(service, item) for item in service.list_connectors()])
+    return c.ConnectorList(connectors=connector_summaries(service, service.list_connectors()))
 
 
 @router.post(
@@ -255,7 +255,7 @@ async def disconnect(
     def check() -> Connector:
         current = resolve_connector(service, connector)
         if body is not None and body.revision is not None:
-            service.repository.update_connector(current.connector_id, body.revision)  # checks the revision only
+            service.repository.connectors.update(current.connector_id, body.revision)  # checks the revision only
         return current
 
     current = await anyio.to_thread.run_sync(check)

@@ -1,23 +1,22 @@
-"""Shared plumbing of the store repository: the engine, transactions, the UNSET sentinel.
+"""The engine and transaction discipline every part of the store shares.
 
-Every repository method touches the database only through :meth:`StoreBase._write` or
-:meth:`StoreBase._read`, which turn "the store cannot be used" failures (read-only, corrupt,
+Every store object touches the database only through :meth:`Transactions.write` or
+:meth:`Transactions.read`, which turn "the store cannot be used" failures (read-only, corrupt,
 locked past ``busy_timeout``, unreachable) into a one-line ``CanonicalStateUnavailable``
-(``canonical_state_unavailable``); ``IntegrityError`` and the repository's own errors pass
-through unchanged. A write method does any reading back inside its one write transaction, so
-once the transaction has committed the method cannot fail on a later read.
+(``canonical_state_unavailable``); ``IntegrityError`` and the store's own errors pass through
+unchanged. A write method does any reading back inside its one write transaction, so once the
+transaction has committed the method cannot fail on a later read.
 
 The change counter (table ``state_version``): a write transaction in which any ``INSERT``,
 ``UPDATE`` or ``DELETE`` touched a row also increments the counter, in the same transaction, just
 before it commits (so every writer, in any process, moves it; a write that changed nothing, such
 as resolving a project that already exists, does not). Writes to tables no runtime reads (the
 last probe outcomes) do not count either: a failed probe must not rebuild every hosted session.
-:meth:`StoreBase.state_version` reads it.
+:meth:`Transactions.state_version` reads it.
 """
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,19 +27,12 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from patchbay.adapters.store._errors import CANDIDATES, database_label, is_unavailable, unavailable
-from patchbay.adapters.store.db import WRITE_OPTION
-from patchbay.adapters.store.tables import mcp_connectors, projects, state_version
-from patchbay.core.errors import NotFoundError
+from patchbay.adapters.store.tables import state_version
 
-__all__ = ["UNSET", "StoreBase", "Unset", "now_ms", "upsert"]
+__all__ = ["WRITE_OPTION", "Transactions", "now_ms", "upsert"]
 
-
-class Unset(enum.Enum):
-    UNSET = enum.auto()
-
-
-#: "Leave this field as it is" for the keyword arguments of the ``update_*`` methods.
-UNSET = Unset.UNSET
+#: Execution option marking a connection whose transactions write (``BEGIN IMMEDIATE`` on SQLite).
+WRITE_OPTION = "patchbay_write"
 
 
 def now_ms() -> int:
@@ -76,28 +68,26 @@ def _note_change(
             conn.info[_CHANGED] = True
 
 
-class StoreBase:
-    """Holds the engine; writes go through :meth:`_write` (``BEGIN IMMEDIATE`` on SQLite), reads through :meth:`_read`."""
+class Transactions:
+    """One engine's write and read transactions, the change counter and the clock.
+
+    Args:
+        engine: from :func:`~patchbay.adapters.store.db.create_engine_for`, already migrated.
+        clock: returns Unix milliseconds; tests pass a fake.
+    """
 
     def __init__(self, engine: Engine, *, clock: Callable[[], int] | None = None):
-        self._engine = engine
+        self.engine = engine
+        self.clock: Callable[[], int] = clock or now_ms
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
-        self._clock = clock or now_ms
         self._label = database_label(engine.url)
         if not event.contains(engine, "after_cursor_execute", _note_change):
             event.listen(engine, "after_cursor_execute", _note_change)
 
-    @property
-    def engine(self) -> Engine:
-        return self._engine
-
-    def close(self) -> None:
-        """Dispose the engine's pooled connections."""
-        self._engine.dispose()
-
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
-        """One write transaction, committed when the block ends without an exception.
+    def write(self) -> Iterator[Connection]:
+        """One write transaction (``BEGIN IMMEDIATE`` on SQLite), committed when the block ends
+        without an exception; it moves the change counter when it changed a row.
 
         Raises:
             CanonicalStateUnavailable: opening, writing or committing failed because the store
@@ -113,6 +103,16 @@ class StoreBase:
                 )
                 conn.info.pop(_CHANGED, None)
 
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read-only connection (a deferred transaction on SQLite), released at the block's end.
+
+        Raises:
+            CanonicalStateUnavailable: the store cannot be read.
+        """
+        with self._translated(), self.engine.connect() as conn:
+            yield conn
+
     def state_version(self) -> int:
         """The change counter: it grows by one with every committed write that changed a row
         (from any process); a reading larger than an earlier one means something changed since.
@@ -121,15 +121,9 @@ class StoreBase:
         Raises:
             CanonicalStateUnavailable: ``canonical_state_unavailable`` when the store cannot be read.
         """
-        with self._read() as conn:
+        with self.read() as conn:
             value = conn.execute(select(state_version.c.version).where(state_version.c.id == 1)).scalar()
         return 0 if value is None else int(value)
-
-    @contextmanager
-    def _read(self) -> Iterator[Connection]:
-        """A read-only connection (a deferred transaction on SQLite), released at the block's end."""
-        with self._translated(), self._engine.connect() as conn:
-            yield conn
 
     @contextmanager
     def _translated(self) -> Iterator[None]:
@@ -139,15 +133,3 @@ class StoreBase:
             if not is_unavailable(exc):
                 raise
             raise unavailable(self._label, exc) from None
-
-    def _connector_row(self, conn: Connection, connector_id: str) -> Any:
-        row = (
-            conn.execute(select(mcp_connectors).where(mcp_connectors.c.connector_id == connector_id)).mappings().first()
-        )
-        if row is None:
-            raise NotFoundError(f"no connector {connector_id!r}", details={"connector_id": connector_id})
-        return row
-
-    def _require_project(self, conn: Connection, project_id: str) -> None:
-        if conn.execute(select(projects.c.project_id).where(projects.c.project_id == project_id)).first() is None:
-            raise NotFoundError(f"no project {project_id!r}", details={"project_id": project_id})
