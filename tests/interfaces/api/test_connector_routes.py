@@ -485,7 +485,7 @@ async def test_each_list_entry_shows_what_the_connector_itself_shows(api: Api) -
         ToolCacheEntry(
             connector_id=stale["connector_id"],
             config_revision=stale["revision"],
-            fingerprint=api.service.fingerprint(api.service.get("stale")),
+            fingerprint=api.service.queries.fingerprint(api.service.get("stale")),
             tools=(ToolSummary(name="one"), ToolSummary(name="two"), ToolSummary(name="three")),
         )
     )
