@@ -48,13 +48,12 @@ from patchbay.core.credentials import (
     CREDENTIAL_ID_PREFIX,
     Credential,
     CredentialBinding,
-    CredentialUnavailable,
     apply_default,
     deliver,
     looks_secret,
     validate_secret_value,
 )
-from patchbay.core.errors import CanonicalStateUnavailable, ConfigError, NotFoundError
+from patchbay.core.errors import CanonicalStateUnavailable, ConfigError, CredentialUnavailable, NotFoundError
 from patchbay.core.redaction import register_secret
 
 __all__ = [

@@ -58,8 +58,8 @@ from patchbay.adapters.oauth.guarded import (
     trusted_origin,
 )
 from patchbay.adapters.oauth.storage import BundleStorage
-from patchbay.core.errors import ErrorCode, ProbeError
-from patchbay.core.oauth import AuthorizationExpired, AuthorizationRequired, OAuthConfig, url_origin
+from patchbay.core.errors import AuthorizationExpired, AuthorizationRequired, ErrorCode, ProbeError
+from patchbay.core.oauth import OAuthConfig, url_origin
 
 __all__ = ["AUDIT_NOTE", "MAX_AUTHORIZATIONS", "Authorizer", "PatchbayOAuthProvider"]
 

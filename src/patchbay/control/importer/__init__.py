@@ -21,7 +21,7 @@ Usage::
 
 from patchbay.control.importer.commit import commit_import
 from patchbay.control.importer.discovery import HOST_KEYWORDS
-from patchbay.control.importer.jsonc import MalformedConfigError, parse_jsonc
+from patchbay.control.importer.jsonc import parse_jsonc
 from patchbay.control.importer.models import ImportedConnector, ImportPreview, ImportResult, PreviewEntry
 from patchbay.control.importer.preview import preview_import
 
@@ -30,7 +30,6 @@ __all__ = [
     "ImportPreview",
     "ImportResult",
     "ImportedConnector",
-    "MalformedConfigError",
     "PreviewEntry",
     "commit_import",
     "parse_jsonc",

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from patchbay.control.importer.jsonc import MalformedConfigError, parse_jsonc
-from patchbay.core.errors import ConfigError, NotFoundError, PatchbayError
+from patchbay.control.importer.jsonc import parse_jsonc
+from patchbay.core.errors import ConfigError, MalformedConfigError, NotFoundError, PatchbayError
 
 __all__ = [
     "HOST_KEYWORDS",

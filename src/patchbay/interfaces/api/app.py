@@ -267,7 +267,7 @@ class LocalOnlyMiddleware:
             return
         refusal = self._refusal(scope)
         if refusal is not None:
-            response = error_response(403, "origin_refused", refusal[0], refusal[1])
+            response = error_response(403, ErrorCode.ORIGIN_REFUSED, refusal[0], refusal[1])
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
