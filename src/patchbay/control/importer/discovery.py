@@ -244,7 +244,7 @@ def load_source(source: SourceFile) -> LoadedFile:
     """Read and parse one source; never raises for the file's own problems (they become its status).
 
     A file that exists but cannot be parsed is ``malformed`` with a
-    :class:`~patchbay.control.importer.jsonc.MalformedConfigError` carrying its line and column:
+    :class:`~patchbay.core.errors.MalformedConfigError` carrying its line and column:
     malformed is never treated as missing (seed 003 §12).
     """
     shown = str(source.path)

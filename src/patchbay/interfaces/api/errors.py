@@ -1,7 +1,9 @@
 """Errors of the REST API: one shape, stable codes, fixed statuses (DESIGN.md "Stable error codes").
 
 Every non-2xx answer is ``{"error": {"code", "message", "details"}}``
-(:class:`~patchbay.interfaces.api.contracts.ErrorResponse`)::
+(:class:`~patchbay.interfaces.api.contracts.ErrorResponse`); every code is an
+:class:`~patchbay.core.errors.ErrorCode` or a :class:`~patchbay.core.errors.FailureReason`, and
+its status is in :data:`STATUS` or :data:`TOOL_STATUS`::
 
     code                          status  raised by
     validation_error              422     a request FastAPI cannot parse or validate (body, path,
