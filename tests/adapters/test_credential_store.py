@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from patchbay.adapters.credentials import CredentialStore
-from patchbay.core.credentials import CredentialBinding, CredentialUnavailable
-from patchbay.core.errors import CanonicalStateUnavailable, NotFoundError
+from patchbay.core.credentials import CredentialBinding
+from patchbay.core.errors import CanonicalStateUnavailable, CredentialUnavailable, NotFoundError
 from patchbay.core.redaction import redact_text
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from egress_support import AUDIT_KEYS
 from patchbay.adapters.egress_audit import NOTES, EgressAudit, audit_path, read_audit, target_origin
-from patchbay.adapters.transports import EgressBlocked
+from patchbay.core.errors import EgressBlocked
 from patchbay.core.models import HttpTarget, SocketTarget, StdioTarget
 from patchbay.core.validation import validate_http_target
 

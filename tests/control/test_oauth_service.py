@@ -14,8 +14,7 @@ from typer.testing import CliRunner
 from credential_support import files_under
 from egress_support import AUDIT_KEYS, audit_lines
 from oauth_support import HeadlessBrowser, add_oauth_connector, control_plane, oauth_server, whoami
-from patchbay.adapters.oauth import AuthorizationFailed
-from patchbay.core.errors import ToolCallError
+from patchbay.core.errors import AuthorizationFailed, ToolCallError
 from patchbay.interfaces.cli import app
 
 pytestmark = pytest.mark.anyio

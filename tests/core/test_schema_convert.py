@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from patchbay.core.errors import UnacceptableSchema
 from patchbay.core.schema_bounds import SchemaBounds
-from patchbay.core.schema_convert import UnacceptableSchema, convert_input_schema, object_input_schema
+from patchbay.core.schema_convert import convert_input_schema, object_input_schema
 
 
 @pytest.mark.parametrize("target", ["openai", "anthropic"])

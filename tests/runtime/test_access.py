@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from patchbay import RuntimeServer, Settings
-from patchbay.core.credentials import CredentialBinding, CredentialUnavailable
+from patchbay.core.credentials import CredentialBinding
+from patchbay.core.errors import CredentialUnavailable
 from patchbay.runtime.access import ConnectorAccess
 from support import fixture_server
 

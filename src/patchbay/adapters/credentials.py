@@ -20,7 +20,7 @@ File contract:
 
 Errors: an unreadable or corrupt store, or a lock held past :data:`LOCK_TIMEOUT`, raises
 :class:`~patchbay.core.errors.CanonicalStateUnavailable` (``canonical_state_unavailable``) from
-control-plane methods, and :class:`~patchbay.core.credentials.CredentialUnavailable`
+control-plane methods, and :class:`~patchbay.core.errors.CredentialUnavailable`
 (``auth_required``, problem ``unreadable``) from :meth:`CredentialStore.resolve`; an unknown id is
 ``NotFoundError`` (``not_found``). No message ever quotes a value.
 """
@@ -47,13 +47,12 @@ from patchbay.core.credentials import (
     CREDENTIAL_ID_PREFIX,
     Credential,
     CredentialBinding,
-    CredentialUnavailable,
     apply_default,
     deliver,
     looks_secret,
     validate_secret_value,
 )
-from patchbay.core.errors import CanonicalStateUnavailable, ConfigError, NotFoundError
+from patchbay.core.errors import CanonicalStateUnavailable, ConfigError, CredentialUnavailable, NotFoundError
 from patchbay.core.redaction import register_secret
 
 __all__ = [

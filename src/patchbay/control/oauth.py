@@ -22,14 +22,12 @@ import pydantic
 
 from patchbay.adapters.credentials import CredentialStore, StoredCredential
 from patchbay.adapters.egress_audit import EgressAudit, audit_path
-from patchbay.adapters.oauth.callback import AuthorizationFailed
 from patchbay.adapters.oauth.provider import AUDIT_NOTE, Authorizer
 from patchbay.adapters.oauth.storage import bundle_of, find_bundle
 from patchbay.adapters.transports.egress import EgressGuard, EgressPolicy, guarded_client
 from patchbay.control.bindings import parse_env
 from patchbay.control.connectors import ConnectorService
-from patchbay.core.credentials import CredentialUnavailable
-from patchbay.core.errors import ConfigError, ProbeError
+from patchbay.core.errors import AuthorizationFailed, ConfigError, CredentialUnavailable, ProbeError
 from patchbay.core.models import Connector, HttpTarget, ProbeResult
 from patchbay.core.oauth import OAuthConfig, oauth_from_config, url_origin
 from patchbay.core.redaction import register_secret

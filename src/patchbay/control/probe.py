@@ -45,10 +45,17 @@ from patchbay.adapters.credentials import CredentialResolver
 from patchbay.adapters.egress_audit import EgressAudit, audit_path, target_origin
 from patchbay.adapters.oauth.build import oauth_for
 from patchbay.adapters.oauth.provider import AUDIT_NOTE, Authorizer
-from patchbay.adapters.transports import EgressBlocked, EgressPolicy, HttpLink, StdioLink, classify, open_client
-from patchbay.adapters.transports.catalog import Catalog, CatalogError, ListingWarning, ToolDiagnostic, list_catalog
-from patchbay.core.credentials import CredentialUnavailable, deliver
-from patchbay.core.errors import ConfigError, ErrorCode, PatchbayError
+from patchbay.adapters.transports import EgressPolicy, HttpLink, StdioLink, classify, open_client
+from patchbay.adapters.transports.catalog import Catalog, ListingWarning, ToolDiagnostic, list_catalog
+from patchbay.core.credentials import deliver
+from patchbay.core.errors import (
+    CatalogError,
+    ConfigError,
+    CredentialUnavailable,
+    EgressBlocked,
+    ErrorCode,
+    PatchbayError,
+)
 from patchbay.core.models import (
     Connector,
     ConnectorTarget,

@@ -44,7 +44,7 @@ from typing import Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from patchbay.core.errors import ConfigError, ErrorCode, PatchbayError
+from patchbay.core.errors import ConfigError
 from patchbay.core.redaction import is_secret_key, redact_text
 
 __all__ = [
@@ -54,7 +54,6 @@ __all__ = [
     "CredentialBinding",
     "CredentialKind",
     "CredentialSource",
-    "CredentialUnavailable",
     "Delivery",
     "DefaultMode",
     "MAX_SECRET_CHARS",
@@ -328,33 +327,6 @@ class Credential(_Model):
     def usable_by(self, connector_id: str) -> bool:
         """Whether ``connector_id`` may use it: its owner, or one it was shared with."""
         return self.owner_kind == "mcp" and (connector_id == self.owner_id or connector_id in self.shared_with)
-
-
-class CredentialUnavailable(PatchbayError):
-    """A binding of a connector cannot be resolved; that connector fails with a clear
-    error and does not start; the others run on.
-
-    ``code`` is ``auth_required``; ``details``: ``reason`` (always ``credential_unavailable``),
-    ``problem`` (``missing``: no such credential; ``not_shared``: owned by another connector and not
-    shared; ``variable_unset``: the referenced environment variable is unset or empty; ``no_value``:
-    a managed credential without a value; ``unreadable``: the store cannot be read), ``ref``,
-    ``binding`` (e.g. ``env PB_KEY``) and ``connector``.
-    """
-
-    default_code = ErrorCode.AUTH_REQUIRED
-
-    def __init__(self, message: str, *, problem: str, ref: str, binding: str, connector: str):
-        super().__init__(
-            message,
-            details={
-                "reason": "credential_unavailable",
-                "problem": problem,
-                "ref": ref,
-                "binding": binding,
-                "connector": connector,
-            },
-        )
-        self.problem = problem
 
 
 _BINDINGS_ADAPTER: pydantic.TypeAdapter[tuple[CredentialBinding, ...]] = pydantic.TypeAdapter(

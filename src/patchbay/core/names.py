@@ -6,7 +6,7 @@ import hashlib
 import re
 import unicodedata
 
-from patchbay.core.errors import ConfigError, PatchbayError
+from patchbay.core.errors import ConfigError, ErrorCode, PatchbayError
 
 __all__ = [
     "MCP_PREFIX",
@@ -72,10 +72,14 @@ def parse_canonical_tool_name(name: str) -> tuple[str, str]:
         PatchbayError: ``validation_error`` when ``name`` is not a canonical MCP tool name.
     """
     if not name.startswith(MCP_PREFIX):
-        raise PatchbayError(f"{name!r} is not an MCP tool name (mcp.<connector>.<tool>)", code="validation_error")
+        raise PatchbayError(
+            f"{name!r} is not an MCP tool name (mcp.<connector>.<tool>)", code=ErrorCode.VALIDATION_ERROR
+        )
     connector, sep, tool = name[len(MCP_PREFIX) :].partition(".")
     if not sep or not connector or not tool:
-        raise PatchbayError(f"{name!r} is not an MCP tool name (mcp.<connector>.<tool>)", code="validation_error")
+        raise PatchbayError(
+            f"{name!r} is not an MCP tool name (mcp.<connector>.<tool>)", code=ErrorCode.VALIDATION_ERROR
+        )
     return connector, tool
 
 

@@ -30,11 +30,9 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from patchbay.core.credentials import is_credential_id
-from patchbay.core.errors import ConfigError, ErrorCode, ProbeError
+from patchbay.core.errors import ConfigError
 
 __all__ = [
-    "AuthorizationExpired",
-    "AuthorizationRequired",
     "OAuthConfig",
     "OAuthGrant",
     "TokenBundle",
@@ -205,20 +203,3 @@ class TokenBundle(BaseModel):
     """Why the grant needs authorization again (``invalid_grant``, ``origin_changed``, ...)."""
     obtained_at: float | None = None
     refreshed_at: float | None = None
-
-
-class AuthorizationRequired(ProbeError):
-    """The connector needs an authorization a person must give (code ``auth_required``).
-
-    ``details``: ``{"connector": name, "reason": short phrase}``; raised by a runtime without an
-    authorizer on a 401, a step-up 403 or a void grant; fix with ``patchbay auth login NAME``.
-    """
-
-    default_code = ErrorCode.AUTH_REQUIRED
-
-
-class AuthorizationExpired(ProbeError):
-    """The stored grant is no longer accepted (code ``auth_expired``): the refresh token was refused
-    (``invalid_grant``) or the access token was rejected with no way to refresh it."""
-
-    default_code = ErrorCode.AUTH_EXPIRED

@@ -63,6 +63,7 @@ from urllib.parse import unquote
 
 from jsonschema import Draft202012Validator, SchemaError
 
+from patchbay.core.errors import UnacceptableSchema
 from patchbay.core.schema_bounds import DEFAULT_SCHEMA_BOUNDS, SchemaBounds, exceeded_bounds
 
 __all__ = [
@@ -70,7 +71,6 @@ __all__ = [
     "CACHE_MAX_ENTRIES",
     "RECURSION_LIMIT",
     "Target",
-    "UnacceptableSchema",
     "convert_input_schema",
     "object_input_schema",
 ]
@@ -114,10 +114,6 @@ _INTERACTING = (
 )
 _BOOLEAN_OK_FOR_OPENAI = frozenset({"additionalProperties", "unevaluatedProperties"})
 _COMBINATORS = ("allOf", "anyOf", "oneOf")
-
-
-class UnacceptableSchema(ValueError):
-    """The schema cannot be made acceptable to the target; ``str(exc)`` is the reason (one sentence)."""
 
 
 def _cut(text: str) -> str:

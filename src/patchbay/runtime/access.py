@@ -20,8 +20,9 @@ from patchbay.adapters.credentials import CredentialResolver
 from patchbay.adapters.egress_audit import EgressAudit, EgressNote, audit_path, target_origin
 from patchbay.adapters.oauth.build import oauth_for
 from patchbay.adapters.oauth.provider import AUDIT_NOTE, Authorizer
-from patchbay.adapters.transports import EgressBlocked, EgressPolicy
-from patchbay.core.credentials import CredentialUnavailable, deliver
+from patchbay.adapters.transports import EgressPolicy
+from patchbay.core.credentials import deliver
+from patchbay.core.errors import CredentialUnavailable, EgressBlocked
 from patchbay.core.models import RuntimeServer
 from patchbay.core.settings import Settings
 

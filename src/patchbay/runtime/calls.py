@@ -150,12 +150,11 @@ def preview_text(text: str, limit: int = 200) -> str:
 
 
 def tool_error(name: str, outcome: ToolCallResult) -> ToolCallError:
-    """``ToolCallError(tool_error)`` with the failed result attached as ``.result``; its message
+    """``ToolCallError(tool_error)`` with the failed result as ``.result``; its message
     quotes at most 200 characters of the result's text (cut at a word boundary)."""
     preview = preview_text(outcome.text) or "no details"
-    error = ToolCallError(FailureReason.TOOL_ERROR, f"{name} returned an error: {preview}", details={"tool": name})
-    error.result = outcome  # type: ignore[attr-defined]
-    return error
+    message = f"{name} returned an error: {preview}"
+    return ToolCallError(FailureReason.TOOL_ERROR, message, details={"tool": name}, result=outcome)
 
 
 class CallEvents:

@@ -69,7 +69,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from patchbay.adapters.transports.catalog import Catalog, CatalogError, list_catalog
+from patchbay.adapters.transports.catalog import Catalog, list_catalog
+from patchbay.core.errors import CatalogError
 from patchbay.core.models import ToolSummary
 from patchbay.core.settings import Settings
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from patchbay.adapters.atomic import replace_file
-from patchbay.core.errors import PatchbayError, ValidationError
+from patchbay.core.errors import ErrorCode, PatchbayError, ValidationError
 from patchbay.core.redaction import REDACTED, is_secret_key, redact_text, registry_version
 
 try:  # pragma: no cover - POSIX everywhere the SDK's stdio transport runs
@@ -163,7 +163,9 @@ def read_events(path: Path) -> list[dict[str, Any]]:
         except ValueError:
             if index == last:
                 break
-            raise PatchbayError(f"{path}: line {index + 1} is not valid JSON", code="validation_error") from None
+            raise PatchbayError(
+                f"{path}: line {index + 1} is not valid JSON", code=ErrorCode.VALIDATION_ERROR
+            ) from None
     return events
 
 
@@ -307,7 +309,7 @@ class EventLog:
         except BlockingIOError:
             raise PatchbayError(
                 f"session {self.session_id} is already being written by another runtime",
-                code="validation_error",
+                code=ErrorCode.VALIDATION_ERROR,
                 details={"sessionId": self.session_id},
             ) from None
         except OSError:  # pragma: no cover - filesystems without flock: best effort

@@ -123,8 +123,9 @@ class ToolExecutor:
             if exc.reason is FailureReason.AMBIGUOUS_CALL:
                 events.ambiguous(exc.details.get("candidates", []))
             events.tool_failed(str(exc.reason))
-            exc.details.setdefault("toolCallId", events.id)
-            raise
+            if "toolCallId" in exc.details:  # a nested call's failure keeps its own id
+                raise
+            raise exc.with_details(toolCallId=events.id) from exc
         except anyio.get_cancelled_exc_class():
             events.tool_failed(str(FailureReason.CANCELLED))
             raise

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 import mcp_types as types
 from mcp import Client
 
-from patchbay.adapters.transports.catalog import CatalogError, walk_pages
-from patchbay.core.errors import NotFoundError, ToolCallError
+from patchbay.adapters.transports.catalog import walk_pages
+from patchbay.core.errors import CatalogError, NotFoundError, ToolCallError
 from patchbay.core.models import RuntimeServer
 from patchbay.core.settings import Settings
 from patchbay.runtime.connection import ServerConnection

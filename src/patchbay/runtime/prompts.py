@@ -419,8 +419,9 @@ async def expand_prompt(peer: ConnectorPeer, prompt: str, arguments: Mapping[str
         result = await peer.request("prompts/get", get)
     except ToolCallError as exc:
         failed(str(exc.reason), exc.message)
-        exc.details.setdefault("promptCallId", call_id)
-        raise
+        if "promptCallId" in exc.details:
+            raise
+        raise exc.with_details(promptCallId=call_id) from exc
     except anyio.get_cancelled_exc_class():
         failed(str(FailureReason.CANCELLED), "the expansion was cancelled")
         raise

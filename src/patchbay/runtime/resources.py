@@ -378,8 +378,9 @@ async def include_resource(peer: ConnectorPeer, permissions: PermissionEngine, u
             contents, size, digest = _contents(result)
     except ToolCallError as exc:
         failed(str(exc.reason), exc.message)
-        exc.details.setdefault("includeId", include_id)
-        raise
+        if "includeId" in exc.details:
+            raise
+        raise exc.with_details(includeId=include_id) from exc
     except _BadContent as exc:
         failed(str(FailureReason.TOOL_ERROR), str(exc))
         raise ToolCallError(

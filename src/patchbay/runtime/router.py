@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from patchbay.core.errors import FailureReason, PatchbayError, ToolCallError
+from patchbay.core.errors import ErrorCode, FailureReason, PatchbayError, ToolCallError
 from patchbay.core.names import MCP_PREFIX, canonical_tool_name, is_exact_wire_name, wire_tool_name
 
 __all__ = ["Route", "ToolRouter"]
@@ -88,18 +88,18 @@ class ToolRouter:
         if lowered.startswith(MCP_PREFIX) or lowered.startswith("mcp__"):
             raise PatchbayError(
                 f"local tool {name!r} may not take an MCP name (mcp.<connector>.<tool> is reserved)",
-                code="validation_error",
+                code=ErrorCode.VALIDATION_ERROR,
                 details={"tool": name},
             )
         if not isinstance(name, str) or not _LOCAL_NAME.fullmatch(name):
             raise PatchbayError(
                 f"local tool name {name!r} must be 1-64 characters of [A-Za-z0-9_-]",
-                code="validation_error",
+                code=ErrorCode.VALIDATION_ERROR,
                 details={"tool": name},
             )
         if name in self._local:
             raise PatchbayError(
-                f"local tool {name!r} is already registered", code="validation_error", details={"tool": name}
+                f"local tool {name!r} is already registered", code=ErrorCode.VALIDATION_ERROR, details={"tool": name}
             )
         route = Route(kind="local", name=name, tool=name)
         self._local[name] = route
@@ -163,7 +163,7 @@ class ToolRouter:
             while wire in self._unwire:
                 attempt += 1
                 if attempt > 16:  # pragma: no cover - needs repeated SHA-256 prefix collisions
-                    raise PatchbayError(f"wire name collision for {tool!r}", code="validation_error")
+                    raise PatchbayError(f"wire name collision for {tool!r}", code=ErrorCode.VALIDATION_ERROR)
                 wire = wire_tool_name(connector, tool, attempt=attempt)
             self._bind_wire(canonical_tool_name(connector, tool), wire)
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from patchbay.core.errors import NotFoundError, PatchbayError, ValidationError
+from patchbay.core.errors import ErrorCode, NotFoundError, PatchbayError, ValidationError
 from patchbay.core.redaction import redact_value
 from patchbay.runtime.events import CALL_EVENT, session_log_path, session_meta_path
 
@@ -129,7 +129,7 @@ class SessionLogs:
                 except ValueError:
                     raise PatchbayError(
                         f"{path.name}: a line after seq {after_seq} is not valid JSON ({index + 1} lines on)",
-                        code="validation_error",
+                        code=ErrorCode.VALIDATION_ERROR,
                     ) from None
                 if not isinstance(event, dict) or not isinstance(event.get("seq"), int) or event["seq"] <= after_seq:
                     continue

@@ -355,13 +355,12 @@ def parse_snapshot(data: bytes | str, *, project_id: str) -> RuntimeSnapshot:
         raise ConfigError("version", f"unsupported snapshot version {str(version)[:40]!r}; this runtime reads 1")
     found = document.get("project_id")
     if found != project_id:
-        error = ConfigError(
+        raise ConfigError(
             "project_id",
             f"the snapshot was written for project {str(found)[:40]!r}, not {project_id!r}; "
             "refusing it (re-project this workspace)",
+            details={"expected": project_id, "found": found if isinstance(found, str) else None},
         )
-        error.details.update(expected=project_id, found=found if isinstance(found, str) else None)
-        raise error
     try:
         return RuntimeSnapshot.model_validate_json(data, strict=True)
     except pydantic.ValidationError as exc:

@@ -38,9 +38,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, overload
 
-from patchbay.core.errors import FailureReason, ToolCallError, ValidationError
+from patchbay.core.errors import FailureReason, ToolCallError, UnacceptableSchema, ValidationError
 from patchbay.core.schema_bounds import DEFAULT_SCHEMA_BOUNDS, SchemaBounds
-from patchbay.core.schema_convert import Target, UnacceptableSchema, convert_input_schema, object_input_schema
+from patchbay.core.schema_convert import Target, convert_input_schema, object_input_schema
 from patchbay.runtime.calls import ToolCallResult, local_result
 
 if TYPE_CHECKING:

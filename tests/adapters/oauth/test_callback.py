@@ -11,8 +11,8 @@ import httpx2
 import psutil
 import pytest
 
-from patchbay.adapters.oauth import STATE_TTL, AuthorizationFailed, LoopbackCallback
-from patchbay.core.errors import ErrorCode
+from patchbay.adapters.oauth import STATE_TTL, LoopbackCallback
+from patchbay.core.errors import AuthorizationFailed, ErrorCode
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,6 @@ import pytest
 
 from egress_support import http_response, listening
 from patchbay.adapters.transports.egress import (
-    EgressBlocked,
     EgressDecision,
     EgressGuard,
     EgressPolicy,
@@ -21,7 +20,7 @@ from patchbay.adapters.transports.egress import (
     origin_of,
 )
 from patchbay.adapters.transports.errors import classify
-from patchbay.core.errors import ErrorCode
+from patchbay.core.errors import EgressBlocked, ErrorCode
 
 pytestmark = pytest.mark.anyio
 

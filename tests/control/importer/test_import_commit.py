@@ -15,8 +15,8 @@ from sqlalchemy import event, text
 from credential_support import CREDENTIAL_SERVER, sha256
 from patchbay import Runtime
 from patchbay.control.connectors import ConnectorService
-from patchbay.control.importer import MalformedConfigError, commit_import
-from patchbay.core.errors import CanonicalStateUnavailable, ConfigError, NotFoundError
+from patchbay.control.importer import commit_import
+from patchbay.core.errors import CanonicalStateUnavailable, ConfigError, MalformedConfigError, NotFoundError
 
 MANAGED = "cnryCOMMITmanaged-0f1e2d3c"
 FROM_ENV = "cnryCOMMITenv-4b5a6978"

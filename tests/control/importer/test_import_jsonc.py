@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from patchbay.control.importer.jsonc import MalformedConfigError, parse_jsonc, strip_jsonc
+from patchbay.control.importer.jsonc import parse_jsonc, strip_jsonc
+from patchbay.core.errors import MalformedConfigError
 
 
 def test_line_and_block_comments_and_trailing_commas_are_accepted() -> None:

@@ -4,9 +4,17 @@ OpenAPI document (contracts, error responses, deprecated projections), who may c
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
 import pytest
 
 from conftest import Api, error_of
+from patchbay.core import errors as core_errors
+from patchbay.core.errors import ErrorCode, FailureReason
+from patchbay.interfaces.api import errors as api_errors
+from patchbay.interfaces.api.errors import STATUS, TOOL_STATUS
 
 pytestmark = pytest.mark.anyio
 
@@ -163,3 +171,61 @@ async def test_request_errors_say_what_is_wrong_in_words(api: Api) -> None:
     bad_name = await api.client.post("/api/mcp/connectors", json={"name": "Bad Name", "target": TIME})
     assert error_of(bad_name)["message"].startswith("name: must be 1-64 characters of a-z, 0-9 and -")
     assert "pattern" not in error_of(bad_name)["message"]
+
+
+def _codes_in_api_source() -> tuple[set[str], list[str]]:
+    """``(codes, literals)``: every ErrorCode/FailureReason the API's modules name, and every code
+    they spell as a bare string (an ``error_response`` code, a ``"code"`` key or ``code=``
+    argument, a ``Literal`` of a field named ``code``)."""
+    enums = {"ErrorCode": ErrorCode, "FailureReason": FailureReason}
+    codes: set[str] = set()
+    literals: list[str] = []
+
+    def literal(node: ast.AST) -> None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            literals.append(node.value)
+
+    for path in Path(api_errors.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in enums:
+                codes.add(str(getattr(enums[node.value.id], node.attr)))
+            elif (
+                isinstance(node, ast.Call) and ast.unparse(node.func).endswith("error_response") and len(node.args) > 1
+            ):
+                literal(node.args[1])
+            elif isinstance(node, ast.Dict):
+                for key, value in zip(node.keys, node.values, strict=True):
+                    if isinstance(key, ast.Constant) and key.value == "code":
+                        literal(value)
+            elif isinstance(node, ast.keyword) and node.arg == "code":
+                literal(node.value)
+            elif isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "code":
+                for part in ast.walk(node.annotation):
+                    literal(part)
+    return codes, literals
+
+
+def test_every_code_the_api_can_answer_with_is_a_stable_code_and_documented() -> None:
+    named, literals = _codes_in_api_source()
+    stable = {*ErrorCode, *FailureReason}
+    assert set(literals) <= stable  # e.g. the RuntimeReload contract's Literal["runtime_reload_failed"]
+    # invalid_config is answered as validation_error (details.cause names it)
+    answered = {*STATUS, *TOOL_STATUS, *named, *literals} - {ErrorCode.INVALID_CONFIG}
+    assert {"origin_refused", "method_not_allowed", "unauthorized", "payload_too_large"} <= set(STATUS)
+
+    table = api_errors.__doc__ or ""  # the status table: "    code    status    raised by"
+    listed = set(re.findall(r"^    \(?([a-z_]+)\)?\s+\d{3}\s", table, re.MULTILINE))
+    assert answered - listed == set()
+    assert all(f"``{code}``" in (core_errors.__doc__ or "") for code in answered)
+
+    readme = next(p / "README.md" for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+    text = readme.read_text(encoding="utf-8")
+    tool_part = text.split("answers with its failure reason as the code", 1)[1].split("Every error is", 1)[0]
+    error_part = text.split("Every error is", 1)[1].split("No response carries", 1)[0]
+    assert {code for code in TOOL_STATUS if f"`{code}`" not in tool_part} == set()
+    assert {code for code in STATUS if f"`{code}`" not in error_part} == {"invalid_config"}
+
+
+def test_no_api_module_spells_an_error_code_as_a_bare_string_in_a_response() -> None:
+    _, literals = _codes_in_api_source()
+    assert literals == ["runtime_reload_failed"]  # a contract's Literal type; every response uses the enums

@@ -5,14 +5,13 @@ endpoint; :mod:`.provider` runs the SDK's providers behind the egress guard; :mo
 and builds the provider for a connector's :class:`~patchbay.core.oauth.OAuthConfig`.
 """
 
-from patchbay.adapters.oauth.callback import STATE_TTL, AuthorizationFailed, LoopbackCallback
+from patchbay.adapters.oauth.callback import STATE_TTL, LoopbackCallback
 from patchbay.adapters.oauth.provider import AUDIT_NOTE, Authorizer, PatchbayOAuthProvider
 from patchbay.adapters.oauth.storage import BundleStorage, bundle_of, find_bundle
 
 __all__ = [
     "AUDIT_NOTE",
     "STATE_TTL",
-    "AuthorizationFailed",
     "Authorizer",
     "BundleStorage",
     "LoopbackCallback",

@@ -40,9 +40,9 @@ from patchbay.adapters.oauth.guarded import (
 from patchbay.adapters.oauth.provider import PatchbayOAuthProvider
 from patchbay.adapters.oauth.storage import BundleStorage
 from patchbay.adapters.transports.egress import EgressGuard, EgressPolicy, guarded_client
-from patchbay.core.errors import ErrorCode, ProbeError
+from patchbay.core.errors import AuthorizationRequired, ErrorCode, ProbeError
 from patchbay.core.models import ConnectorTarget, HttpTarget
-from patchbay.core.oauth import AuthorizationRequired, OAuthConfig, oauth_from_config, url_origin
+from patchbay.core.oauth import OAuthConfig, oauth_from_config, url_origin
 
 __all__ = ["connector_auth", "discover_issuer", "exchange_id_token", "oauth_for"]
 

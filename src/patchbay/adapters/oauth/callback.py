@@ -23,9 +23,9 @@ import h11
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 from mcp.shared.auth import AuthorizationCodeResult
 
-from patchbay.core.errors import ErrorCode, ProbeError
+from patchbay.core.errors import AuthorizationFailed
 
-__all__ = ["STATE_TTL", "AuthorizationFailed", "LoopbackCallback"]
+__all__ = ["STATE_TTL", "LoopbackCallback"]
 
 STATE_TTL = 600.0
 """Seconds an authorization's ``state`` stays valid (10 minutes)."""
@@ -38,13 +38,6 @@ _PAGE = (
 )
 _SUCCESS = _PAGE.format(title="Authorization complete", text="You can close this window and return to Patchbay.")
 _FAILURE = _PAGE.format(title="Authorization failed", text="Return to Patchbay for details.")
-
-
-class AuthorizationFailed(ProbeError):
-    """The authorization server sent the user back with an error, or the login timed out
-    (code ``auth_required``; ``details["error"]`` is the OAuth error code, e.g. ``access_denied``)."""
-
-    default_code = ErrorCode.AUTH_REQUIRED
 
 
 @dataclass

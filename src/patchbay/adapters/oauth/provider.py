@@ -13,8 +13,8 @@ are the SDK's. What :class:`PatchbayOAuthProvider` adds around its flow:
   another origin) and to the authorization server that issued it: a different server in the
   metadata voids the grant (a runtime then reports ``auth_required``).
 * **No surprise logins**: without an :data:`Authorizer` (a runtime with nobody to ask) a 401 or a
-  step-up 403 raises :class:`~patchbay.core.oauth.AuthorizationRequired` /
-  :class:`~patchbay.core.oauth.AuthorizationExpired` instead of starting a login; with one, at
+  step-up 403 raises :class:`~patchbay.core.errors.AuthorizationRequired` /
+  :class:`~patchbay.core.errors.AuthorizationExpired` instead of starting a login; with one, at
   most ``max_authorizations`` logins happen per connection (the SDK itself has no cap).
 * **Refresh**: single-flight per credential (one lock per connector per event loop; the store is
   read again under it, so a refresh done meanwhile is reused); a refused refresh token
@@ -58,8 +58,8 @@ from patchbay.adapters.oauth.guarded import (
     trusted_origin,
 )
 from patchbay.adapters.oauth.storage import BundleStorage
-from patchbay.core.errors import ErrorCode, ProbeError
-from patchbay.core.oauth import AuthorizationExpired, AuthorizationRequired, OAuthConfig, url_origin
+from patchbay.core.errors import AuthorizationExpired, AuthorizationRequired, ErrorCode, ProbeError
+from patchbay.core.oauth import OAuthConfig, url_origin
 
 __all__ = ["AUDIT_NOTE", "MAX_AUTHORIZATIONS", "Authorizer", "PatchbayOAuthProvider"]
 

@@ -22,7 +22,7 @@ from mcp.client._transport import TransportStreams
 from mcp.client.session import ElicitationFnT, ListRootsFnT, LoggingFnT, MessageHandlerFnT, SamplingFnT
 from mcp_types import Implementation
 
-from patchbay.adapters.transports.egress import EgressBlocked, EgressPolicy
+from patchbay.adapters.transports.egress import EgressPolicy
 from patchbay.adapters.transports.errors import classify, leaf_exceptions
 from patchbay.adapters.transports.exit_status import exit_failure
 from patchbay.adapters.transports.http import HttpLink, open_http
@@ -35,7 +35,6 @@ from patchbay.core.models import ConnectorTarget, HttpTarget, ResourceLimits, So
 __all__ = [
     "ClientConnection",
     "ClientOptions",
-    "EgressBlocked",
     "EgressPolicy",
     "HttpLink",
     "SocketLink",

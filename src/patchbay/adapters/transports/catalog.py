@@ -34,14 +34,13 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from patchbay.adapters.transports.errors import classify
-from patchbay.core.errors import ErrorCode, ProbeError
+from patchbay.core.errors import CatalogError
 from patchbay.core.models import ResourceSummary, ToolSummary
 from patchbay.core.names import tool_name_problem
 from patchbay.core.schema_bounds import DEFAULT_SCHEMA_BOUNDS, SchemaBounds, exceeded_bounds
 
 __all__ = [
     "Catalog",
-    "CatalogError",
     "Listing",
     "ListingWarning",
     "ToolDiagnostic",
@@ -54,13 +53,6 @@ __all__ = [
 ]
 
 _NAME_IN_MESSAGE = 80  # characters of a (server-chosen) tool name quoted in a diagnostic message
-
-
-class CatalogError(ProbeError):
-    """A list request failed or a bound was exceeded (code ``tool_list_failed``)."""
-
-    def __init__(self, message: str):
-        super().__init__(message, code=ErrorCode.TOOL_LIST_FAILED)
 
 
 @dataclass(frozen=True)

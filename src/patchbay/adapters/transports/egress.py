@@ -56,12 +56,11 @@ import httpcore2
 import httpx2
 from httpx2._sse import _SSEParser  # the SDK's own SSE framing, so both read the same events
 
-from patchbay.core.errors import ErrorCode, ProbeError
+from patchbay.core.errors import EgressBlocked, ErrorCode
 from patchbay.core.validation import url_host_problem
 
 __all__ = [
     "METADATA_ADDRESSES",
-    "EgressBlocked",
     "EgressDecision",
     "EgressGuard",
     "EgressPolicy",
@@ -102,22 +101,6 @@ _BROADCAST = ipaddress.ip_address("255.255.255.255")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-class EgressBlocked(ProbeError):
-    """The egress guard refused a request; nothing was sent (code ``network_blocked``).
-
-    ``details``: ``{"origin": "https://host:443" or None, "reason": <short phrase>}`` -- never a
-    path, query or header value.
-    """
-
-    default_code = ErrorCode.NETWORK_BLOCKED
-
-    def __init__(self, reason: str, *, origin: str | None = None):
-        where = f" to {origin}" if origin else ""
-        super().__init__(f"outbound request{where} refused: {reason}", details={"origin": origin, "reason": reason})
-        self.origin = origin
-        self.reason = reason
-
-
 class SseEndpointRefused(httpx2.SSEError):
     """An SSE stream announced an ``endpoint`` on another origin; its cause is the
     :class:`EgressBlocked` verdict (``network_blocked``, ``details["origin"]`` the refused origin).
@@ -125,6 +108,8 @@ class SseEndpointRefused(httpx2.SSEError):
     It is an ``httpx2.SSEError`` because that is what the SDK's SSE reader lets escape: it ends the
     connection attempt at once instead of waiting for an endpoint that never comes.
     """
+
+    code = ErrorCode.NETWORK_BLOCKED
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,10 +460,12 @@ class GuardedTransport(httpx2.AsyncHTTPTransport):
                 await response.aclose()
                 raise
         except EgressBlocked as exc:
-            if exc.origin is None and origin is not None:  # refused at connect time
-                exc.origin = exc.details["origin"] = origin
-            self.guard.report(EgressDecision(exc.origin, False, exc.reason, request))
-            raise
+            if exc.origin is not None or origin is None:
+                self.guard.report(EgressDecision(exc.origin, False, exc.reason, request))
+                raise
+            refused = exc.with_details(origin=origin)  # refused at connect time, where the origin is unknown
+            self.guard.report(EgressDecision(origin, False, refused.reason, request))
+            raise refused from exc
         except BaseException:
             self.guard.report(EgressDecision(origin, True, None, request))  # approved; the network failed
             raise

@@ -64,7 +64,7 @@ async def open_http(
 
     Connect failures surface from the SDK (``httpx2.ConnectError`` and friends, possibly inside
     an ``ExceptionGroup``); a refused request is
-    :class:`~patchbay.adapters.transports.egress.EgressBlocked` (``network_blocked``), and nothing
+    :class:`~patchbay.core.errors.EgressBlocked` (``network_blocked``), and nothing
     was sent. :func:`patchbay.adapters.transports.errors.classify` maps them all.
 
     Raises:

@@ -25,7 +25,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from patchbay.control.importer.discovery import HOST_KEYWORDS
-from patchbay.control.importer.jsonc import MalformedConfigError, parse_jsonc
+from patchbay.control.importer.jsonc import parse_jsonc
 from patchbay.control.importer.models import ImportedConnector, ImportPreview, ImportResult, PreviewEntry
 
 if TYPE_CHECKING:
@@ -51,7 +51,6 @@ __all__ = [
     "ImportPreview",
     "ImportResult",
     "ImportedConnector",
-    "MalformedConfigError",
     "PreviewEntry",
     "commit_import",
     "parse_jsonc",

@@ -41,9 +41,7 @@ __all__ = ["commit_import"]
 
 
 def _refuse(field: str, message: str, **details: Any) -> ConfigError:
-    error = ConfigError(field, message)
-    error.details.update(details)
-    return error
+    return ConfigError(field, message, details=details)
 
 
 def _check_files(result: Scan) -> None:

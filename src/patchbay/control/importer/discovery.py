@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from patchbay.control.importer.jsonc import MalformedConfigError, parse_jsonc
-from patchbay.core.errors import ConfigError, NotFoundError, PatchbayError
+from patchbay.control.importer.jsonc import parse_jsonc
+from patchbay.core.errors import ConfigError, MalformedConfigError, NotFoundError, PatchbayError
 
 __all__ = [
     "HOST_KEYWORDS",
@@ -244,7 +244,7 @@ def load_source(source: SourceFile) -> LoadedFile:
     """Read and parse one source; never raises for the file's own problems (they become its status).
 
     A file that exists but cannot be parsed is ``malformed`` with a
-    :class:`~patchbay.control.importer.jsonc.MalformedConfigError` carrying its line and column:
+    :class:`~patchbay.core.errors.MalformedConfigError` carrying its line and column:
     malformed is never treated as missing.
     """
     shown = str(source.path)

@@ -23,33 +23,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from patchbay.core.errors import ErrorCode, PatchbayError
+from patchbay.core.errors import MalformedConfigError
 
-__all__ = ["JsoncDocument", "MalformedConfigError", "parse_jsonc", "strip_jsonc"]
+__all__ = ["JsoncDocument", "parse_jsonc", "strip_jsonc"]
 
 _WORDS = ("true", "false", "null")
 _MAX_DEPTH = 200
-
-
-class MalformedConfigError(PatchbayError):
-    """A config file that is not valid JSONC (or not UTF-8); code ``invalid_config``.
-
-    Attributes:
-        path: the file (as given), or ``"<text>"``.
-        line, column: 1-based position of the problem in the original text.
-    """
-
-    default_code = ErrorCode.INVALID_CONFIG
-
-    def __init__(self, path: str, line: int, column: int, problem: str) -> None:
-        super().__init__(
-            f"{path}:{line}:{column}: malformed JSONC: {problem}",
-            details={"field": "file", "path": path, "line": line, "column": column},
-        )
-        self.path = path
-        self.line = line
-        self.column = column
-        self.problem = problem
 
 
 @dataclass(frozen=True)

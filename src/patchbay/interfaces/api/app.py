@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from patchbay import __version__
 from patchbay.adapters.api_token import api_token
 from patchbay.control.connectors import ConnectorService
+from patchbay.core.errors import ErrorCode
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api.auth import TokenAuthMiddleware
 from patchbay.interfaces.api.context import ApiContext
@@ -146,7 +147,7 @@ class LocalOnlyMiddleware:
             return
         refusal = self._refusal(scope)
         if refusal is not None:
-            response = error_response(403, "origin_refused", refusal[0], refusal[1])
+            response = error_response(403, ErrorCode.ORIGIN_REFUSED, refusal[0], refusal[1])
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -25,6 +25,7 @@ from urllib.parse import parse_qs
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from patchbay.core.errors import ErrorCode
 from patchbay.core.redaction import register_secret
 from patchbay.interfaces.api.errors import error_response
 
@@ -46,7 +47,7 @@ def login_url(base_url: str, token: str) -> str:
 
 
 def _unauthorized(message: str) -> Response:
-    response = error_response(401, "unauthorized", message)
+    response = error_response(401, ErrorCode.UNAUTHORIZED, message)
     response.headers["WWW-Authenticate"] = "Bearer"
     return response
 

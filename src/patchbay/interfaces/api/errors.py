@@ -1,7 +1,9 @@
 """Errors of the REST API: one shape, stable codes, fixed statuses (DESIGN.md "Stable error codes").
 
 Every non-2xx answer is ``{"error": {"code", "message", "details"}}``
-(:class:`~patchbay.interfaces.api.contracts.ErrorResponse`)::
+(:class:`~patchbay.interfaces.api.contracts.ErrorResponse`); every code is an
+:class:`~patchbay.core.errors.ErrorCode` or a :class:`~patchbay.core.errors.FailureReason`, and
+its status is in :data:`STATUS` or :data:`TOOL_STATUS`::
 
     code                          status  raised by
     validation_error              422     a request FastAPI cannot parse or validate (body, path,
@@ -76,17 +78,22 @@ __all__ = ["STATUS", "TOOL_STATUS", "error_response", "error_responses", "instal
 
 log = logging.getLogger("patchbay.api")
 
-STATUS: dict[str, int] = {
+STATUS: dict[ErrorCode, int] = {
     ErrorCode.VALIDATION_ERROR: 422,
-    ErrorCode.INVALID_CONFIG: 422,
+    ErrorCode.INVALID_CONFIG: 422,  # answered as validation_error, details.cause "invalid_config"
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.REVISION_CONFLICT: 409,
     ErrorCode.BUILTIN_CONNECTOR: 403,
     ErrorCode.CANONICAL_STATE_UNAVAILABLE: 503,
+    ErrorCode.ORIGIN_REFUSED: 403,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.PAYLOAD_TOO_LARGE: 413,
+    ErrorCode.UNKNOWN: 500,
 }
-"""HTTP status of each stable code a route may answer with."""
+"""HTTP status of each stable code the API answers with (see the module docstring)."""
 
-TOOL_STATUS: dict[str, int] = {
+TOOL_STATUS: dict[FailureReason, int] = {
     FailureReason.PERMISSION_DENIED: 403,
     FailureReason.APPROVAL_UNAVAILABLE: 403,
     FailureReason.UNKNOWN_TOOL: 422,
@@ -135,25 +142,34 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": ErrorResponse, "description": _DESCRIPTIONS[status]} for status in wanted}
 
 
-def error_response(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> Response:
-    """The one error shape, as a response."""
+def error_response(
+    status: int, code: ErrorCode | FailureReason, message: str, details: dict[str, Any] | None = None
+) -> Response:
+    """The one error shape, as a response.
+
+    Args:
+        status: the HTTP status (:data:`STATUS`, :data:`TOOL_STATUS`).
+        code: the stable code front ends switch on.
+        message: one human sentence (redacted as the response is rendered).
+        details: small JSON-able context.
+    """
     return RedactedJSONResponse(
-        {"error": {"code": code, "message": message, "details": details or {}}}, status_code=status
+        {"error": {"code": str(code), "message": message, "details": details or {}}}, status_code=status
     )
 
 
 def _patchbay_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, PatchbayError)
-    status = STATUS.get(str(exc.code))
-    if status is None:  # a code no route should raise: a bug, shown as one
+    status = STATUS.get(exc.code)
+    if status is None or status == 500:  # a code no route should raise: a bug, shown as one
         log.error("unexpected %s: %s", exc.code, exc.message)
-        return error_response(500, str(exc.code), exc.message, exc.details)
+        return error_response(500, exc.code, exc.message, exc.details)
     if isinstance(exc, NameTakenError):  # a valid request the registry's state refuses
         return error_response(409, ErrorCode.REVISION_CONFLICT, exc.message, {**exc.details, "cause": "name_taken"})
     if exc.code == ErrorCode.INVALID_CONFIG:  # ConfigError, MalformedConfigError, ...
         details = {**exc.details, "cause": str(exc.code)}
         return error_response(422, ErrorCode.VALIDATION_ERROR, exc.message, details)
-    return error_response(status, str(exc.code), exc.message, exc.details)
+    return error_response(status, exc.code, exc.message, exc.details)
 
 
 def tool_call_status(exc: ToolCallError) -> int:
@@ -161,16 +177,16 @@ def tool_call_status(exc: ToolCallError) -> int:
     reload failed)."""
     if exc.details.get("code") == ErrorCode.RUNTIME_RELOAD_FAILED:
         return 503
-    return TOOL_STATUS.get(str(exc.reason), 502)
+    return TOOL_STATUS.get(exc.reason, 502)
 
 
 def _tool_call_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ToolCallError)
-    body = exc.to_dict()  # the failure reason is the code
-    result = getattr(exc, "result", None)  # a tool_error carries the server's error result
+    details = exc.details
+    result = exc.result  # a tool_error carries the server's error result
     if result is not None:
-        body["details"] = {
-            **body["details"],
+        details = {
+            **details,
             "result": {
                 "model_text": result.model_text,
                 "content": result.content,
@@ -179,7 +195,7 @@ def _tool_call_error(_request: Request, exc: Exception) -> Response:
                 "artifact_id": result.artifact_id,
             },
         }
-    return error_response(tool_call_status(exc), body["code"], body["message"], body["details"])
+    return error_response(tool_call_status(exc), exc.reason, exc.message, details)  # the reason is the code
 
 
 def _field(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -249,18 +265,19 @@ def _allowed_methods(request: Request) -> str:
 def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     status = exc.status_code
-    code: ErrorCode | str
+    code: ErrorCode
     if status == 400:  # FastAPI: a body it could not even decode (not UTF-8 ...): a validation error
         status, code, message = 422, ErrorCode.VALIDATION_ERROR, f"body: {exc.detail}"
     elif status == 404:
         code, message = ErrorCode.NOT_FOUND, "no such path"
     elif status == 405:
-        code, message = "method_not_allowed", "this path does not take that method"
+        code, message = ErrorCode.METHOD_NOT_ALLOWED, "this path does not take that method"
     elif status == 413:  # the body cap cut a streamed body off while the route read it
-        return error_response(413, "payload_too_large", str(exc.detail), {"limit": getattr(exc, "limit", None)})
+        limit = getattr(exc, "limit", None)  # a PayloadTooLarge, unless a route raised a bare 413
+        return error_response(413, ErrorCode.PAYLOAD_TOO_LARGE, str(exc.detail), {"limit": limit})
     else:
         code, message = ErrorCode.VALIDATION_ERROR, str(exc.detail)
-    response = error_response(status, str(code), message, {"field": "body"} if status == 422 else None)
+    response = error_response(status, code, message, {"field": "body"} if status == 422 else None)
     for name, value in (exc.headers or {}).items():
         response.headers[name] = value
     if status == 405:

@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from patchbay.core.errors import ErrorCode
 from patchbay.interfaces.api.errors import error_response
 
 __all__ = ["BodyLimitMiddleware", "PayloadTooLarge", "payload_too_large"]
@@ -26,6 +27,8 @@ class PayloadTooLarge(StarletteHTTPException):
         limit: the cap in bytes.
     """
 
+    code = ErrorCode.PAYLOAD_TOO_LARGE
+
     def __init__(self, limit: int) -> None:
         super().__init__(status_code=413, detail=f"request bodies are limited to {limit} bytes")
         self.limit = limit
@@ -33,7 +36,8 @@ class PayloadTooLarge(StarletteHTTPException):
 
 def payload_too_large(limit: int) -> Response:
     """The 413 ``payload_too_large`` answer for a cap of ``limit`` bytes."""
-    return error_response(413, "payload_too_large", f"request bodies are limited to {limit} bytes", {"limit": limit})
+    message = f"request bodies are limited to {limit} bytes"
+    return error_response(413, ErrorCode.PAYLOAD_TOO_LARGE, message, {"limit": limit})
 
 
 class BodyLimitMiddleware:

@@ -27,7 +27,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from patchbay.core.errors import PatchbayError
+from patchbay.core.errors import ErrorCode, FailureReason, PatchbayError
 from patchbay.core.redaction import REDACTED, is_secret_key, redact_text
 from patchbay.core.settings import Settings
 
@@ -188,7 +188,9 @@ def handle_errors(func: F) -> F:
             _report(exc.to_dict(), _wants_json(kwargs))
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
-            _report({"code": "cancelled", "message": "interrupted", "details": {}}, _wants_json(kwargs))
+            _report(
+                {"code": str(FailureReason.CANCELLED), "message": "interrupted", "details": {}}, _wants_json(kwargs)
+            )
             raise typer.Exit(130) from None
         except Exception as exc:
             if os.environ.get("PATCHBAY_DEBUG"):
@@ -196,7 +198,10 @@ def handle_errors(func: F) -> F:
                 sys.stderr.write(redact_text("".join(traceback.format_exception(exc))))
                 sys.stderr.flush()
                 raise typer.Exit(1) from None
-            _report({"code": "unknown", "message": f"{type(exc).__name__}: {exc}", "details": {}}, _wants_json(kwargs))
+            _report(
+                {"code": str(ErrorCode.UNKNOWN), "message": f"{type(exc).__name__}: {exc}", "details": {}},
+                _wants_json(kwargs),
+            )
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]

@@ -166,7 +166,7 @@ def run_governed(
     as_json: bool,
     approver: Any = None,
     session: str | None = None,
-    explain: Callable[[ToolCallError], str | None] | None = None,
+    explain: Callable[[ToolCallError], tuple[ToolCallError, str | None]] | None = None,
 ) -> tuple[str, _T]:
     """``await operation(runtime)`` through the governed path of one runtime (appending to session
     ``session`` when given), closed afterwards.
@@ -174,7 +174,8 @@ def run_governed(
     Args:
         as_json: how a failure is printed (see :func:`report_failure`).
         approver: from :func:`approver_for`; None is headless.
-        explain: called with a failure before it is printed; may improve its message and returns
+        explain: called with a failure before it is printed; returns the failure to print (it, or
+            a new one that says more: :meth:`~patchbay.core.errors.PatchbayError.with_message`) and
             a hint line to print, or None.
 
     Returns:
@@ -194,7 +195,10 @@ def run_governed(
 
     session_id, result, failure = _run_stoppable(run)
     if failure is not None:
-        report_failure(session_id, failure, as_json, hint=explain(failure) if explain is not None else None)
+        hint = None
+        if explain is not None:
+            failure, hint = explain(failure)
+        report_failure(session_id, failure, as_json, hint=hint)
     return session_id, cast(_T, result)  # no failure: the operation returned it
 
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from patchbay.control.decisions import tool_signature
-from patchbay.core.errors import ConfigError, PatchbayError, ToolCallError, ValidationError
+from patchbay.core.errors import ConfigError, FailureReason, PatchbayError, ToolCallError, ValidationError
 from patchbay.core.models import RESOURCE_SUBJECT, GrantKind
 from patchbay.core.names import tool_name_problem
 from patchbay.core.validation import validate_tool_arguments
@@ -234,16 +234,16 @@ def call(
     service = state.service()
     config = project_snapshot(service, project)
 
-    def explain(failure: ToolCallError) -> str | None:
-        _explain_disabled(service, tool, failure, project)
-        if failure.reason == "approval_unavailable" and not yes:
-            failure.message = (
+    def explain(failure: ToolCallError) -> tuple[ToolCallError, str | None]:
+        failure = _explain_disabled(service, tool, failure, project)
+        if failure.reason is FailureReason.APPROVAL_UNAVAILABLE and not yes:
+            failure = failure.with_message(
                 f"{tool[:200]} needs approval (its decision is ask) and there is no terminal to ask on: "
                 "pass --yes to approve this call once"
             )
-        if failure.reason == "mcp_server_unavailable" and failure.details.get("connector"):
-            return f"hint: patchbay probe {failure.details['connector']} --project {project}"
-        return None
+        if failure.reason is FailureReason.MCP_SERVER_UNAVAILABLE and failure.details.get("connector"):
+            return failure, f"hint: patchbay probe {failure.details['connector']} --project {project}"
+        return failure, None
 
     session_id, result = run_governed(
         service.settings,
@@ -300,30 +300,32 @@ def _parse_arguments(text: str | None) -> dict[str, Any]:
     return validate_tool_arguments(value)
 
 
-def _explain_disabled(service: Any, tool: str, failure: ToolCallError, project: Path) -> None:
-    """An ``unknown_tool`` failure for a connector that exists but is disabled says so; so does one
-    for a tool the snapshot hides because a grant denies it (Deny is excluded)."""
-    if failure.reason != "unknown_tool" or not tool.startswith("mcp."):
-        return
+def _explain_disabled(service: Any, tool: str, failure: ToolCallError, project: Path) -> ToolCallError:
+    """``failure``, or for an ``unknown_tool`` failure of a connector that exists but is disabled
+    one that says so; so for a tool the snapshot hides because a grant denies it (a denied
+    tool is excluded from the snapshot)."""
+    if failure.reason is not FailureReason.UNKNOWN_TOOL or not tool.startswith("mcp."):
+        return failure
     name, _, original = tool[4:].partition(".")
     try:
         connector = service.get(name)
     except PatchbayError:
-        return
+        return failure
     if not connector.settings.enabled:
-        failure.message = f"connector {name!r} is disabled; enable it with: patchbay connector enable {name}"
-        failure.details["connector"] = name
-        return
+        message = f"connector {name!r} is disabled; enable it with: patchbay connector enable {name}"
+        return failure.with_message(message, connector=name)
     try:
         view = next((t for t in service.queries.tools(name, project=project).tools if t.name == original), None)
     except PatchbayError:
-        return
+        return failure
     if view is not None and view.decision == "deny":
         why = view.source.replace("_", " ")
-        failure.message = (
-            f"{tool} is not in this workspace's runtime: {why} (see: patchbay tools {name} --project {project})"
+        return failure.with_message(
+            f"{tool} is not in this workspace's runtime: {why} (see: patchbay tools {name} --project {project})",
+            connector=name,
+            source=view.source,
         )
-        failure.details.update(connector=name, source=view.source)
+    return failure
 
 
 @handle_errors

@@ -531,7 +531,7 @@ class SessionHost:
                 continue
             stale[workspace.project_id] = PatchbayError(
                 f"the runtime snapshot of {workspace.workspace} was not re-written ({workspace.message})",
-                code=workspace.code or ErrorCode.INVALID_CONFIG,
+                code=ErrorCode(workspace.code or ErrorCode.INVALID_CONFIG),
                 details={
                     "project_id": workspace.project_id,
                     "workspace": workspace.workspace,

@@ -175,12 +175,13 @@ async def call_tool(session_id: SessionRef, body: c.ToolCallRequest, context: Co
     try:
         result = await host.call(session_id, body.tool, body.arguments)
     except ToolCallError as exc:
-        if exc.reason is FailureReason.APPROVAL_UNAVAILABLE:  # say what the client can do about it
-            exc.message = (
-                f"{body.tool[:200]} needs approval (its decision is ask) and the API has no one to ask: "
-                'send "approve": "once" to allow this call'
-            )
-        raise
+        if exc.reason is not FailureReason.APPROVAL_UNAVAILABLE:
+            raise
+        message = (  # say what the client can do about it
+            f"{body.tool[:200]} needs approval (its decision is ask) and the API has no one to ask: "
+            'send "approve": "once" to allow this call'
+        )
+        raise exc.with_message(message) from exc
     finally:
         _APPROVE_ONCE.reset(token)
     return c.ToolCallOutcome(
