@@ -50,7 +50,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from conftest import serve_process
+from tests.support.serve import serve_process
 
 HERE = Path(__file__).parent
 EXAMPLES = 20

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import CALL_CHAIN, REPO
+from tests.support.events import CALL_CHAIN
+from tests.support.paths import REPO
 
 VENV_BIN = Path(sys.executable).parent
 
