@@ -325,7 +325,7 @@ async def test_a_failed_rebuild_is_saved_success_with_runtime_reload_failed_nami
     sid = await open_session(api)
     first = await pid_of(api, sid)
     # The workspace's .patchbay becomes a symlink: the projection refuses to write through it, so
-    # the session's snapshot would be stale (as tests/runtime/test_sessions.py provokes it).
+    # the session's snapshot would be stale (as tests/runtime/sessions/test_host.py provokes it).
     elsewhere = tmp_path / "elsewhere"
     shutil.move(api.workspace / ".patchbay", elsewhere)
     os.symlink(elsewhere, api.workspace / ".patchbay")
