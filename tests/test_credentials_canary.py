@@ -33,10 +33,10 @@ from urllib.parse import quote, quote_plus
 import pytest
 from typer.testing import CliRunner
 
-from credential_support import credential_http_server, files_under, sha256, stdio_argv
 from patchbay.core.redaction import RedactingFilter
 from patchbay.interfaces.cli import app
 from patchbay.runtime import read_events
+from tests.support.credentials import credential_http_server, files_under, sha256, stdio_argv
 
 _RUN = uuid.uuid4().hex[:12]
 STDIO_MANAGED = f"pbcnry-stdio-managed-{_RUN}"

@@ -33,7 +33,7 @@ from patchbay.core.models import Connector, StdioTarget
 from patchbay.core.redaction import REDACTED, register_secret
 from patchbay.interfaces.cli import app, configure_logging
 from patchbay.runtime import read_events
-from support import FIXTURES
+from tests.support.paths import FIXTURES
 
 pytestmark = pytest.mark.anyio
 

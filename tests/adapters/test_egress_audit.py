@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from egress_support import AUDIT_KEYS
 from patchbay.adapters.egress_audit import NOTES, EgressAudit, audit_path, read_audit, target_origin
 from patchbay.core.errors import EgressBlocked
 from patchbay.core.models import HttpTarget, SocketTarget, StdioTarget
 from patchbay.core.validation import validate_http_target
+from tests.support.egress import AUDIT_KEYS
 
 ISO_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 

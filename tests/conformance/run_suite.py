@@ -56,7 +56,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loopback_watch import ListenerWatch
+try:
+    from tests.conformance.loopback_watch import ListenerWatch
+except ModuleNotFoundError:  # run as a script (scripts/conformance): its own directory is on sys.path
+    from loopback_watch import ListenerWatch
 
 REPO = Path(__file__).resolve().parents[2]
 NODE22 = REPO / "node_modules" / "node" / "bin" / "node"

@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 
 import pytest
-import run_suite
+
+from tests.conformance import run_suite
 
 EXPECTED_SCENARIO_COUNT = 26
 """Client scenarios of the pinned suite (0.1.16): every one of them must pass."""

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from loopback_watch import ListenerWatch
+from tests.conformance.loopback_watch import ListenerWatch
 
 
 def test_the_listener_watch_sees_a_descendants_listening_socket() -> None:

@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-import run_suite
+from tests.conformance import run_suite
 
 
 def _result_dir(root: Path, scenario: str, statuses: list[str], *, stdout: str = "", stderr: str = "") -> Path:

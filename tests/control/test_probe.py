@@ -15,21 +15,15 @@ import pytest
 
 import patchbay.adapters.transports.egress as egress_module
 import patchbay.control.probe as probe_module
-from egress_support import AUDIT_KEYS, audit_lines, http_fixture, http_response, listening, recorded_requests
 from patchbay.adapters.transports import StdioLink
 from patchbay.control.probe import Prober
 from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeResult, StdioTarget
 from patchbay.core.redaction import REDACTED
 from patchbay.core.settings import Settings
-from support import (
-    FIXTURES,
-    assert_group_gone,
-    everything_http,
-    everything_stdio_command,
-    fixture_server,
-    free_port,
-    group_members,
-)
+from tests.support.egress import AUDIT_KEYS, audit_lines, http_fixture, http_response, listening, recorded_requests
+from tests.support.paths import FIXTURES
+from tests.support.processes import assert_group_gone, group_members
+from tests.support.servers import everything_http, everything_stdio_command, fixture_server, free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -551,7 +545,7 @@ async def test_probes_of_one_connector_run_one_at_a_time_while_others_proceed(
 
 async def test_a_unix_socket_server_is_ready_with_its_tools(settings: Settings, tmp_path: Path) -> None:
     from patchbay.core.validation import validate_socket_path
-    from support import socket_server
+    from tests.support.servers import socket_server
 
     with socket_server() as path, anyio.fail_after(30):
         result = await Prober(settings).probe(connector(validate_socket_path(path)), workspace=tmp_path)

@@ -8,11 +8,11 @@ import anyio
 import httpx2
 import pytest
 
-from egress_support import http_fixture, recorded_requests
 from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallError
 from patchbay.core.errors import FailureReason
 from patchbay.core.models import ConnectorSettings, HttpTarget, StdioTarget
-from support import fixture_server, free_port
+from tests.support.egress import http_fixture, recorded_requests
+from tests.support.servers import fixture_server, free_port
 
 pytestmark = pytest.mark.anyio
 

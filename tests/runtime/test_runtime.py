@@ -17,7 +17,7 @@ from patchbay.core.errors import FailureReason, PatchbayError
 from patchbay.core.models import ConnectorSettings, StdioTarget
 from patchbay.core.redaction import redact_value
 from patchbay.runtime import read_events
-from support import CALL_CHAIN as CHAIN
+from tests.support.events import CALL_CHAIN as CHAIN
 
 pytestmark = pytest.mark.anyio
 

@@ -17,7 +17,7 @@ from patchbay.core.errors import ConfigError, NotFoundError, ToolCallError
 from patchbay.runtime import Runtime
 from patchbay.runtime import snapshot as snapshot_module
 from patchbay.runtime.snapshot import load_snapshot, parse_snapshot, snapshot_path
-from support import rogue_server, write_sealed_snapshot
+from tests.support.snapshots import rogue_server, write_sealed_snapshot
 
 pytestmark = pytest.mark.anyio
 

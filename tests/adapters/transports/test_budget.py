@@ -27,7 +27,7 @@ from patchbay.adapters.transports.budget import ByteBudget, ResultClaim, holding
 from patchbay.adapters.transports.socket import ndjson_streams
 from patchbay.core.errors import FailureReason, ToolCallError
 from patchbay.core.models import ConnectorSettings
-from support import fixture_server
+from tests.support.servers import fixture_server
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,6 @@ import anyio
 import httpx2
 import pytest
 
-from egress_support import http_response, listening
 from patchbay.adapters.transports.egress import (
     EgressDecision,
     EgressGuard,
@@ -21,6 +20,7 @@ from patchbay.adapters.transports.egress import (
 )
 from patchbay.adapters.transports.errors import classify
 from patchbay.core.errors import EgressBlocked, ErrorCode
+from tests.support.egress import http_response, listening
 
 pytestmark = pytest.mark.anyio
 

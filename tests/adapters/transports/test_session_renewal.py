@@ -10,9 +10,9 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from egress_support import http_fixture, recorded_requests
 from patchbay.adapters.transports import EgressPolicy, HttpLink, open_client
 from patchbay.core.models import HttpTarget
+from tests.support.egress import http_fixture, recorded_requests
 
 pytestmark = pytest.mark.anyio
 

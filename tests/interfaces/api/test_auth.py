@@ -19,11 +19,12 @@ import pytest
 import requests
 from typer.testing import CliRunner
 
-from conftest import Api, error_of, serve_process
 from patchbay.adapters.api_token import api_token
 from patchbay.core.redaction import redact_text
 from patchbay.interfaces.cli import app as cli_app
 from patchbay.interfaces.cli import serve
+from tests.support.api import Api, error_of
+from tests.support.serve import serve_process
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,9 @@ import anyio
 import pytest
 import requests
 
-from conftest import Api, error_of, serve_process
-from support import FIXTURES
+from tests.support.api import Api, error_of
+from tests.support.paths import FIXTURES
+from tests.support.serve import serve_process
 
 pytestmark = pytest.mark.anyio
 

@@ -50,7 +50,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from conftest import serve_process
+from tests.support.serve import serve_process
 
 HERE = Path(__file__).parent
 EXAMPLES = 20
@@ -206,7 +206,7 @@ MUTATIONS: tuple[tuple[str, str, bool | None], ...] = (
 """Operations that must have succeeded at least once: (method, path, with a ``cwd``; None: with or
 without, where ``cwd`` is only the base of a stdio ``target.cwd``). An import commit needs a selection that
 names only importable definitions and no stray ``paths``/``renames``/``inputs``: fuzzed, rarely
-a success (its successes are tested in test_import_routes.py)."""
+a success (its successes are tested in routes/test_imports.py)."""
 
 
 def _template(path: str) -> str:

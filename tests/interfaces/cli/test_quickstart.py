@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import CALL_CHAIN, REPO
+from tests.support.events import CALL_CHAIN
+from tests.support.paths import REPO
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -17,7 +18,7 @@ VENV_BIN = Path(sys.executable).parent
 def quickstart_patchbay_steps() -> list[str]:
     """The `patchbay ...` steps of the README's terminal walkthrough: its "Command line" section
     installs once in its first command and uses Patchbay in its second, which installs nothing
-    (the quick start itself runs `patchbay serve`, tests/interfaces/api/test_serve.py)."""
+    (the quick start itself runs `patchbay serve`, tests/interfaces/cli/test_serve.py)."""
     readme = (REPO / "README.md").read_text()
     install, use = re.findall(r"```bash\n(.*?)```", readme.split("## Command line", 1)[1], re.S)[:2]
     assert "pip install" in install and "patchbay " not in install
