@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from patchbay.runtime.permissions import ApprovalAnswer, ApprovalRequest, Approver
     from patchbay.runtime.runtime import Runtime
 
-__version__ = "0.1.0"
+from patchbay.core.version import __version__
 
 _EXPORTS = {
     "ApprovalAnswer": "patchbay.runtime.permissions",

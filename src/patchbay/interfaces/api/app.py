@@ -37,11 +37,11 @@ from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from patchbay import __version__
 from patchbay.adapters.api_token import api_token
 from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ErrorCode
 from patchbay.core.settings import Settings
+from patchbay.core.version import __version__
 from patchbay.interfaces.api.auth import TokenAuthMiddleware
 from patchbay.interfaces.api.context import ApiContext
 from patchbay.interfaces.api.errors import error_response, install_error_handlers

@@ -49,7 +49,7 @@ app.command("api-token")(serve.api_token_command)
 
 def _print_version(value: bool) -> None:
     if value:
-        from patchbay import __version__
+        from patchbay.core.version import __version__
 
         typer.echo(f"patchbay {__version__}")
         raise typer.Exit()
