@@ -191,27 +191,29 @@ def list_(as_json: bool = JSON_OPTION) -> None:
     """
     connectors = state.service().list_connectors()
     if as_json:
-        from patchbay.interfaces.api._views import connector_summary  # the API's shape, loaded only here
+        from patchbay.interfaces.api._views import connector_summaries  # the API's shape, loaded only here
 
         service = state.service()
-        emit_json({"connectors": [connector_summary(service, c).model_dump(mode="json") for c in connectors]})
+        emit_json({"connectors": [s.model_dump(mode="json") for s in connector_summaries(service, connectors)]})
         return
     if not connectors:
         out_console.print(Text("no connectors; add one with: patchbay connector add NAME -- COMMAND [ARGS...]"))
         return
     service = state.service()
     table = Table("name", "enabled", "state", "tools", "transport", "target", "approval")
+    counts = service.queries.fresh_tool_counts(connectors)  # no cached catalog is parsed
+    outcomes = service.queries.last_probes()
     for c in connectors:
-        entry, _ = service.queries.cached_catalog(c)
-        outcome = service.queries.last_probe(c)
-        status: str = runtime_state(c, fresh_catalog=entry is not None, outcome=outcome)
+        count = counts.get(c.connector_id)
+        outcome = outcomes.get(c.connector_id)
+        status: str = runtime_state(c, fresh_catalog=count is not None, outcome=outcome)
         if status == "error" and outcome is not None and outcome.code:
             status = f"error ({outcome.code})"
         table.add_row(
             c.name,
             "yes" if c.settings.enabled else "no",
             status,
-            str(len(entry.tools)) if entry else "-",
+            "-" if count is None else str(count),
             c.transport,
             describe_target(c),
             c.settings.approval_mode,
