@@ -18,7 +18,6 @@ from typing import TypedDict, Unpack
 import anyio
 import httpx2
 from mcp import Client
-from mcp.client._transport import TransportStreams
 from mcp.client.session import ElicitationFnT, ListRootsFnT, LoggingFnT, MessageHandlerFnT, SamplingFnT
 from mcp_types import Implementation
 
@@ -26,6 +25,7 @@ from patchbay.adapters.transports.egress import EgressBlocked, EgressPolicy
 from patchbay.adapters.transports.errors import classify, leaf_exceptions
 from patchbay.adapters.transports.exit_status import exit_failure
 from patchbay.adapters.transports.http import HttpLink, open_http
+from patchbay.adapters.transports.sdk_private import TransportStreams
 from patchbay.adapters.transports.socket import SocketLink, open_socket
 from patchbay.adapters.transports.stdio import StderrTail, StdioLink, open_stdio, process_group_alive, resolve_command
 from patchbay.adapters.transports.watch import WatchedReceiveStream

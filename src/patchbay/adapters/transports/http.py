@@ -16,10 +16,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import httpx2
-from mcp.client._transport import TransportStreams
 from mcp.client.sse import sse_client
 
 from patchbay.adapters.transports.egress import EgressGuard, EgressPolicy, client_factory
+from patchbay.adapters.transports.sdk_private import TransportStreams
 from patchbay.adapters.transports.session_renewal import SessionExpiry, renewing_streamable_http
 from patchbay.core.models import HttpTarget
 

@@ -21,11 +21,11 @@ import anyio
 import mcp_types as types
 from anyio.abc import ByteStream
 from anyio.streams.memory import MemoryObjectSendStream
-from mcp.client._transport import TransportStreams
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 
 from patchbay.adapters.transports.budget import BudgetLease, ByteBudget, ResultClaim, current_claim, process_budget
+from patchbay.adapters.transports.sdk_private import TransportStreams
 from patchbay.core.errors import ErrorCode, ProbeError
 from patchbay.core.models import SocketTarget
 

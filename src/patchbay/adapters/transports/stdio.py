@@ -47,10 +47,10 @@ import anyio
 import psutil
 from anyio.abc import Process
 from anyio.streams.stapled import StapledByteStream
-from mcp.client._transport import TransportStreams
 from mcp.client.stdio import get_default_environment
 
 from patchbay.adapters.transports.rlimit_exec import launcher_argv, limit_from_marker
+from patchbay.adapters.transports.sdk_private import TransportStreams
 from patchbay.adapters.transports.socket import ndjson_streams
 from patchbay.core.errors import ConfigError, ErrorCode, ProbeError
 from patchbay.core.models import ResourceLimits, StdioTarget
