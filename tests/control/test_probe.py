@@ -13,8 +13,8 @@ import anyio
 import anyio.abc
 import pytest
 
+import patchbay.adapters.transports.connect as connect_module
 import patchbay.adapters.transports.egress as egress_module
-import patchbay.control.probe as probe_module
 from egress_support import AUDIT_KEYS, audit_lines, http_fixture, http_response, listening, recorded_requests
 from patchbay.adapters.transports import StdioLink
 from patchbay.control.probe import Prober
@@ -60,7 +60,7 @@ def spy_on_links(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], anyio.Even
     """Make the prober's transport report each link it opens; the event fires on the first."""
     seen: list[Any] = []
     appeared = anyio.Event()
-    real_open_client = probe_module.open_client
+    real_open_client = connect_module.open_client
 
     @asynccontextmanager
     async def open_client(target: ConnectorTarget, **kwargs: Any) -> AsyncIterator[Any]:
@@ -76,7 +76,7 @@ def spy_on_links(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], anyio.Even
         async with real_open_client(target, **kwargs) as connection:
             yield connection
 
-    monkeypatch.setattr(probe_module, "open_client", open_client)
+    monkeypatch.setattr(connect_module, "open_client", open_client)
     return seen, appeared
 
 
@@ -458,7 +458,7 @@ async def test_resolved_env_values_are_redacted_from_the_stderr_tail(settings: S
 
 def gate_open_client(monkeypatch: pytest.MonkeyPatch, key: Callable[[ConnectorTarget], str]) -> dict[str, Any]:
     """Hold every probe at the transport until ``state["release"]`` is set; record who is inside."""
-    real_open_client = probe_module.open_client
+    real_open_client = connect_module.open_client
     state: dict[str, Any] = {
         "inside": {},
         "peak": 0,
@@ -486,7 +486,7 @@ def gate_open_client(monkeypatch: pytest.MonkeyPatch, key: Callable[[ConnectorTa
         finally:
             inside[name] -= 1
 
-    monkeypatch.setattr(probe_module, "open_client", open_client)
+    monkeypatch.setattr(connect_module, "open_client", open_client)
     return state
 
 

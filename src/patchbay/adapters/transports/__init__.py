@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import Protocol, TypedDict, Unpack
 
 import anyio
 import httpx2
@@ -38,6 +38,7 @@ __all__ = [
     "EgressBlocked",
     "EgressPolicy",
     "HttpLink",
+    "Link",
     "SocketLink",
     "StderrTail",
     "StdioLink",
@@ -49,7 +50,35 @@ __all__ = [
     "resolve_command",
 ]
 
-Link = StdioLink | HttpLink | SocketLink
+
+class Link(Protocol):
+    """An open transport under an ``mcp.Client``: its streams and what it can tell about the server.
+
+    :class:`StdioLink`, :class:`HttpLink` and :class:`SocketLink` implement it; what a transport
+    cannot know is empty (``""``, None).
+    """
+
+    @property
+    def streams(self) -> TransportStreams | None:
+        """The SDK's ``(read, write)`` pair; None only before an opener has yielded the link."""
+        ...
+
+    @property
+    def http_status(self) -> int | None:
+        """The status of the last HTTP response (tells 401/403 from other failures)."""
+        ...
+
+    def stderr_tail(self, known_secrets: tuple[str, ...] = ()) -> str:
+        """The end of a stdio server's stderr, redacted, ``known_secrets`` masked."""
+        ...
+
+    def limit_exceeded(self) -> str | None:
+        """The resource limit that stopped a stdio server (``"cpu_seconds"``, ...), if one did."""
+        ...
+
+    async def wait_limit_exceeded(self) -> str | None:
+        """:meth:`limit_exceeded` once the server had a moment to report it (after a crash)."""
+        ...
 
 
 @dataclass
@@ -63,11 +92,11 @@ class ClientConnection:
 
     def stderr_tail(self, known_secrets: tuple[str, ...] = ()) -> str:
         """The redacted stderr tail of a stdio server ("" for other transports)."""
-        return self.link.stderr.text(known_secrets) if isinstance(self.link, StdioLink) else ""
+        return self.link.stderr_tail(known_secrets)
 
     @property
     def http_status(self) -> int | None:
-        return getattr(self.link, "last_status", None)
+        return self.link.http_status
 
 
 @asynccontextmanager

@@ -43,6 +43,19 @@ class HttpLink:
     """Streamable HTTP only: session expiries seen and ``renewals`` made (see
     :mod:`patchbay.adapters.transports.session_renewal`)."""
 
+    @property
+    def http_status(self) -> int | None:
+        return self.last_status
+
+    def stderr_tail(self, known_secrets: tuple[str, ...] = ()) -> str:
+        return ""
+
+    def limit_exceeded(self) -> None:
+        return None
+
+    async def wait_limit_exceeded(self) -> None:
+        return None
+
 
 @asynccontextmanager
 async def open_http(

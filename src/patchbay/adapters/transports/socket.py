@@ -38,8 +38,23 @@ _logger = logging.getLogger(__name__)
 
 @dataclass
 class SocketLink:
+    """A live Unix-socket connection's streams."""
+
     streams: TransportStreams
     path: str
+
+    @property
+    def http_status(self) -> None:
+        return None
+
+    def stderr_tail(self, known_secrets: tuple[str, ...] = ()) -> str:
+        return ""
+
+    def limit_exceeded(self) -> None:
+        return None
+
+    async def wait_limit_exceeded(self) -> None:
+        return None
 
 
 def check_socket_ownership(path: str) -> None:

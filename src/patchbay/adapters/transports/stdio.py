@@ -140,6 +140,14 @@ class StdioLink:
     process: Process | None = field(default=None, repr=False)
     """The spawned process (its ``returncode`` is the exit status once it has been reaped)."""
 
+    @property
+    def http_status(self) -> None:
+        return None
+
+    def stderr_tail(self, known_secrets: tuple[str, ...] = ()) -> str:
+        """The redacted stderr tail, ``known_secrets`` masked."""
+        return self.stderr.text(known_secrets)
+
     def limit_exceeded(self) -> str | None:
         """The limit that stopped the server, as far as stderr has been read so far.
 
