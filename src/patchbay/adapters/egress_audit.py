@@ -18,15 +18,28 @@ OAuth discovery/token operation of a connector::
 Appends are one ``write`` of one line to a file opened ``O_APPEND`` (safe across tasks, threads and
 processes); the file is created 0600 and tightened to 0600 if found wider; a symlink is refused.
 A failed append is logged and does not fail the operation it records.
+
+**Background appends.** ``EgressAudit(path, background=True)`` (a runtime's per-call lines) hands
+each rendered line to one writer thread per file and process, which keeps the file open while it
+has work and appends what is queued in one ``write``; the caller pays for rendering the line and a
+queue put. The queue is bounded (:data:`BACKGROUND_QUEUE_LINES`): when it is full the caller waits
+for room, so nothing is dropped. :meth:`EgressAudit.flush` waits until every line queued before it
+is in the file; a runtime flushes as each connection closes, and the process flushes at exit, so
+nothing is lost on a clean stop. A crash of the process (``SIGKILL``, power loss) loses the lines
+still queued: at most :data:`BACKGROUND_QUEUE_LINES`, in practice those of the last few
+milliseconds.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
+import queue
 import re
 import stat
+import threading
 import time
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -34,7 +47,16 @@ from typing import Any, Literal, get_args
 from patchbay.adapters.transports.egress import origin_of
 from patchbay.core.models import ConnectorTarget, HttpTarget
 
-__all__ = ["AUDIT_FILE", "NOTES", "EgressAudit", "EgressNote", "audit_path", "read_audit", "target_origin"]
+__all__ = [
+    "AUDIT_FILE",
+    "BACKGROUND_QUEUE_LINES",
+    "NOTES",
+    "EgressAudit",
+    "EgressNote",
+    "audit_path",
+    "read_audit",
+    "target_origin",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +64,10 @@ AUDIT_FILE = "egress-audit.jsonl"
 EgressNote = Literal["mcp_probe", "mcp_connect", "mcp_tool_call", "mcp_oauth_discovery", "mcp_oauth_token"]
 NOTES: frozenset[str] = frozenset(get_args(EgressNote))
 """Every operation type of seed 003 §14.2."""
+
+BACKGROUND_QUEUE_LINES = 4096
+"""Lines a background writer holds before a caller waits for room."""
+_IDLE_SECONDS = 1.0  # a writer thread with nothing to do closes its file and ends
 
 # Exactly what origin_of() produces for a host url_host_problem() accepts (``_``: Docker names).
 _ORIGIN = re.compile(r"https?://(?:[a-z0-9._-]+|\[[0-9a-f:.]+\]):\d{1,5}")
@@ -80,10 +106,19 @@ class EgressAudit:
 
     Args:
         path: the audit file (usually :func:`audit_path` of the data home).
+        background: append through the file's background writer (see the module docstring);
+            :meth:`record` then returns once the line is queued.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, background: bool = False):
         self.path = Path(path)
+        self._writer = _writer_for(self.path) if background else None
+
+    def flush(self) -> None:
+        """Wait until every line this process queued for the file is written (at once when
+        appends are not in the background, or nothing is queued)."""
+        if self._writer is not None:
+            self._writer.flush()
 
     def record(
         self,
@@ -95,6 +130,9 @@ class EgressAudit:
         approved: bool,
     ) -> bool:
         """Append one line; returns False (and logs a warning) when the file cannot be written.
+
+        In the background, returns True once the line is queued; a failed append is logged by
+        the writer.
 
         Args:
             note: the operation (:data:`NOTES`).
@@ -125,26 +163,113 @@ class EgressAudit:
         if origin is None:
             line["runtime_call_audit"] = "unavailable"
         data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
+        if self._writer is not None:
+            self._writer.put(data)
+            return True
         try:
-            self._append(data)
+            fd = _open(self.path)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
         except OSError as exc:
-            logger.warning("egress audit: cannot append to %s: %s", self.path, exc.strerror or type(exc).__name__)
+            _warn(self.path, exc)
             return False
         return True
 
-    def _append(self, data: bytes) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(self.path, flags, 0o600)
+
+def _open(path: Path) -> int:
+    """The audit file opened for appending (created 0600, tightened to 0600, never a symlink)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if stat.S_IMODE(info.st_mode) != 0o600:
+            os.fchmod(fd, 0o600)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _warn(path: Path, exc: OSError) -> None:
+    logger.warning("egress audit: cannot append to %s: %s", path, exc.strerror or type(exc).__name__)
+
+
+class _BackgroundWriter:
+    """Appends the lines queued for one file from one thread (see the module docstring)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._queue: queue.Queue[bytes] = queue.Queue(maxsize=BACKGROUND_QUEUE_LINES)
+        self._lock = threading.Lock()
+        self._running = False
+
+    def put(self, data: bytes) -> None:
+        self._queue.put(data)  # waits only while the queue is full: back pressure, never a loss
+        with self._lock:
+            if not self._running:
+                self._running = True
+                threading.Thread(target=self._run, name="patchbay-egress-audit", daemon=True).start()
+
+    def flush(self) -> None:
+        self._queue.join()
+
+    def _run(self) -> None:
+        fd: int | None = None
         try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise OSError(f"{self.path} is not a regular file")
-            if stat.S_IMODE(info.st_mode) != 0o600:
-                os.fchmod(fd, 0o600)
-            os.write(fd, data)
+            while True:
+                try:
+                    batch = [self._queue.get(timeout=_IDLE_SECONDS)]
+                except queue.Empty:
+                    with self._lock:  # a put after this check starts a new thread
+                        if self._queue.empty():
+                            self._running = False
+                            return
+                    continue
+                while len(batch) < 256:
+                    try:
+                        batch.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                try:
+                    if fd is None:
+                        fd = _open(self.path)
+                    os.write(fd, b"".join(batch))
+                except OSError as exc:
+                    _warn(self.path, exc)
+                    if fd is not None:
+                        os.close(fd)
+                        fd = None
+                finally:
+                    for _ in batch:
+                        self._queue.task_done()
         finally:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
+
+
+_writers: dict[Path, _BackgroundWriter] = {}
+_writers_lock = threading.Lock()
+
+
+def _writer_for(path: Path) -> _BackgroundWriter:
+    with _writers_lock:
+        writer = _writers.get(path)
+        if writer is None:
+            writer = _writers[path] = _BackgroundWriter(path)
+        return writer
+
+
+@atexit.register
+def _flush_all() -> None:
+    with _writers_lock:
+        writers = list(_writers.values())
+    for writer in writers:
+        writer.flush()
 
 
 def read_audit(path: Path) -> list[dict[str, Any]]:

@@ -40,9 +40,16 @@ import anyio.lowlevel
 from patchbay.adapters.credentials import CredentialResolver
 from patchbay.adapters.egress_audit import EgressAudit, audit_path, target_origin
 from patchbay.adapters.oauth.provider import Authorizer
-from patchbay.adapters.transports import EgressBlocked, Link, classify
+from patchbay.adapters.transports import EgressBlocked, Link
 from patchbay.adapters.transports.catalog import Catalog, CatalogError, ListingWarning, ToolDiagnostic, list_catalog
-from patchbay.adapters.transports.connect import ConnectorRef, EgressAccount, connect, resolve_bindings, with_limit
+from patchbay.adapters.transports.connect import (
+    ConnectorRef,
+    EgressAccount,
+    connect,
+    connect_failure,
+    resolve_bindings,
+    with_limit,
+)
 from patchbay.core.errors import ConfigError, ErrorCode, PatchbayError
 from patchbay.core.models import (
     Connector,
@@ -291,9 +298,6 @@ class Prober:
         failure: tuple[ErrorCode, str] | None = None
         finished = False  # the list requests ran to an end (a catalog or a list failure)
 
-        def http_status() -> int | None:
-            return links[0].http_status if links else None
-
         deadline = anyio.CancelScope(deadline=started + settings.probe_connect_timeout)
         authorizer, verify, login_timeout = login
         if authorizer is not None:
@@ -335,14 +339,14 @@ class Prober:
                         finished = True
                 except Exception as exc:
                     if not finished:
-                        failure = classify(exc, http_status=http_status())
+                        failure = connect_failure(exc, links[0] if links else None)
         except BaseExceptionGroup as group:
             # Cancellation tangled with real errors from the SDK's task groups. If it is the
             # caller's cancellation, the checkpoint re-raises it; if it is our deadline, the
             # timeout rule below applies.
             _, errors = group.split(anyio.get_cancelled_exc_class())
             if not finished and errors is not None:
-                failure = classify(errors, http_status=http_status())
+                failure = connect_failure(errors, links[0] if links else None)
             await anyio.lowlevel.checkpoint_if_cancelled()
         finally:
             audit.record(

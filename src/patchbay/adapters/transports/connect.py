@@ -5,7 +5,7 @@ A probe (:mod:`patchbay.control.probe`) and a runtime's supervised connection
 bindings (:func:`resolve_bindings`), send its HTTP traffic through its egress policy with the
 refusals counted and every OAuth request audited (:class:`EgressAccount`), open the transport and
 run the MCP handshake behind its OAuth provider, announcing :data:`CLIENT_INFO` (:func:`connect`),
-and name a failure with one stable code (:func:`connect_failure`). What they do with the
+and name a failure with one stable code (:func:`connect_failure`, :func:`with_limit`). What they do with the
 connection (list once and close, or serve calls) is theirs.
 
 The transport under the client is a :class:`Link`; every opener's link implements it, so nothing
@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Unpack
+from typing import Any, Unpack
 
 import anyio
 import mcp_types as types
@@ -45,6 +45,7 @@ __all__ = [
     "connect",
     "connect_failure",
     "resolve_bindings",
+    "with_limit",
 ]
 
 
@@ -258,10 +259,9 @@ async def connect(
 
 
 def connect_failure(exc: BaseException, link: Link | None) -> tuple[ErrorCode, str]:
-    """``(code, message)`` of a failed connect: :func:`classify` with the link's last HTTP status,
-    the message naming the resource limit that stopped a stdio server, if one did."""
-    code, message = classify(exc, http_status=link.http_status if link is not None else None)
-    return code, with_limit(message, link)
+    """``(code, message)`` of a failed connect: :func:`classify` with the link's last HTTP status
+    (401/403 is ``auth_required``). Add the limit that stopped a server with :func:`with_limit`."""
+    return classify(exc, http_status=link.http_status if link is not None else None)
 
 
 def with_limit(message: str, link: Link | None) -> str:
