@@ -90,9 +90,16 @@ def target_origin(target: ConnectorTarget) -> str | None:
     return None
 
 
+_second: tuple[int, str] = (-1, "")  # the last whole second formatted: one strftime per second
+
+
 def _timestamp(seconds: float) -> str:
+    global _second
     ms = int(seconds * 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+    whole = ms // 1000
+    if _second[0] != whole:
+        _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+    return f"{_second[1]}.{ms % 1000:03d}Z"
 
 
 class EgressAudit:
@@ -113,6 +120,8 @@ class EgressAudit:
     def __init__(self, path: Path, *, background: bool = False):
         self.path = Path(path)
         self._writer = _writer_for(self.path) if background else None
+        # A connector's lines differ only in time and approval: the rest is rendered once.
+        self._templates: dict[tuple[str, str, str | None, str | None], tuple[bytes, bytes, bytes, bytes]] = {}
 
     def flush(self) -> None:
         """Wait until every line this process queued for the file is written (at once when
@@ -152,17 +161,12 @@ class EgressAudit:
             raise ValueError(f"unknown egress audit note {note!r}")
         if origin is not None and not _ORIGIN.fullmatch(origin):
             raise ValueError("an egress audit origin is scheme://host:port and nothing else")
-        line: dict[str, Any] = {
-            "note": note,
-            "connector_id": connector_id,
-            "origin": origin,
-            "time": _timestamp(time.time()),
-            "project_id": project_id,
-            "approved": bool(approved),
-        }
-        if origin is None:
-            line["runtime_call_audit"] = "unavailable"
-        data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
+        key = (note, connector_id, origin, project_id)
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = _template(note, connector_id, origin, project_id)
+        head, middle, true_tail, false_tail = template
+        data = b"".join((head, _timestamp(time.time()).encode(), middle, true_tail if approved else false_tail))
         if self._writer is not None:
             self._writer.put(data)
             return True
@@ -176,6 +180,18 @@ class EgressAudit:
             _warn(self.path, exc)
             return False
         return True
+
+
+def _template(
+    note: str, connector_id: str, origin: str | None, project_id: str | None
+) -> tuple[bytes, bytes, bytes, bytes]:
+    """A line as ``head + time + middle + tail``, with the tail for ``approved`` true and false:
+    byte for byte what ``json.dumps(line, separators=(",", ":"))`` gives, rendered once."""
+    dump = json.dumps
+    head = f'{{"note":{dump(note)},"connector_id":{dump(connector_id)},"origin":{dump(origin)},"time":"'
+    middle = f'","project_id":{dump(project_id)},"approved":'
+    rest = ',"runtime_call_audit":"unavailable"}\n' if origin is None else "}\n"
+    return head.encode(), middle.encode(), f"true{rest}".encode(), f"false{rest}".encode()
 
 
 def _open(path: Path) -> int:
