@@ -25,7 +25,8 @@ crash (the first to notice does) and fails with ``mcp_server_restarted`` /
 re-sent.
 
 **Output check**: a successful ``tools/call`` result is checked against the
-tool's ``outputSchema`` (:mod:`patchbay.runtime.output_schema`) after the call, off the event loop.
+tool's ``outputSchema`` (:mod:`patchbay.runtime.output_schema`) after the call: in the caller's
+task when its ``structuredContent`` is small, else off the event loop (a large one takes a while).
 
 **Progress** costs a call nothing until it arrives: the request carries the SDK's progress token
 (its request id) and a callback that only moves the call's deadline.
@@ -121,6 +122,33 @@ class Session(Protocol):
         ...
 
 
+_INLINE_NODES = 2000
+_INLINE_CHARS = 64 * 1024
+
+
+def _quick_to_check(content: object) -> bool:
+    """Whether validating ``content`` takes too little time to be worth a thread hop: at most
+    :data:`_INLINE_NODES` values and :data:`_INLINE_CHARS` characters of strings (a walk that
+    stops as soon as either is passed, so a large result costs no more than a small one)."""
+    pending = [content]
+    nodes = chars = 0
+    while pending:
+        value = pending.pop()
+        nodes += 1
+        if nodes > _INLINE_NODES:
+            return False
+        if isinstance(value, dict):
+            pending.extend(value.values())
+            chars += sum(len(key) for key in value)
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str):
+            chars += len(value)
+        if chars > _INLINE_CHARS:
+            return False
+    return True
+
+
 class _ProgressClock:
     """A call's deadline that each progress notification moves: ``request_timeout`` from the
     last sign of life, never past the hard cap. One small object per call, doing nothing until
@@ -207,6 +235,9 @@ class RequestExchange:
         """Apply the outputSchema rules (runtime/output_schema.py); isError results pass unchecked."""
         output_schema = self._session.output_schema(tool)
         if output_schema is None or result.is_error:
+            return
+        if _quick_to_check(result.structured_content):
+            check_tool_result(tool, output_schema, result, connector=self.name)
             return
         # Off the event loop: validating a large result takes a while (~1.5 s for ~0.9 MB).
         await anyio.to_thread.run_sync(
