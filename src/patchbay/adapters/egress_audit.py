@@ -21,22 +21,22 @@ A failed append is logged and does not fail the operation it records.
 
 **Background appends.** ``EgressAudit(path, background=True)`` (a runtime's per-call lines) hands
 each rendered line to one writer thread per file and process, which keeps the file open while it
-has work and appends what is queued in one ``write``; the caller pays for rendering the line and a
-queue put. The queue is bounded (:data:`BACKGROUND_QUEUE_LINES`): when it is full the caller waits
+has work and appends what was queued, every few milliseconds, in one ``write``; the caller pays for
+rendering the line (from a per-connector template) and a queue append. The queue is bounded (:data:`BACKGROUND_QUEUE_LINES`): when it is full the caller waits
 for room, so nothing is dropped. :meth:`EgressAudit.flush` waits until every line queued before it
 is in the file; a runtime flushes as each connection closes, and the process flushes at exit, so
 nothing is lost on a clean stop. A crash of the process (``SIGKILL``, power loss) loses the lines
-still queued: at most :data:`BACKGROUND_QUEUE_LINES`, in practice those of the last few
-milliseconds.
+still queued: at most :data:`BACKGROUND_QUEUE_LINES`, in practice those of the last 50 ms
+(the writer's interval).
 """
 
 from __future__ import annotations
 
 import atexit
+import collections
 import json
 import logging
 import os
-import queue
 import re
 import stat
 import threading
@@ -67,7 +67,8 @@ NOTES: frozenset[str] = frozenset(get_args(EgressNote))
 
 BACKGROUND_QUEUE_LINES = 4096
 """Lines a background writer holds before a caller waits for room."""
-_IDLE_SECONDS = 1.0  # a writer thread with nothing to do closes its file and ends
+_INTERVAL_SECONDS = 0.05  # how often a writer thread takes what was queued
+_IDLE_SECONDS = 1.0  # a writer thread with nothing to do for this long closes its file and ends
 
 # Exactly what origin_of() produces for a host url_host_problem() accepts (``_``: Docker names).
 _ORIGIN = re.compile(r"https?://(?:[a-z0-9._-]+|\[[0-9a-f:.]+\]):\d{1,5}")
@@ -216,41 +217,54 @@ def _warn(path: Path, exc: OSError) -> None:
 
 
 class _BackgroundWriter:
-    """Appends the lines queued for one file from one thread (see the module docstring)."""
+    """Appends the lines queued for one file from one thread (see the module docstring).
+
+    The thread wakes every :data:`_INTERVAL_SECONDS` (or at once for a flush or a full queue), so
+    a caller never pays for waking it: a queued line costs an uncontended lock and an append.
+    """
 
     def __init__(self, path: Path):
         self.path = path
-        self._queue: queue.Queue[bytes] = queue.Queue(maxsize=BACKGROUND_QUEUE_LINES)
-        self._lock = threading.Lock()
+        self._lines: collections.deque[bytes] = collections.deque()
+        self._changed = threading.Condition()
+        self._queued = 0  # lines ever queued
+        self._written = 0  # lines ever taken and written (or found unwritable)
         self._running = False
 
     def put(self, data: bytes) -> None:
-        self._queue.put(data)  # waits only while the queue is full: back pressure, never a loss
-        with self._lock:
+        with self._changed:
+            while len(self._lines) >= BACKGROUND_QUEUE_LINES:  # back pressure, never a loss
+                self._changed.notify_all()
+                self._changed.wait()
+            self._lines.append(data)
+            self._queued += 1
             if not self._running:
                 self._running = True
                 threading.Thread(target=self._run, name="patchbay-egress-audit", daemon=True).start()
 
     def flush(self) -> None:
-        self._queue.join()
+        with self._changed:
+            target = self._queued
+            self._changed.notify_all()  # the writer takes the lines now rather than at its interval
+            while self._written < target:
+                self._changed.wait()
 
     def _run(self) -> None:
         fd: int | None = None
+        idle_since = time.monotonic()
         try:
             while True:
-                try:
-                    batch = [self._queue.get(timeout=_IDLE_SECONDS)]
-                except queue.Empty:
-                    with self._lock:  # a put after this check starts a new thread
-                        if self._queue.empty():
-                            self._running = False
+                with self._changed:
+                    if not self._lines:
+                        self._changed.wait(timeout=_INTERVAL_SECONDS)
+                    if not self._lines:
+                        if time.monotonic() - idle_since >= _IDLE_SECONDS:
+                            self._running = False  # a later put starts a new thread
                             return
-                    continue
-                while len(batch) < 256:
-                    try:
-                        batch.append(self._queue.get_nowait())
-                    except queue.Empty:
-                        break
+                        continue
+                    batch = list(self._lines)
+                    self._lines.clear()
+                    self._changed.notify_all()  # room for callers waiting on a full queue
                 try:
                     if fd is None:
                         fd = _open(self.path)
@@ -260,12 +274,20 @@ class _BackgroundWriter:
                     if fd is not None:
                         os.close(fd)
                         fd = None
-                finally:
-                    for _ in batch:
-                        self._queue.task_done()
+                idle_since = time.monotonic()
+                with self._changed:
+                    self._written += len(batch)
+                    self._changed.notify_all()
         finally:
             if fd is not None:
                 os.close(fd)
+            with self._changed:
+                if self._running:  # an unexpected error ended the thread: never leave a flush waiting
+                    logger.error("egress audit: the writer of %s stopped; %d lines lost", self.path, len(self._lines))
+                    self._running = False
+                    self._lines.clear()
+                    self._written = self._queued
+                    self._changed.notify_all()
 
 
 _writers: dict[Path, _BackgroundWriter] = {}
