@@ -1,4 +1,4 @@
-"""The egress audit file (seed 003 §14.2): metadata-only JSON lines, mode 0600, safe appends."""
+"""The egress audit file: metadata-only JSON lines, mode 0600, safe appends."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from patchbay.adapters.egress_audit import NOTES, EgressAudit, audit_path, read_audit, target_origin
+from patchbay.adapters.egress_audit import (
+    BACKGROUND_QUEUE_LINES,
+    NOTES,
+    EgressAudit,
+    audit_path,
+    read_audit,
+    target_origin,
+)
 from patchbay.core.errors import EgressBlocked
 from patchbay.core.models import HttpTarget, SocketTarget, StdioTarget
 from patchbay.core.validation import validate_http_target
@@ -123,6 +130,40 @@ def test_concurrent_writers_never_interleave_lines(tmp_path: Path) -> None:
     assert {(p["connector_id"], p["origin"]) for p in parsed} == {
         (f"con_{i}", f"https://host{i}.example:{1000 + n}") for i in range(8) for n in range(200)
     }
+
+
+def test_background_lines_are_all_in_the_file_in_order_once_flushed(tmp_path: Path) -> None:
+    audit = EgressAudit(audit_path(tmp_path / "home"), background=True)
+    count = BACKGROUND_QUEUE_LINES + 100  # more than the queue holds: the caller waits, nothing is lost
+    for n in range(count):
+        assert audit.record("mcp_tool_call", connector_id=f"con_{n}", origin=None, project_id="prj", approved=True)
+    audit.flush()
+    assert [line["connector_id"] for line in read_audit(audit.path)] == [f"con_{n}" for n in range(count)]
+    assert stat.S_IMODE(os.stat(audit.path).st_mode) == 0o600
+
+
+def test_a_background_line_is_checked_before_it_is_queued(tmp_path: Path) -> None:
+    audit = EgressAudit(audit_path(tmp_path), background=True)
+    with pytest.raises(ValueError):
+        audit.record("mcp_probe", connector_id="c", origin="https://h.example:443/path", project_id=None, approved=True)
+    audit.flush()
+    assert read_audit(audit.path) == []
+
+
+def test_a_background_writer_does_not_follow_a_symlink_and_logs_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("untouched\n")
+    path = audit_path(tmp_path / "home")
+    path.parent.mkdir()
+    path.symlink_to(elsewhere)
+    with caplog.at_level(logging.WARNING, logger="patchbay.adapters.egress_audit"):
+        audit = EgressAudit(path, background=True)
+        audit.record("mcp_tool_call", connector_id="c", origin=None, project_id=None, approved=True)
+        audit.flush()
+    assert elsewhere.read_text() == "untouched\n"
+    assert "cannot append" in caplog.text
 
 
 def test_target_origin_is_the_origin_of_a_remote_target_and_none_otherwise() -> None:

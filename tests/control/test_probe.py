@@ -1,4 +1,4 @@
-"""The bounded real connect probe (seed 003 §9) against real peers and fixture servers."""
+"""The bounded real connect probe against real peers and fixture servers."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import anyio
 import anyio.abc
 import pytest
 
+import patchbay.adapters.transports.connect as connect_module
 import patchbay.adapters.transports.egress as egress_module
-import patchbay.control.probe as probe_module
 from patchbay.adapters.transports import StdioLink
 from patchbay.control.probe import Prober
 from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeResult, StdioTarget
@@ -54,7 +54,7 @@ def spy_on_links(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], anyio.Even
     """Make the prober's transport report each link it opens; the event fires on the first."""
     seen: list[Any] = []
     appeared = anyio.Event()
-    real_open_client = probe_module.open_client
+    real_open_client = connect_module.open_client
 
     @asynccontextmanager
     async def open_client(target: ConnectorTarget, **kwargs: Any) -> AsyncIterator[Any]:
@@ -70,7 +70,7 @@ def spy_on_links(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], anyio.Even
         async with real_open_client(target, **kwargs) as connection:
             yield connection
 
-    monkeypatch.setattr(probe_module, "open_client", open_client)
+    monkeypatch.setattr(connect_module, "open_client", open_client)
     return seen, appeared
 
 
@@ -452,7 +452,7 @@ async def test_resolved_env_values_are_redacted_from_the_stderr_tail(settings: S
 
 def gate_open_client(monkeypatch: pytest.MonkeyPatch, key: Callable[[ConnectorTarget], str]) -> dict[str, Any]:
     """Hold every probe at the transport until ``state["release"]`` is set; record who is inside."""
-    real_open_client = probe_module.open_client
+    real_open_client = connect_module.open_client
     state: dict[str, Any] = {
         "inside": {},
         "peak": 0,
@@ -480,7 +480,7 @@ def gate_open_client(monkeypatch: pytest.MonkeyPatch, key: Callable[[ConnectorTa
         finally:
             inside[name] -= 1
 
-    monkeypatch.setattr(probe_module, "open_client", open_client)
+    monkeypatch.setattr(connect_module, "open_client", open_client)
     return state
 
 
@@ -588,7 +588,7 @@ anyio.run(main)
 
 
 async def test_bound_env_values_a_server_echoes_into_its_catalog_are_masked(settings: Settings, tmp_path: Path) -> None:
-    # The catalog is cached in the store, which never holds a credential value (seed 003 §11).
+    # The catalog is cached in the store, which never holds a credential value.
     script = tmp_path / "echoing_server.py"
     script.write_text(ECHOING_SERVER)
     bound = "bound-cnry-3141"
@@ -603,7 +603,7 @@ async def test_bound_env_values_a_server_echoes_into_its_catalog_are_masked(sett
     assert result.server_info is not None and result.server_info["name"] == f"echoing-{REDACTED}"
 
 
-# --- egress guard and audit (seed 003 §14.2) -----------------------------------------------------
+# --- egress guard and audit -----------------------------------------------------
 
 
 async def test_a_loopback_server_is_network_blocked_without_allow_private_and_never_contacted(

@@ -17,15 +17,28 @@ OAuth discovery/token operation of a connector::
 Appends are one ``write`` of one line to a file opened ``O_APPEND`` (safe across tasks, threads and
 processes); the file is created 0600 and tightened to 0600 if found wider; a symlink is refused.
 A failed append is logged and does not fail the operation it records.
+
+**Background appends.** ``EgressAudit(path, background=True)`` (a runtime's per-call lines) hands
+each rendered line to one writer thread per file and process, which keeps the file open while it
+has work and appends what was queued, every few milliseconds, in one ``write``; the caller pays for
+rendering the line (from a per-connector template) and a queue append. The queue is bounded (:data:`BACKGROUND_QUEUE_LINES`): when it is full the caller waits
+for room, so nothing is dropped. :meth:`EgressAudit.flush` waits until every line queued before it
+is in the file; a runtime flushes as each connection closes, and the process flushes at exit, so
+nothing is lost on a clean stop. A crash of the process (``SIGKILL``, power loss) loses the lines
+still queued: at most :data:`BACKGROUND_QUEUE_LINES`, in practice those of the last 50 ms
+(the writer's interval).
 """
 
 from __future__ import annotations
 
+import atexit
+import collections
 import json
 import logging
 import os
 import re
 import stat
+import threading
 import time
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -33,7 +46,16 @@ from typing import Any, Literal, get_args
 from patchbay.adapters.transports.egress import origin_of
 from patchbay.core.models import ConnectorTarget, HttpTarget
 
-__all__ = ["AUDIT_FILE", "NOTES", "EgressAudit", "EgressNote", "audit_path", "read_audit", "target_origin"]
+__all__ = [
+    "AUDIT_FILE",
+    "BACKGROUND_QUEUE_LINES",
+    "NOTES",
+    "EgressAudit",
+    "EgressNote",
+    "audit_path",
+    "read_audit",
+    "target_origin",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +63,11 @@ AUDIT_FILE = "egress-audit.jsonl"
 EgressNote = Literal["mcp_probe", "mcp_connect", "mcp_tool_call", "mcp_oauth_discovery", "mcp_oauth_token"]
 NOTES: frozenset[str] = frozenset(get_args(EgressNote))
 """Every operation type the egress audit records."""
+
+BACKGROUND_QUEUE_LINES = 4096
+"""Lines a background writer holds before a caller waits for room."""
+_INTERVAL_SECONDS = 0.05  # how often a writer thread takes what was queued
+_IDLE_SECONDS = 1.0  # a writer thread with nothing to do for this long closes its file and ends
 
 # Exactly what origin_of() produces for a host url_host_problem() accepts (``_``: Docker names).
 _ORIGIN = re.compile(r"https?://(?:[a-z0-9._-]+|\[[0-9a-f:.]+\]):\d{1,5}")
@@ -63,9 +90,16 @@ def target_origin(target: ConnectorTarget) -> str | None:
     return None
 
 
+_second: tuple[int, str] = (-1, "")  # the last whole second formatted: one strftime per second
+
+
 def _timestamp(seconds: float) -> str:
+    global _second
     ms = int(seconds * 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+    whole = ms // 1000
+    if _second[0] != whole:
+        _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+    return f"{_second[1]}.{ms % 1000:03d}Z"
 
 
 class EgressAudit:
@@ -79,10 +113,21 @@ class EgressAudit:
 
     Args:
         path: the audit file (usually :func:`audit_path` of the data home).
+        background: append through the file's background writer (see the module docstring);
+            :meth:`record` then returns once the line is queued.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, background: bool = False):
         self.path = Path(path)
+        self._writer = _writer_for(self.path) if background else None
+        # A connector's lines differ only in time and approval: the rest is rendered once.
+        self._templates: dict[tuple[str, str, str | None, str | None], tuple[bytes, bytes, bytes, bytes]] = {}
+
+    def flush(self) -> None:
+        """Wait until every line this process queued for the file is written (at once when
+        appends are not in the background, or nothing is queued)."""
+        if self._writer is not None:
+            self._writer.flush()
 
     def record(
         self,
@@ -94,6 +139,9 @@ class EgressAudit:
         approved: bool,
     ) -> bool:
         """Append one line; returns False (and logs a warning) when the file cannot be written.
+
+        In the background, returns True once the line is queued; a failed append is logged by
+        the writer.
 
         Args:
             note: the operation (:data:`NOTES`).
@@ -113,37 +161,152 @@ class EgressAudit:
             raise ValueError(f"unknown egress audit note {note!r}")
         if origin is not None and not _ORIGIN.fullmatch(origin):
             raise ValueError("an egress audit origin is scheme://host:port and nothing else")
-        line: dict[str, Any] = {
-            "note": note,
-            "connector_id": connector_id,
-            "origin": origin,
-            "time": _timestamp(time.time()),
-            "project_id": project_id,
-            "approved": bool(approved),
-        }
-        if origin is None:
-            line["runtime_call_audit"] = "unavailable"
-        data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
+        key = (note, connector_id, origin, project_id)
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = _template(note, connector_id, origin, project_id)
+        head, middle, true_tail, false_tail = template
+        data = b"".join((head, _timestamp(time.time()).encode(), middle, true_tail if approved else false_tail))
+        if self._writer is not None:
+            self._writer.put(data)
+            return True
         try:
-            self._append(data)
+            fd = _open(self.path)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
         except OSError as exc:
-            logger.warning("egress audit: cannot append to %s: %s", self.path, exc.strerror or type(exc).__name__)
+            _warn(self.path, exc)
             return False
         return True
 
-    def _append(self, data: bytes) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(self.path, flags, 0o600)
+
+def _template(
+    note: str, connector_id: str, origin: str | None, project_id: str | None
+) -> tuple[bytes, bytes, bytes, bytes]:
+    """A line as ``head + time + middle + tail``, with the tail for ``approved`` true and false:
+    byte for byte what ``json.dumps(line, separators=(",", ":"))`` gives, rendered once."""
+    dump = json.dumps
+    head = f'{{"note":{dump(note)},"connector_id":{dump(connector_id)},"origin":{dump(origin)},"time":"'
+    middle = f'","project_id":{dump(project_id)},"approved":'
+    rest = ',"runtime_call_audit":"unavailable"}\n' if origin is None else "}\n"
+    return head.encode(), middle.encode(), f"true{rest}".encode(), f"false{rest}".encode()
+
+
+def _open(path: Path) -> int:
+    """The audit file opened for appending (created 0600, tightened to 0600, never a symlink)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if stat.S_IMODE(info.st_mode) != 0o600:
+            os.fchmod(fd, 0o600)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _warn(path: Path, exc: OSError) -> None:
+    logger.warning("egress audit: cannot append to %s: %s", path, exc.strerror or type(exc).__name__)
+
+
+class _BackgroundWriter:
+    """Appends the lines queued for one file from one thread (see the module docstring).
+
+    The thread wakes every :data:`_INTERVAL_SECONDS` (or at once for a flush or a full queue), so
+    a caller never pays for waking it: a queued line costs an uncontended lock and an append.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lines: collections.deque[bytes] = collections.deque()
+        self._changed = threading.Condition()
+        self._queued = 0  # lines ever queued
+        self._written = 0  # lines ever taken and written (or found unwritable)
+        self._running = False
+
+    def put(self, data: bytes) -> None:
+        with self._changed:
+            while len(self._lines) >= BACKGROUND_QUEUE_LINES:  # back pressure, never a loss
+                self._changed.notify_all()
+                self._changed.wait()
+            self._lines.append(data)
+            self._queued += 1
+            if not self._running:
+                self._running = True
+                threading.Thread(target=self._run, name="patchbay-egress-audit", daemon=True).start()
+
+    def flush(self) -> None:
+        with self._changed:
+            target = self._queued
+            self._changed.notify_all()  # the writer takes the lines now rather than at its interval
+            while self._written < target:
+                self._changed.wait()
+
+    def _run(self) -> None:
+        fd: int | None = None
+        idle_since = time.monotonic()
         try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise OSError(f"{self.path} is not a regular file")
-            if stat.S_IMODE(info.st_mode) != 0o600:
-                os.fchmod(fd, 0o600)
-            os.write(fd, data)
+            while True:
+                with self._changed:
+                    if not self._lines:
+                        self._changed.wait(timeout=_INTERVAL_SECONDS)
+                    if not self._lines:
+                        if time.monotonic() - idle_since >= _IDLE_SECONDS:
+                            self._running = False  # a later put starts a new thread
+                            return
+                        continue
+                    batch = list(self._lines)
+                    self._lines.clear()
+                    self._changed.notify_all()  # room for callers waiting on a full queue
+                try:
+                    if fd is None:
+                        fd = _open(self.path)
+                    os.write(fd, b"".join(batch))
+                except OSError as exc:
+                    _warn(self.path, exc)
+                    if fd is not None:
+                        os.close(fd)
+                        fd = None
+                idle_since = time.monotonic()
+                with self._changed:
+                    self._written += len(batch)
+                    self._changed.notify_all()
         finally:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
+            with self._changed:
+                if self._running:  # an unexpected error ended the thread: never leave a flush waiting
+                    logger.error("egress audit: the writer of %s stopped; %d lines lost", self.path, len(self._lines))
+                    self._running = False
+                    self._lines.clear()
+                    self._written = self._queued
+                    self._changed.notify_all()
+
+
+_writers: dict[Path, _BackgroundWriter] = {}
+_writers_lock = threading.Lock()
+
+
+def _writer_for(path: Path) -> _BackgroundWriter:
+    with _writers_lock:
+        writer = _writers.get(path)
+        if writer is None:
+            writer = _writers[path] = _BackgroundWriter(path)
+        return writer
+
+
+@atexit.register
+def _flush_all() -> None:
+    with _writers_lock:
+        writers = list(_writers.values())
+    for writer in writers:
+        writer.flush()
 
 
 def read_audit(path: Path) -> list[dict[str, Any]]:

@@ -27,8 +27,6 @@ A server failure never raises: it becomes a :class:`~patchbay.core.models.ProbeR
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -38,24 +36,21 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
-import httpx2
-import mcp_types as types
 
 from patchbay.adapters.credentials import CredentialResolver
 from patchbay.adapters.egress_audit import EgressAudit, audit_path, target_origin
-from patchbay.adapters.oauth.build import oauth_for
-from patchbay.adapters.oauth.provider import AUDIT_NOTE, Authorizer
-from patchbay.adapters.transports import EgressPolicy, HttpLink, StdioLink, classify, open_client
+from patchbay.adapters.oauth.provider import Authorizer
+from patchbay.adapters.transports import Link
 from patchbay.adapters.transports.catalog import Catalog, ListingWarning, ToolDiagnostic, list_catalog
-from patchbay.core.credentials import deliver
-from patchbay.core.errors import (
-    CatalogError,
-    ConfigError,
-    CredentialUnavailable,
-    EgressBlocked,
-    ErrorCode,
-    PatchbayError,
+from patchbay.adapters.transports.connect import (
+    ConnectorRef,
+    EgressAccount,
+    connect,
+    connect_failure,
+    resolve_bindings,
+    with_limit,
 )
+from patchbay.core.errors import CatalogError, ConfigError, EgressBlocked, ErrorCode, PatchbayError
 from patchbay.core.models import (
     Connector,
     ConnectorTarget,
@@ -78,14 +73,6 @@ _PROTOCOL_MODES = ("legacy", "auto", "2026-07-28")
 class _LockEntry:
     lock: anyio.Lock
     users: int = 0
-
-
-def _client_info() -> types.Implementation:
-    try:
-        version = importlib.metadata.version("patchbay")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-        version = "0"
-    return types.Implementation(name="patchbay-probe", version=version)
 
 
 def _checked_target(target: ConnectorTarget, workspace: Path) -> ConnectorTarget:
@@ -249,9 +236,8 @@ class Prober:
         started = anyio.current_time()
         known_secrets = tuple(value for value in [*(env or {}).values(), *(headers or {}).values()] if value)
 
-        def result(catalog: Catalog | None, failure: tuple[ErrorCode, str] | None, links: list[Any]) -> ProbeResult:
-            link = links[0] if links else None
-            tail = link.stderr.text(known_secrets) if isinstance(link, StdioLink) else ""
+        def result(catalog: Catalog | None, failure: tuple[ErrorCode, str] | None, links: list[Link]) -> ProbeResult:
+            tail = links[0].stderr_tail(known_secrets) if links else ""
             duration_ms = int((anyio.current_time() - started) * 1000)
             if failure is not None or catalog is None:
                 code, message = failure or (ErrorCode.UNKNOWN, "the probe ended without a result")
@@ -289,41 +275,27 @@ class Prober:
             bindings = connector.bindings
         except ConfigError as exc:
             return result(None, (ErrorCode.INVALID_CONFIG, exc.message), [])
+        ref = ConnectorRef(connector.connector_id, connector.name, target, connector.runtime_config)
         if env is None and headers is None and bindings:
             try:
-                env, headers = await self._resolve(connector)
+                resolved = await resolve_bindings(
+                    ref, bindings, self.credentials, holder="no credential store was given"
+                )
             except PatchbayError as exc:
                 return result(None, (ErrorCode(exc.code), exc.message), [])
+            env, headers = resolved.env, resolved.headers
             known_secrets = tuple(value for value in [*env.values(), *headers.values()] if value)
 
         try:
             origin = target_origin(target)
         except EgressBlocked as exc:
             return result(None, (ErrorCode.NETWORK_BLOCKED, exc.message), [])
-        refused: list[object] = []
         audit = EgressAudit(audit_path(settings.home))
-
-        def observe(decision: Any) -> None:
-            if not decision.approved:
-                refused.append(decision)
-            note = decision.request.extensions.get(AUDIT_NOTE)
-            if note is not None:  # one line per OAuth request
-                audit.record(
-                    note,
-                    connector_id=connector.connector_id,
-                    origin=decision.origin,
-                    project_id=project_id,
-                    approved=decision.approved,
-                )
-
-        egress = EgressPolicy(allow_private=connector.runtime_config.get("allow_private") is True, observer=observe)
-        links: list[Any] = []
+        egress = EgressAccount(ref, audit, project_id)
+        links: list[Link] = []
         catalog: Catalog | None = None
         failure: tuple[ErrorCode, str] | None = None
         finished = False  # the list requests ran to an end (a catalog or a list failure)
-
-        def http_status() -> int | None:
-            return links[0].last_status if links and isinstance(links[0], HttpLink) else None
 
         deadline = anyio.CancelScope(deadline=started + settings.probe_connect_timeout)
         authorizer, verify, login_timeout = login
@@ -338,22 +310,20 @@ class Prober:
         try:
             with deadline:
                 try:
-                    async with (
-                        self._oauth(connector, egress, authorizer, verify, login_timeout) as auth,
-                        open_client(
-                            target,
-                            workspace=workspace,
-                            env=env,
-                            headers=headers,
-                            stderr_tail_bytes=settings.stderr_tail_bytes,
-                            mode=settings.protocol_mode,
-                            link_holder=links,
-                            egress=egress,
-                            auth=auth,
-                            limits=RuntimeOptions.model_validate(connector.runtime_config).limits,
-                            client_info=_client_info(),
-                        ) as connection,
-                    ):
+                    async with connect(
+                        ref,
+                        workspace=workspace,
+                        settings=settings,
+                        egress=egress,
+                        credentials=self.credentials,
+                        env=env,
+                        headers=headers,
+                        limits=RuntimeOptions.model_validate(connector.runtime_config).limits,
+                        authorizer=authorizer,
+                        verify=verify,
+                        login_timeout=login_timeout,
+                        link_holder=links,
+                    ) as connection:
                         try:
                             catalog = await list_catalog(
                                 connection.client,
@@ -368,14 +338,14 @@ class Prober:
                         finished = True
                 except Exception as exc:
                     if not finished:
-                        failure = classify(exc, http_status=http_status())
+                        failure = connect_failure(exc, links[0] if links else None)
         except BaseExceptionGroup as group:
             # Cancellation tangled with real errors from the SDK's task groups. If it is the
             # caller's cancellation, the checkpoint re-raises it; if it is our deadline, the
             # timeout rule below applies.
             _, errors = group.split(anyio.get_cancelled_exc_class())
             if not finished and errors is not None:
-                failure = classify(errors, http_status=http_status())
+                failure = connect_failure(errors, links[0] if links else None)
             await anyio.lowlevel.checkpoint_if_cancelled()
         finally:
             audit.record(
@@ -383,7 +353,7 @@ class Prober:
                 connector_id=connector.connector_id,
                 origin=origin,
                 project_id=project_id,
-                approved=not refused,
+                approved=not egress.refused,
             )
         # What the lists found stands even if closing the connection failed or ran past the
         # deadline; a deadline that struck before they were done is a timeout, whatever it broke.
@@ -393,60 +363,6 @@ class Prober:
                 f"no complete answer within {settings.probe_connect_timeout:g} s "
                 "(spawn/connect, initialize and the list requests)",
             )
-        if failure is not None and links:
-            limit = getattr(links[0], "limit_exceeded", lambda: None)()
-            if limit:  # the server died of one of its resource limits
-                failure = (failure[0], f"{failure[1]} (the server was stopped by its {limit} limit)")
+        if failure is not None and links:  # the server may have died of one of its resource limits
+            failure = (failure[0], with_limit(failure[1], links[0]))
         return result(catalog if failure is None else None, failure, links)
-
-    @asynccontextmanager
-    async def _oauth(
-        self,
-        connector: Connector,
-        egress: EgressPolicy,
-        authorizer: Authorizer | None,
-        verify: Callable[[], Awaitable[None]] | None,
-        login_timeout: float,
-    ) -> AsyncIterator[httpx2.Auth | None]:
-        """The connector's OAuth provider for this probe (None without OAuth settings).
-
-        Raises:
-            ConfigError / CredentialUnavailable / AuthorizationRequired: classified like any
-                connect failure (``invalid_config``, ``auth_required``).
-        """
-        async with oauth_for(
-            target=connector.target,
-            runtime_config=connector.runtime_config,
-            credentials=self.credentials,
-            connector_id=connector.connector_id,
-            connector=connector.name,
-            egress=egress,
-            authorizer=authorizer,
-            verify=verify,
-            login_timeout=login_timeout,
-        ) as auth:
-            yield auth
-
-    async def _resolve(self, connector: Connector) -> tuple[dict[str, str], dict[str, str]]:
-        """``(env, headers)`` of ``connector``'s bindings, resolved off the event loop.
-
-        Raises:
-            CredentialUnavailable: ``auth_required`` (no resolver, or a binding cannot be resolved).
-        """
-        if self.credentials is None:
-            referenced = [(binding.ref, binding) for binding in connector.bindings if binding.ref is not None]
-            if not referenced:
-                return deliver(connector.bindings, {})  # plain values carry their own value: no store needed
-            ref, first = referenced[0]
-            raise CredentialUnavailable(
-                f"connector {connector.name!r} has credential bindings but no credential store was given",
-                problem="unreadable",
-                ref=ref,
-                binding=first.describe(),
-                connector=connector.name,
-            )
-        resolve = functools.partial(
-            self.credentials.resolve, connector.bindings, connector_id=connector.connector_id, connector=connector.name
-        )
-        resolved = await anyio.to_thread.run_sync(resolve)
-        return resolved.env, resolved.headers

@@ -10,18 +10,23 @@ SIGKILL sequence plus a sweep of the whole process group, so grandchildren go to
 
 **Calls** (``tools/call`` and the other requests) run in the caller's task on the shared SDK
 session; their timeouts, crash detection and output check live in :mod:`patchbay.runtime.exchange`
-(:class:`~patchbay.runtime.exchange.RequestExchange`, a mixin of :class:`ServerConnection`).
+(:class:`~patchbay.runtime.exchange.RequestExchange`, which the connection holds as
+:attr:`ServerConnection.exchange`; the connection is its
+:class:`~patchbay.runtime.exchange.Session`). Connecting is the step a probe takes too
+(:func:`patchbay.adapters.transports.connect.connect`).
 
 **Lifecycle** (:class:`patchbay.core.models.RuntimeOptions`): ``lazy`` connects on first use;
 ``eager`` and ``keep_alive`` connect when the runtime starts (:meth:`start`). ``lazy`` and
 ``eager`` connections are closed after ``idle_timeout`` seconds without a call (never while a call
 is in flight) and reopen on the next use; ``keep_alive`` ones are never closed for idleness.
 
-**Restart policy** (:class:`patchbay.core.models.RestartPolicy`). A *crash* is the end of a live
-connection that nobody asked for (the server exited, its stream ended, a call saw the connection
-close), a server that stopped answering (``unresponsive_timeouts`` request timeouts in a row; the
-crash event says ``reason: "unresponsive"``), or a failed reconnect during a restart. Crash ``n``
-emits ``mcp.server.crashed``; while ``n <= max_restarts`` the owner emits ``mcp.server.restarting
+**Restart policy** (:class:`patchbay.core.models.RestartPolicy`). A *crash* is the
+end of a live connection that nobody asked for (the server exited, its stream ended, a call saw
+the connection close), a server that stopped answering (``unresponsive_timeouts`` request
+timeouts in a row; the crash event says ``reason: "unresponsive"``), or a failed reconnect during
+a restart. Crash ``n`` emits
+``mcp.server.crashed``; what follows is :func:`patchbay.runtime.crashes.decide_restart`: while
+``n <= max_restarts`` the owner emits ``mcp.server.restarting
 {delaySeconds}``, waits ``policy.delay(n)`` (0.5 s, 1 s, 2 s, ... capped at 10 s) and reconnects.
 Calls in flight at crash 1 fail with ``mcp_server_restarted``, at later crashes with
 ``mcp_server_unstable``; none is ever re-sent. Crash ``max_restarts + 1`` is permanent:
@@ -47,9 +52,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 import mcp_types as types
@@ -58,16 +63,17 @@ from mcp import Client
 
 from patchbay.adapters.credentials import CredentialResolver
 from patchbay.adapters.oauth.provider import Authorizer
-from patchbay.adapters.transports import ClientConnection, classify, open_client
+from patchbay.adapters.transports import ClientConnection, Link
 from patchbay.adapters.transports.catalog import Catalog, list_catalog
-from patchbay.core.errors import ErrorCode, FailureReason
+from patchbay.adapters.transports.connect import connect, connect_failure, with_limit
+from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
 from patchbay.core.models import RuntimeServer, ToolSummary
 from patchbay.core.redaction import redact_text
 from patchbay.core.settings import Settings
 from patchbay.runtime.access import ConnectorAccess
 from patchbay.runtime.catalog_refresh import CatalogRefresh
-from patchbay.runtime.crashes import CrashPolicy
-from patchbay.runtime.exchange import RequestExchange
+from patchbay.runtime.crashes import RestartDecision, decide_restart, may_retry_connect
+from patchbay.runtime.exchange import Live, RequestExchange
 from patchbay.runtime.hooks import HostHooks
 from patchbay.runtime.output_schema import turn_off_sdk_output_validation
 
@@ -81,12 +87,12 @@ ConnectionState = Literal[
 Emit = Callable[[str, dict[str, Any]], object]
 OnCatalog = Callable[[str, "dict[str, ToolSummary] | None"], None]
 
-_CLIENT_INFO = types.Implementation(name="patchbay", version="0.1.0")
+_T = TypeVar("_T")
 _STDERR_IN_DETAILS = 1000
 _Outcome = Literal["stopped", "idle", "lost", "connect_failed"]
 
 
-class ServerConnection(CrashPolicy, RequestExchange):
+class ServerConnection:
     """The runtime's supervised connection to one connector.
 
     Args:
@@ -113,9 +119,9 @@ class ServerConnection(CrashPolicy, RequestExchange):
     (``mcp_connect`` / ``mcp_tool_call``) to ``<home>/egress-audit.jsonl``, ``approved`` false when
     the guard refused a request meanwhile.
 
-    Requests: :meth:`call_tool` and :meth:`request` come from
-    :class:`~patchbay.runtime.exchange.RequestExchange` (timeouts, crashes during a call, output check);
-    counting crashes and deciding what follows from :class:`~patchbay.runtime.crashes.CrashPolicy`.
+    Requests: :meth:`call_tool` and :meth:`request` go through :attr:`exchange`
+    (:class:`~patchbay.runtime.exchange.RequestExchange`: timeouts, crashes during a call, output
+    check); what follows a crash is :func:`~patchbay.runtime.crashes.decide_restart`.
 
     Must be created inside a running event loop (it holds anyio events).
     """
@@ -144,11 +150,7 @@ class ServerConnection(CrashPolicy, RequestExchange):
         self._access = ConnectorAccess(server, settings, credentials, project_id)
         self._hooks = hooks or HostHooks()
         self._refused_at_connect = 0
-        self.request_timeout = self.options.request_timeout or settings.request_timeout
-        self.max_call_seconds = self.options.max_call_seconds or settings.max_call_seconds
         unresponsive = self.options.unresponsive_timeouts
-        self.unresponsive_timeouts = settings.unresponsive_timeouts if unresponsive is None else unresponsive
-        self._timeouts = 0
         self._unresponsive = False
         idle = self.options.idle_timeout or settings.idle_timeout
         self.idle_timeout = math.inf if self.options.lifecycle == "keep_alive" or idle <= 0 else idle
@@ -186,12 +188,32 @@ class ServerConnection(CrashPolicy, RequestExchange):
             self.name, settings, emit=self._emit, apply=self._relisted, is_live=lambda: self._state == "connected"
         )
         """list_changed handling: tools re-lists, resources/prompts change counters (catalog_refresh.py)."""
+        self.exchange = RequestExchange(
+            self.name,
+            self,
+            self._access,
+            request_timeout=self.options.request_timeout or settings.request_timeout,
+            max_call_seconds=self.options.max_call_seconds or settings.max_call_seconds,
+            unresponsive_timeouts=settings.unresponsive_timeouts if unresponsive is None else unresponsive,
+            on_call_finished=self.refresh.call_finished,
+        )
+        """Requests on the live session (exchange.py)."""
 
     # -- public -----------------------------------------------------------------------------
 
     @property
     def state(self) -> ConnectionState:
         return self._state
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        """Send ``tools/call`` on the live session: :meth:`RequestExchange.call_tool
+        <patchbay.runtime.exchange.RequestExchange.call_tool>` (its errors, codes and details)."""
+        return await self.exchange.call_tool(tool, arguments)
+
+    async def request(self, method: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
+        """Send another request (``resources/read``, ``prompts/get``, ...): :meth:`RequestExchange.request
+        <patchbay.runtime.exchange.RequestExchange.request>`."""
+        return await self.exchange.request(method, send)
 
     def start(self) -> None:
         """Start connecting in the background (``eager``/``keep_alive`` at runtime start)."""
@@ -216,7 +238,7 @@ class ServerConnection(CrashPolicy, RequestExchange):
         if self._state == "connecting":
             await self._ready.wait()
         if self._state != "connected":
-            raise self._unavailable()
+            raise self.unavailable()
 
     def request_stop(self) -> None:
         """Close the connection for good (runtime exit); returns at once, see :meth:`wait_closed`."""
@@ -244,8 +266,116 @@ class ServerConnection(CrashPolicy, RequestExchange):
         self._catalog(None)
 
     async def wait_closed(self) -> None:
-        """Wait until the owner task has exited its client context (the server is gone)."""
+        """Wait until the owner task has exited its client context (the server is gone) and the
+        connection's egress audit lines are written."""
         await self._done.wait()
+        self._access.flush()
+
+    # -- the exchange's Session -------------------------------------------------------------
+
+    async def live_for_call(self) -> Live:
+        if self._state in ("idle", "closing"):  # closed for idleness (perhaps during an approval)
+            await self.ensure_connected()
+        return self._live()
+
+    async def live_for_request(self) -> Live:
+        if self._state != "connected":
+            await self.ensure_connected()
+        return self._live()
+
+    def _live(self) -> Live:
+        """The live session. Raises ``mcp_server_unavailable`` without one."""
+        conn = self._conn
+        if self._client is None or conn is None or self._state != "connected":
+            raise self.unavailable()
+        return Live(conn, self._generation)
+
+    def is_current(self, generation: int) -> bool:
+        return self._state == "connected" and self._generation == generation
+
+    def lost(self, generation: int, message: str, *, unresponsive: bool = False) -> FailureReason:
+        if not unresponsive:
+            return self._mark_lost(generation, message)
+        self._unresponsive = True
+        reason = self._mark_lost(generation, message)
+        self._unresponsive = self._lost  # only if this counted the crash (not already lost/stopping)
+        return reason
+
+    def output_schema(self, tool: str) -> dict[str, Any] | None:
+        listed = self.tools.get(tool)
+        return listed.output_schema if listed is not None else None
+
+    def request_started(self) -> None:
+        self._inflight += 1
+
+    def request_finished(self) -> None:
+        self._inflight -= 1
+        self._last_used = anyio.current_time()
+        if self._inflight == 0 and self._idle_wait_unbounded:
+            self._wake.set()  # the owner waits without an idle deadline: the clock starts now
+
+    def unavailable(self) -> ToolCallError:
+        code, message = self.failure or (ErrorCode.SERVER_CLOSED, "the connection is closed")
+        state = self._state
+        if state == "permanently_failed":
+            message = f"it failed permanently after {self.crashes} crashes ({message})"
+        elif state == "restarting":
+            message = f"it crashed and is restarting ({message})"
+        elif state == "closed":
+            message = "it was shut down"
+        details: dict[str, Any] = {"connector": self.name, "code": str(code), "state": state}
+        if self._stderr_tail:
+            details["stderrTail"] = self._stderr_tail
+        return ToolCallError(
+            FailureReason.MCP_SERVER_UNAVAILABLE, f"MCP server {self.name!r} is unavailable: {message}", details=details
+        )
+
+    # -- crashes ----------------------------------------------------------------------------
+
+    def _count_crash(self, message: str) -> RestartDecision:
+        """Count one crash and decide what follows it (its ``reason``: the in-flight calls')."""
+        decision = decide_restart(self.crashes + 1, self.options.restart)
+        self.crashes = decision.crash
+        self.failure = (ErrorCode.SERVER_CLOSED, message)
+        self._state = "restarting" if decision.restart else "permanently_failed"
+        self._crash_limit = None
+        return decision
+
+    def _mark_lost(self, generation: int, message: str) -> FailureReason:
+        """The connection of ``generation`` died; the first to notice counts the crash.
+
+        Synchronous, so a call that saw the connection close learns its reason at once.
+        """
+        if generation in self._lost_reasons:
+            return self._lost_reasons[generation]
+        if generation != self._generation or self._state != "connected" or self._stopping:
+            return FailureReason.MCP_SERVER_UNAVAILABLE
+        reason = self._lost_reasons[generation] = self._count_crash(message).reason
+        self._lost = True
+        self._wake.set()
+        return reason
+
+    def _after_crash(self) -> None:
+        payload: dict[str, Any] = {
+            "server": self.name,
+            "crashCount": self.crashes,
+            "code": str(self.failure[0] if self.failure else ErrorCode.SERVER_CLOSED),
+            "willRestart": self._state == "restarting",
+        }
+        if self._unresponsive:  # it stopped answering rather than exiting (RequestExchange._timed_out)
+            payload["reason"] = "unresponsive"
+            self._unresponsive = False
+        if self._crash_limit:
+            payload["limit"] = self._crash_limit
+        if self._stderr_tail:
+            payload["stderrTail"] = self._stderr_tail[-500:]
+        self._emit("mcp.server.crashed", payload)
+        if self._state == "permanently_failed":
+            self._emit(
+                "mcp.server.permanently_failed",
+                {"server": self.name, "crashCount": self.crashes, "restarts": self.crashes - 1},
+            )
+            self._catalog(None)
 
     # -- owner task -------------------------------------------------------------------------
 
@@ -257,9 +387,8 @@ class ServerConnection(CrashPolicy, RequestExchange):
 
     def _may_retry(self, *, at: float | None = None) -> bool:
         """Whether a failed first connect may be retried (now, or at time ``at``)."""
-        policy = self.options.restart
         when = anyio.current_time() if at is None else at
-        return policy.enabled and self._connect_failures <= policy.max_restarts and when >= self._retry_at
+        return may_retry_connect(self._connect_failures, self.options.restart) and when >= self._retry_at
 
     async def _own(self) -> None:
         try:
@@ -271,6 +400,7 @@ class ServerConnection(CrashPolicy, RequestExchange):
         finally:
             self._client = None
             self._conn = None
+            self._access.flush()
             if self._state == "connecting":  # stopped (or cancelled) while connecting
                 self._state = "closed" if self._stopping else "failed"
                 self.failure = self.failure or (ErrorCode.SERVER_CLOSED, "the runtime closed while connecting")
@@ -313,7 +443,7 @@ class ServerConnection(CrashPolicy, RequestExchange):
             if self._state == "permanently_failed":
                 break
             restarting = True
-            delay = self.options.restart.delay(self.crashes)
+            delay = decide_restart(self.crashes, self.options.restart).delay
             self._emit(
                 "mcp.server.restarting",
                 {"server": self.name, "attempt": self.crashes, "delaySeconds": delay},
@@ -335,7 +465,7 @@ class ServerConnection(CrashPolicy, RequestExchange):
     async def _attempt(self) -> _Outcome:
         """One connection: connect, publish, serve until stopped/idle/lost, close."""
         settings = self._settings
-        links: list[Any] = []
+        links: list[Link] = []
         if self._ready.is_set():  # a restart: calls arriving now wait for this attempt
             self._ready = anyio.Event()
         self._state = "connecting"
@@ -357,23 +487,19 @@ class ServerConnection(CrashPolicy, RequestExchange):
         try:
             with scope:
                 env, headers = await self._access.resolve()
-                async with (
-                    self._access.oauth(self._authorizer(scope)) as auth,
-                    open_client(
-                        self.server.target,
-                        workspace=self._workspace,
-                        env=env,
-                        headers=headers,
-                        stderr_tail_bytes=settings.stderr_tail_bytes,
-                        mode=settings.protocol_mode,
-                        link_holder=links,
-                        limits=self.options.limits,
-                        egress=self._access.egress,
-                        auth=auth,
-                        client_info=_CLIENT_INFO,
-                        **self.refresh.begin_attempt(self._hooks.client_kwargs()),
-                    ) as conn,
-                ):
+                async with connect(
+                    self._access.ref,
+                    workspace=self._workspace,
+                    settings=settings,
+                    egress=self._access.egress,
+                    credentials=self._access.credentials,
+                    env=env,
+                    headers=headers,
+                    limits=self.options.limits,
+                    authorizer=self._authorizer(scope),
+                    link_holder=links,
+                    **self.refresh.begin_attempt(self._hooks.client_kwargs()),
+                ) as conn:
                     # Patchbay checks structured results itself (after the call, see call_tool).
                     turn_off_sdk_output_validation(conn.client.session)
                     catalog = await list_catalog(
@@ -396,8 +522,7 @@ class ServerConnection(CrashPolicy, RequestExchange):
                         watch.cancel_scope.cancel()
                     if outcome == "lost":
                         # The launcher writes its limit marker after the server's stdout closed.
-                        wait_limit = getattr(conn.link, "wait_limit_exceeded", None)
-                        self._crash_limit = await wait_limit() if wait_limit is not None else None
+                        self._crash_limit = await conn.link.wait_limit_exceeded()
                         self._stderr_tail = conn.stderr_tail(self._access.known)[-_STDERR_IN_DETAILS:]
                     closing = True
             if scope.cancelled_caught and self._state == "connecting" and not self._stopping:
@@ -407,8 +532,7 @@ class ServerConnection(CrashPolicy, RequestExchange):
                 return "connect_failed"
         except Exception as exc:
             if self._state == "connecting":
-                status = getattr(links[0], "last_status", None) if links else None
-                code, message = classify(exc, http_status=status)
+                code, message = connect_failure(exc, links[0] if links else None)
                 self._fail_connect(code, message, links)
                 return "connect_failed"
             if not closing:
@@ -490,7 +614,7 @@ class ServerConnection(CrashPolicy, RequestExchange):
         self._conn = conn
         self._client = conn.client
         self._generation += 1
-        self._timeouts = 0
+        self.exchange.reset()
         for old in [g for g in self._lost_reasons if g < self._generation - 8]:
             del self._lost_reasons[old]
         self.tools = {tool.name: tool for tool in tools}
@@ -523,11 +647,10 @@ class ServerConnection(CrashPolicy, RequestExchange):
         self._catalog(self.tools)
         return previous
 
-    def _fail_connect(self, code: ErrorCode, message: str, links: list[Any]) -> None:
+    def _fail_connect(self, code: ErrorCode, message: str, links: list[Link]) -> None:
         self._access.audit("mcp_connect", self._refused_at_connect)
-        limit = getattr(links[0], "limit_exceeded", lambda: None)() if links else None
-        if limit:  # e.g. an address-space limit too small for the server to start at all
-            message = f"{message} (the server was stopped by its {limit} limit)"
+        if links:  # e.g. an address-space limit too small for the server to start at all
+            message = with_limit(message, links[0])
         self.failure = (code, message)
         self._state = "failed"
         if links:
@@ -554,6 +677,5 @@ class ServerConnection(CrashPolicy, RequestExchange):
             self._on_catalog(self.name, tools)
 
 
-def _tail_of(link: Any, known_secrets: tuple[str, ...] = ()) -> str:
-    stderr = getattr(link, "stderr", None)
-    return stderr.text(known_secrets)[-_STDERR_IN_DETAILS:] if stderr is not None else ""
+def _tail_of(link: Link, known_secrets: tuple[str, ...] = ()) -> str:
+    return link.stderr_tail(known_secrets)[-_STDERR_IN_DETAILS:]

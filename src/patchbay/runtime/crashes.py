@@ -1,95 +1,60 @@
-"""Counting a connection's crashes and deciding what follows.
+"""The restart policy as a pure function of a connection's crash count.
 
-:class:`CrashPolicy` is a mixin of :class:`~patchbay.runtime.connection.ServerConnection` (whose
-module docstring states the restart policy): crash ``n`` sets the state to ``restarting`` while
-``n <= max_restarts`` (and restarts are enabled), else ``permanently_failed``; the calls in flight
-learn their reason (``mcp_server_restarted`` at crash 1, ``mcp_server_unstable`` later,
-``mcp_server_unavailable`` when the first crash is already final); the owner task then emits
-``mcp.server.crashed`` and, when final, ``mcp.server.permanently_failed`` and withdraws the catalog.
+:func:`decide_restart` says what follows crash ``n`` of a connection under a
+:class:`~patchbay.core.models.RestartPolicy`: while ``n <= max_restarts`` (and restarts are
+enabled) the connection restarts after ``policy.delay(n)`` seconds, else it has failed for good;
+the calls in flight at the crash learn their reason (``mcp_server_restarted`` at crash 1,
+``mcp_server_unstable`` later, ``mcp_server_unavailable`` when the first crash is already final).
+:func:`may_retry_connect` applies the same policy to a first connect that failed. The connection
+(:mod:`patchbay.runtime.connection`) counts, emits the events and sleeps; nothing here has state.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
 
-from patchbay.core.errors import ErrorCode, FailureReason
+from patchbay.core.errors import FailureReason
+from patchbay.core.models import RestartPolicy
 
-if TYPE_CHECKING:
-    import anyio
-
-    from patchbay.core.models import RuntimeOptions, ToolSummary
-    from patchbay.runtime.connection import ConnectionState
-
-__all__ = ["CrashPolicy"]
+__all__ = ["RestartDecision", "decide_restart", "may_retry_connect"]
 
 
-class CrashPolicy:
-    """Crash counting for a connection; the state below is owned by ``ServerConnection``."""
+@dataclass(frozen=True)
+class RestartDecision:
+    """What follows one crash.
 
-    if TYPE_CHECKING:  # set by ServerConnection.__init__ and its owner task
-        name: str
-        options: RuntimeOptions
-        crashes: int
-        failure: tuple[ErrorCode, str] | None
-        _state: ConnectionState
-        _crash_limit: str | None
-        _stderr_tail: str
-        _generation: int
-        _stopping: bool
-        _lost: bool
-        _wake: anyio.Event
-        _lost_reasons: dict[int, FailureReason]
-        _unresponsive: bool
+    Attributes:
+        crash: the crash's number in the runtime session (1, 2, ...).
+        restart: True: reconnect after :attr:`delay`; False: the connection failed permanently.
+        delay: seconds to wait before reconnecting (0.0 when not restarting).
+        reason: what the calls in flight at the crash fail with.
+    """
 
-        def _emit(self, type: str, payload: dict[str, Any]) -> None: ...
-        def _catalog(self, tools: dict[str, ToolSummary] | None) -> None: ...
+    crash: int
+    restart: bool
+    delay: float
+    reason: FailureReason
 
-    def _count_crash(self, message: str) -> FailureReason:
-        """Count one crash and decide what follows it; returns the in-flight calls' reason."""
-        self.crashes += 1
-        policy = self.options.restart
-        will_restart = policy.enabled and self.crashes <= policy.max_restarts
-        if self.crashes == 1:
-            reason = FailureReason.MCP_SERVER_RESTARTED if will_restart else FailureReason.MCP_SERVER_UNAVAILABLE
-        else:
-            reason = FailureReason.MCP_SERVER_UNSTABLE
-        self.failure = (ErrorCode.SERVER_CLOSED, message)
-        self._state = "restarting" if will_restart else "permanently_failed"
-        self._crash_limit = None
-        return reason
 
-    def _mark_lost(self, generation: int, message: str) -> FailureReason:
-        """The connection of ``generation`` died; the first to notice counts the crash.
+def decide_restart(crash: int, policy: RestartPolicy) -> RestartDecision:
+    """The decision for crash number ``crash`` (1 for the first) under ``policy``.
 
-        Synchronous, so a call that saw the connection close learns its reason at once.
-        """
-        if generation in self._lost_reasons:
-            return self._lost_reasons[generation]
-        if generation != self._generation or self._state != "connected" or self._stopping:
-            return FailureReason.MCP_SERVER_UNAVAILABLE
-        reason = self._lost_reasons[generation] = self._count_crash(message)
-        self._lost = True
-        self._wake.set()
-        return reason
+    Raises:
+        ValueError: ``crash`` is below 1.
+    """
+    if crash < 1:
+        raise ValueError(f"crash numbers start at 1, not {crash}")
+    restart = policy.enabled and crash <= policy.max_restarts
+    if crash > 1:
+        reason = FailureReason.MCP_SERVER_UNSTABLE
+    elif restart:
+        reason = FailureReason.MCP_SERVER_RESTARTED
+    else:
+        reason = FailureReason.MCP_SERVER_UNAVAILABLE
+    return RestartDecision(crash=crash, restart=restart, delay=policy.delay(crash) if restart else 0.0, reason=reason)
 
-    def _after_crash(self) -> None:
-        payload: dict[str, Any] = {
-            "server": self.name,
-            "crashCount": self.crashes,
-            "code": str(self.failure[0] if self.failure else ErrorCode.SERVER_CLOSED),
-            "willRestart": self._state == "restarting",
-        }
-        if self._unresponsive:  # it stopped answering rather than exiting (RequestExchange._timed_out)
-            payload["reason"] = "unresponsive"
-            self._unresponsive = False
-        if self._crash_limit:
-            payload["limit"] = self._crash_limit
-        if self._stderr_tail:
-            payload["stderrTail"] = self._stderr_tail[-500:]
-        self._emit("mcp.server.crashed", payload)
-        if self._state == "permanently_failed":
-            self._emit(
-                "mcp.server.permanently_failed",
-                {"server": self.name, "crashCount": self.crashes, "restarts": self.crashes - 1},
-            )
-            self._catalog(None)
+
+def may_retry_connect(failures: int, policy: RestartPolicy) -> bool:
+    """Whether a first connect that failed ``failures`` times may be tried again (once its delay,
+    ``policy.delay(failures)``, has passed): at most ``max_restarts`` retries, none when disabled."""
+    return policy.enabled and failures <= policy.max_restarts

@@ -1,9 +1,10 @@
 """The per-request exchange of a :class:`~patchbay.runtime.connection.ServerConnection`.
 
-:class:`RequestExchange` is a mixin of ``ServerConnection``: it holds ``tools/call``
+:class:`RequestExchange` is a collaborator the connection holds: it sends ``tools/call``
 (:meth:`~RequestExchange.call_tool`) and the other requests (:meth:`~RequestExchange.request`:
-``resources/*``, ``prompts/*``), while the connection's owner task, lifecycle and restart policy stay
-in :mod:`patchbay.runtime.connection`.
+``resources/*``, ``prompts/*``) on the live session it gets from its :class:`Session` (the
+connection), while the connection's owner task, lifecycle and restart policy stay in
+:mod:`patchbay.runtime.connection`.
 
 **Calls** run in the caller's task on the shared SDK session (safe from several tasks at once),
 so concurrent calls are concurrent on the wire and a caller's cancellation cancels exactly its
@@ -23,7 +24,11 @@ notice does) and fails with ``mcp_server_restarted`` / ``mcp_server_unstable`` /
 ``mcp_server_unavailable`` as the restart policy decides; it is never re-sent.
 
 **Output check**: a successful ``tools/call`` result is checked against the
-tool's ``outputSchema`` (:mod:`patchbay.runtime.output_schema`) after the call, off the event loop.
+tool's ``outputSchema`` (:mod:`patchbay.runtime.output_schema`) after the call: in the caller's
+task when its ``structuredContent`` is small, else off the event loop (a large one takes a while).
+
+**Progress** costs a call nothing until it arrives: the request carries the SDK's progress token
+(its request id) and a callback that only moves the call's deadline.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import anyio
 import mcp_types as types
@@ -43,53 +48,159 @@ from mcp.shared.exceptions import MCPError
 from patchbay.adapters.transports import ClientConnection
 from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
 from patchbay.core.redaction import redact_text
+from patchbay.runtime.access import ConnectorAccess
 from patchbay.runtime.output_schema import check_tool_result
 
-if TYPE_CHECKING:
-    from patchbay.core.models import ToolSummary
-    from patchbay.runtime.access import ConnectorAccess
-    from patchbay.runtime.catalog_refresh import CatalogRefresh
-    from patchbay.runtime.connection import ConnectionState
-
-__all__ = ["RequestExchange"]
+__all__ = ["Live", "RequestExchange", "Session"]
 
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-_OnProgress = ProgressFnT
+
+
+class Live(NamedTuple):
+    """The live session a request goes out on."""
+
+    conn: ClientConnection
+    generation: int
+    """Which connection of the connector it is (each reconnect makes a new one)."""
+
+
+class Session(Protocol):
+    """What a :class:`RequestExchange` needs from the connection that holds it."""
+
+    @property
+    def crashes(self) -> int:
+        """Crashes so far in the runtime session."""
+        ...
+
+    @property
+    def state(self) -> str:
+        """The connection's state (``connected``, ``restarting``, ...), for error details."""
+        ...
+
+    async def live_for_call(self) -> Live:
+        """The live session for a ``tools/call`` (reopening one closed for idleness).
+
+        Raises:
+            ToolCallError: ``mcp_server_unavailable``.
+        """
+        ...
+
+    async def live_for_request(self) -> Live:
+        """The live session for another request (connecting first if needed).
+
+        Raises:
+            ToolCallError: ``mcp_server_unavailable``.
+        """
+        ...
+
+    def is_current(self, generation: int) -> bool:
+        """Whether connection ``generation`` is still the live one."""
+        ...
+
+    def lost(self, generation: int, message: str, *, unresponsive: bool = False) -> FailureReason:
+        """Connection ``generation`` died (or stopped answering): count the crash if it is the
+        first to notice; returns what the requests on it fail with."""
+        ...
+
+    def unavailable(self) -> ToolCallError:
+        """The ``mcp_server_unavailable`` error for the connection's current state."""
+        ...
+
+    def output_schema(self, tool: str) -> dict[str, Any] | None:
+        """The listed ``outputSchema`` of ``tool`` (None: none, or not listed)."""
+        ...
+
+    def request_started(self) -> None:
+        """A request is in flight (the connection does not close for idleness meanwhile)."""
+        ...
+
+    def request_finished(self) -> None:
+        """A request ended (the idle clock starts again)."""
+        ...
+
+
+_INLINE_NODES = 2000
+_INLINE_CHARS = 64 * 1024
+
+
+def _quick_to_check(content: object) -> bool:
+    """Whether validating ``content`` takes too little time to be worth a thread hop: at most
+    :data:`_INLINE_NODES` values and :data:`_INLINE_CHARS` characters of strings (a walk that
+    stops as soon as either is passed, so a large result costs no more than a small one)."""
+    pending = [content]
+    nodes = chars = 0
+    while pending:
+        value = pending.pop()
+        nodes += 1
+        if nodes > _INLINE_NODES:
+            return False
+        if isinstance(value, dict):
+            pending.extend(value.values())
+            chars += sum(len(key) for key in value)
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str):
+            chars += len(value)
+        if chars > _INLINE_CHARS:
+            return False
+    return True
+
+
+class _ProgressClock:
+    """A call's deadline that each progress notification moves: ``request_timeout`` from the
+    last sign of life, never past the hard cap. One small object per call, doing nothing until
+    the server reports progress."""
+
+    __slots__ = ("cap", "idle", "scope")
+
+    def __init__(self, scope: anyio.CancelScope, idle: float, cap: float):
+        self.scope = scope
+        self.idle = idle
+        self.cap = cap
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        self.scope.deadline = min(self.cap, anyio.current_time() + self.idle)
 
 
 class RequestExchange:
-    """Requests on a connection's live session; mixed into
-    :class:`~patchbay.runtime.connection.ServerConnection`, which owns the state declared below.
+    """Requests on one connector's live session: timeouts, crash detection and error translation.
+
+    Args:
+        name: the connector's name (messages, details).
+        session: the connection (its live session, crash counting, idle clock).
+        access: the connector's access (egress audit line per call, known secrets for redaction).
+        request_timeout: seconds a request may go without an answer (or, for a call, progress).
+        max_call_seconds: the hard cap on one ``tools/call``, progress or not.
+        unresponsive_timeouts: request timeouts in a row that make the connection a crash
+            (0: never).
+        on_call_finished: called as each ``tools/call`` ends (the catalog refresh counts them).
     """
 
-    if TYPE_CHECKING:  # set by ServerConnection.__init__ and its owner task
-        name: str
-        tools: dict[str, ToolSummary]
-        failure: tuple[ErrorCode, str] | None
-        crashes: int
-        request_timeout: float
-        max_call_seconds: float
-        unresponsive_timeouts: int
-        refresh: CatalogRefresh
-        _timeouts: int
-        _unresponsive: bool
-        _lost: bool
-        _state: ConnectionState
-        _client: Client | None
-        _conn: ClientConnection | None
-        _access: ConnectorAccess
-        _generation: int
-        _inflight: int
-        _idle_wait_unbounded: bool
-        _last_used: float
-        _wake: anyio.Event
-        _stderr_tail: str
+    def __init__(
+        self,
+        name: str,
+        session: Session,
+        access: ConnectorAccess,
+        *,
+        request_timeout: float,
+        max_call_seconds: float,
+        unresponsive_timeouts: int,
+        on_call_finished: Callable[[], None],
+    ):
+        self.name = name
+        self._session = session
+        self._access = access
+        self.request_timeout = request_timeout
+        self.max_call_seconds = max_call_seconds
+        self.unresponsive_timeouts = unresponsive_timeouts
+        self._on_call_finished = on_call_finished
+        self._timeouts = 0
 
-        async def ensure_connected(self) -> None: ...
-
-        def _mark_lost(self, generation: int, message: str) -> FailureReason: ...
+    def reset(self) -> None:
+        """A new connection: the timeouts in a row start again from zero."""
+        self._timeouts = 0
 
     async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         """Send ``tools/call`` for ``tool`` (the server's original name) on the live session.
@@ -105,35 +216,32 @@ class RequestExchange:
                 whose structuredContent is missing or violates the tool's outputSchema,
                 ``details["problem"]``, ``details["jsonPath"]``).
         """
-        if self._state in ("idle", "closing"):  # closed for idleness (perhaps during an approval)
-            await self.ensure_connected()
-        client, conn = self._live()
+        live = await self._session.live_for_call()
         refused_before = self._access.mark()
         try:
             return await self._exchange(
-                client,
-                conn,
+                live,
                 repr(tool),
-                lambda live, on_progress: live.call_tool(tool, arguments, progress_callback=on_progress),
+                lambda client, on_progress: client.call_tool(tool, arguments, progress_callback=on_progress),
                 cap=self.max_call_seconds,
                 check=functools.partial(self._check_output, tool),
             )
         finally:
-            self.refresh.call_finished()
+            self._on_call_finished()
             self._access.audit("mcp_tool_call", refused_before)
 
     async def _check_output(self, tool: str, result: types.CallToolResult) -> None:
         """Apply the outputSchema rules (runtime/output_schema.py); isError results pass unchecked."""
-        listed = self.tools.get(tool)
-        output_schema = listed.output_schema if listed is not None else None
+        output_schema = self._session.output_schema(tool)
         if output_schema is None or result.is_error:
+            return
+        if _quick_to_check(result.structured_content):
+            check_tool_result(tool, output_schema, result, connector=self.name)
             return
         # Off the event loop: validating a large result takes a while (~1.5 s for ~0.9 MB).
         await anyio.to_thread.run_sync(
             functools.partial(check_tool_result, tool, output_schema, result, connector=self.name)
         )
-
-    # -- other requests: resources and prompts (used by runtime/peer.py) -------------
 
     async def request(self, method: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
         """Send one request other than ``tools/call`` (``resources/list``, ``resources/read``,
@@ -152,24 +260,14 @@ class RequestExchange:
                 ``mcp_server_unstable``, ``timeout`` (``details["timeoutSeconds"]``), or
                 ``tool_error`` (a JSON-RPC error: ``details["mcpCode"]``; or an invalid result).
         """
-        if self._state != "connected":
-            await self.ensure_connected()
-        client, conn = self._live()
-        return await self._exchange(client, conn, method, lambda live, _: send(live), cap=None)
-
-    def _live(self) -> tuple[Client, ClientConnection]:
-        """The live session's client and connection. Raises ``mcp_server_unavailable`` without one."""
-        client, conn = self._client, self._conn
-        if client is None or conn is None or self._state != "connected":
-            raise self._unavailable()
-        return client, conn
+        live = await self._session.live_for_request()
+        return await self._exchange(live, method, lambda client, _: send(client), cap=None)
 
     async def _exchange(
         self,
-        client: Client,
-        conn: ClientConnection,
+        live: Live,
         what: str,
-        send: Callable[[Client, _OnProgress | None], Awaitable[_T]],
+        send: Callable[[Client, ProgressFnT | None], Awaitable[_T]],
         *,
         cap: float | None,
         check: Callable[[_T], Awaitable[None]] | None = None,
@@ -178,6 +276,7 @@ class RequestExchange:
         share: the timeout, crash detection (never re-sent) and error translation.
 
         Args:
+            live: the session to send on.
             what: the request for messages (a tool's ``repr`` or a JSON-RPC method).
             send: ``await send(client, on_progress)`` makes the SDK call; ``on_progress`` is None
                 when ``cap`` is None.
@@ -191,22 +290,17 @@ class RequestExchange:
                 (the crash used the last restart), ``timeout`` (``details["timeoutSeconds"]``,
                 ``details["capped"]``), ``tool_error`` (``details["mcpCode"]``, or an invalid result).
         """
-        conn_ended, generation = conn.ended, self._generation
+        conn, generation = live
+        conn_ended = conn.ended
         idle = self.request_timeout
         started = anyio.current_time()
         scope = anyio.CancelScope(deadline=started + (idle if cap is None else min(idle, cap)))
-        on_progress = None
-        if cap is not None:
-            limit = cap
+        on_progress = None if cap is None else _ProgressClock(scope, idle, started + cap)
 
-            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                # A sign of life: the idle part of the timeout starts again, never past the hard cap.
-                scope.deadline = min(started + limit, anyio.current_time() + idle)
-
-        self._inflight += 1
+        self._session.request_started()
         try:
             with scope:
-                result = await send(client, on_progress)
+                result = await send(conn.client, on_progress)
             if not scope.cancelled_caught:
                 self._timeouts = 0
                 if check is not None:
@@ -243,7 +337,7 @@ class RequestExchange:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
             raise self._crashed_during_call(generation, f"the connection closed ({type(exc).__name__})") from exc
         except (RuntimeError, pydantic.ValidationError) as exc:
-            if self._state != "connected" or self._generation != generation:
+            if not self._session.is_current(generation):
                 raise self._crashed_during_call(generation, "the connection closed") from exc
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ToolCallError(
@@ -260,53 +354,32 @@ class RequestExchange:
             raise ToolCallError(
                 FailureReason.MCP_SERVER_UNAVAILABLE,
                 f"MCP server {self.name!r} is unavailable: internal error during {what} ({type(exc).__name__})",
-                details={"connector": self.name, "code": str(ErrorCode.UNKNOWN), "state": self._state},
+                details={"connector": self.name, "code": str(ErrorCode.UNKNOWN), "state": self._session.state},
             ) from exc
         finally:
-            self._inflight -= 1
-            self._last_used = anyio.current_time()
-            if self._inflight == 0 and self._idle_wait_unbounded:
-                self._wake.set()  # the owner waits without an idle deadline: the clock starts now
+            self._session.request_finished()
 
     def _timed_out(self, generation: int) -> None:
         """Count a request timeout; the ``unresponsive_timeouts``-th in a row (with no answer
         between them) makes the connection a crash, so the restart policy replaces the server."""
         self._timeouts += 1
         limit = self.unresponsive_timeouts
-        if limit and self._timeouts >= limit and generation == self._generation:
+        if limit and self._timeouts >= limit and self._session.is_current(generation):
             self._timeouts = 0
-            self._unresponsive = True
-            self._mark_lost(generation, f"the server did not answer {limit} requests in a row (unresponsive)")
-            self._unresponsive = self._lost  # only if this counted the crash (not already lost/stopping)
-
-    # -- errors callers see -------------------------------------------------------------------
+            message = f"the server did not answer {limit} requests in a row (unresponsive)"
+            self._session.lost(generation, message, unresponsive=True)
 
     def _crashed_during_call(self, generation: int, message: str) -> ToolCallError:
-        reason = self._mark_lost(generation, message)
+        reason = self._session.lost(generation, message)
         if reason is FailureReason.MCP_SERVER_UNAVAILABLE:
-            return self._unavailable()
+            return self._session.unavailable()
+        crashes = self._session.crashes
         text = {
             FailureReason.MCP_SERVER_RESTARTED: "crashed during the call and is being restarted",
-            FailureReason.MCP_SERVER_UNSTABLE: f"crashed during the call (crash {self.crashes})",
+            FailureReason.MCP_SERVER_UNSTABLE: f"crashed during the call (crash {crashes})",
         }[reason]
         return ToolCallError(
             reason,
             f"MCP server {self.name!r} {text}; the call was not re-sent",
-            details={"connector": self.name, "code": str(ErrorCode.SERVER_CLOSED), "crashCount": self.crashes},
-        )
-
-    def _unavailable(self) -> ToolCallError:
-        code, message = self.failure or (ErrorCode.SERVER_CLOSED, "the connection is closed")
-        state = self._state
-        if state == "permanently_failed":
-            message = f"it failed permanently after {self.crashes} crashes ({message})"
-        elif state == "restarting":
-            message = f"it crashed and is restarting ({message})"
-        elif state == "closed":
-            message = "it was shut down"
-        details: dict[str, Any] = {"connector": self.name, "code": str(code), "state": state}
-        if self._stderr_tail:
-            details["stderrTail"] = self._stderr_tail
-        return ToolCallError(
-            FailureReason.MCP_SERVER_UNAVAILABLE, f"MCP server {self.name!r} is unavailable: {message}", details=details
+            details={"connector": self.name, "code": str(ErrorCode.SERVER_CLOSED), "crashCount": crashes},
         )

@@ -13,12 +13,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import Protocol, TypedDict, Unpack
 
 import anyio
 import httpx2
 from mcp import Client
-from mcp.client._transport import TransportStreams
 from mcp.client.session import ElicitationFnT, ListRootsFnT, LoggingFnT, MessageHandlerFnT, SamplingFnT
 from mcp_types import Implementation
 
@@ -26,6 +25,7 @@ from patchbay.adapters.transports.egress import EgressPolicy
 from patchbay.adapters.transports.errors import classify, leaf_exceptions
 from patchbay.adapters.transports.exit_status import exit_failure
 from patchbay.adapters.transports.http import HttpLink, open_http
+from patchbay.adapters.transports.sdk_private import TransportStreams
 from patchbay.adapters.transports.socket import SocketLink, open_socket
 from patchbay.adapters.transports.stdio import StderrTail, StdioLink, open_stdio, process_group_alive, resolve_command
 from patchbay.adapters.transports.watch import WatchedReceiveStream
@@ -37,6 +37,7 @@ __all__ = [
     "ClientOptions",
     "EgressPolicy",
     "HttpLink",
+    "Link",
     "SocketLink",
     "StderrTail",
     "StdioLink",
@@ -48,7 +49,35 @@ __all__ = [
     "resolve_command",
 ]
 
-Link = StdioLink | HttpLink | SocketLink
+
+class Link(Protocol):
+    """An open transport under an ``mcp.Client``: its streams and what it can tell about the server.
+
+    :class:`StdioLink`, :class:`HttpLink` and :class:`SocketLink` implement it; what a transport
+    cannot know is empty (``""``, None).
+    """
+
+    @property
+    def streams(self) -> TransportStreams | None:
+        """The SDK's ``(read, write)`` pair; None only before an opener has yielded the link."""
+        ...
+
+    @property
+    def http_status(self) -> int | None:
+        """The status of the last HTTP response (tells 401/403 from other failures)."""
+        ...
+
+    def stderr_tail(self, known_secrets: tuple[str, ...] = ()) -> str:
+        """The end of a stdio server's stderr, redacted, ``known_secrets`` masked."""
+        ...
+
+    def limit_exceeded(self) -> str | None:
+        """The resource limit that stopped a stdio server (``"cpu_seconds"``, ...), if one did."""
+        ...
+
+    async def wait_limit_exceeded(self) -> str | None:
+        """:meth:`limit_exceeded` once the server had a moment to report it (after a crash)."""
+        ...
 
 
 @dataclass
@@ -62,11 +91,11 @@ class ClientConnection:
 
     def stderr_tail(self, known_secrets: tuple[str, ...] = ()) -> str:
         """The redacted stderr tail of a stdio server ("" for other transports)."""
-        return self.link.stderr.text(known_secrets) if isinstance(self.link, StdioLink) else ""
+        return self.link.stderr_tail(known_secrets)
 
     @property
     def http_status(self) -> int | None:
-        return getattr(self.link, "last_status", None)
+        return self.link.http_status
 
 
 @asynccontextmanager

@@ -54,8 +54,8 @@ from typing import Any
 import anyio
 import httpcore2
 import httpx2
-from httpx2._sse import _SSEParser  # the SDK's own SSE framing, so both read the same events
 
+from patchbay.adapters.transports.sdk_private import SSEParser  # the SDK's own SSE framing: both read the same events
 from patchbay.core.errors import EgressBlocked, ErrorCode
 from patchbay.core.validation import url_host_problem
 
@@ -495,7 +495,7 @@ class _EndpointCheckedStream(httpx2.AsyncByteStream):
         self._request = request
 
     async def __aiter__(self) -> Any:
-        parser = _SSEParser(max_event_size=None)
+        parser = SSEParser(max_event_size=None)
         text = codecs.getincrementaldecoder("utf-8")(errors="replace")
         async for chunk in self._inner:
             for event in parser.decode(text.decode(chunk)):

@@ -14,19 +14,28 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import httpx2
-from mcp.client._transport import TransportStreams
 from mcp.client.sse import sse_client
 
 from patchbay.adapters.transports.egress import EgressGuard, EgressPolicy, client_factory
+from patchbay.adapters.transports.sdk_private import TransportStreams
 from patchbay.adapters.transports.session_renewal import SessionExpiry, renewing_streamable_http
 from patchbay.core.models import HttpTarget
 
-__all__ = ["HttpLink", "open_http"]
+__all__ = ["GuardedAuth", "HttpLink", "open_http"]
 
 _CONNECT_TIMEOUT = 30.0
 _STREAM_READ_TIMEOUT = 300.0
+
+
+@runtime_checkable
+class GuardedAuth(Protocol):
+    """An ``httpx2.Auth`` whose own requests (OAuth discovery, token) go through a connection's
+    egress guard once it is bound (:class:`patchbay.adapters.oauth.guarded.GuardedFlow`)."""
+
+    def bind_guard(self, guard: EgressGuard) -> None: ...
 
 
 @dataclass
@@ -42,6 +51,19 @@ class HttpLink:
     sessions: SessionExpiry | None = field(default=None, repr=False)
     """Streamable HTTP only: session expiries seen and ``renewals`` made (see
     :mod:`patchbay.adapters.transports.session_renewal`)."""
+
+    @property
+    def http_status(self) -> int | None:
+        return self.last_status
+
+    def stderr_tail(self, known_secrets: tuple[str, ...] = ()) -> str:
+        return ""
+
+    def limit_exceeded(self) -> None:
+        return None
+
+    async def wait_limit_exceeded(self) -> None:
+        return None
 
 
 @asynccontextmanager
@@ -73,9 +95,8 @@ async def open_http(
     guard = EgressGuard(egress or EgressPolicy(), origins=[target.url])
     timeout = httpx2.Timeout(_CONNECT_TIMEOUT, read=_STREAM_READ_TIMEOUT)
     link = HttpLink(streams=None, url=target.url, guard=guard)
-    bind_guard = getattr(auth, "bind_guard", None)
-    if bind_guard is not None:
-        bind_guard(guard)
+    if isinstance(auth, GuardedAuth):
+        auth.bind_guard(guard)
 
     async def remember_status(response: httpx2.Response) -> None:
         link.last_status = response.status_code

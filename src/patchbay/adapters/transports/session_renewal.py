@@ -40,10 +40,10 @@ import httpx2
 import mcp_types as types
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
-from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._context_streams import ContextReceiveStream, create_context_streams
 from mcp.shared.message import SessionMessage
+
+from patchbay.adapters.transports.sdk_private import ContextReceiveStream, TransportStreams, create_context_streams
 
 __all__ = ["SessionExpiry", "renewing_streamable_http"]
 

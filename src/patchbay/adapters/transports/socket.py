@@ -21,11 +21,11 @@ import anyio
 import mcp_types as types
 from anyio.abc import ByteStream
 from anyio.streams.memory import MemoryObjectSendStream
-from mcp.client._transport import TransportStreams
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 
 from patchbay.adapters.transports.budget import BudgetLease, ByteBudget, ResultClaim, current_claim, process_budget
+from patchbay.adapters.transports.sdk_private import TransportStreams
 from patchbay.core.errors import ErrorCode, ProbeError
 from patchbay.core.models import SocketTarget
 
@@ -38,8 +38,23 @@ _logger = logging.getLogger(__name__)
 
 @dataclass
 class SocketLink:
+    """A live Unix-socket connection's streams."""
+
     streams: TransportStreams
     path: str
+
+    @property
+    def http_status(self) -> None:
+        return None
+
+    def stderr_tail(self, known_secrets: tuple[str, ...] = ()) -> str:
+        return ""
+
+    def limit_exceeded(self) -> None:
+        return None
+
+    async def wait_limit_exceeded(self) -> None:
+        return None
 
 
 def check_socket_ownership(path: str) -> None:

@@ -47,10 +47,10 @@ import anyio
 import psutil
 from anyio.abc import Process
 from anyio.streams.stapled import StapledByteStream
-from mcp.client._transport import TransportStreams
 from mcp.client.stdio import get_default_environment
 
 from patchbay.adapters.transports.rlimit_exec import launcher_argv, limit_from_marker
+from patchbay.adapters.transports.sdk_private import TransportStreams
 from patchbay.adapters.transports.socket import ndjson_streams
 from patchbay.core.errors import ConfigError, ErrorCode, ProbeError
 from patchbay.core.models import ResourceLimits, StdioTarget
@@ -139,6 +139,14 @@ class StdioLink:
     """Set when stderr reached EOF (every process holding the pipe is gone) or the link closed."""
     process: Process | None = field(default=None, repr=False)
     """The spawned process (its ``returncode`` is the exit status once it has been reaped)."""
+
+    @property
+    def http_status(self) -> None:
+        return None
+
+    def stderr_tail(self, known_secrets: tuple[str, ...] = ()) -> str:
+        """The redacted stderr tail, ``known_secrets`` masked."""
+        return self.stderr.text(known_secrets)
 
     def limit_exceeded(self) -> str | None:
         """The limit that stopped the server, as far as stderr has been read so far.
