@@ -32,7 +32,7 @@ import httpx2
 
 from patchbay.adapters.api_token import api_token
 from patchbay.adapters.store import open_store
-from patchbay.control.connectors import ConnectorService
+from patchbay.control.queries import catalog_fingerprint
 from patchbay.core.models import StdioTarget, ToolCacheEntry, ToolSummary
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api import create_app
@@ -64,7 +64,6 @@ def build(home: Path, connectors: int, tools: int) -> None:
     settings = Settings(home=home)
     repo = open_store(settings)
     try:
-        fingerprint = ConnectorService(repo, settings).fingerprint
         catalog = _tools(tools)
         now = int(time.time() * 1000)
         for start in range(0, connectors, _BATCH):
@@ -81,7 +80,7 @@ def build(home: Path, connectors: int, tools: int) -> None:
                     ToolCacheEntry(
                         connector_id=connector.connector_id,
                         config_revision=connector.revision,
-                        fingerprint=fingerprint(connector),
+                        fingerprint=catalog_fingerprint(connector),
                         tools=catalog,
                         fetched_at=now,
                         expires_at=now + 86_400_000,
