@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 
 from patchbay.core.redaction import redact_text
 
-__all__ = ["RedactedJSONResponse", "redact_strings"]
+__all__ = ["RedactedJSONResponse", "redact_strings", "render_redacted"]
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -36,10 +36,20 @@ def redact_strings(value: Any) -> Any:
     return value
 
 
+def render_redacted(content: Any) -> bytes:
+    """``content`` (JSON-like) as the compact UTF-8 JSON text every response body is, its strings
+    redacted (:func:`redact_strings`).
+
+    Raises:
+        ValueError: NaN or Infinity in ``content``.
+    """
+    return json.dumps(redact_strings(content), ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode(
+        "utf-8"
+    )
+
+
 class RedactedJSONResponse(JSONResponse):
     """``JSONResponse`` whose strings are redacted (:func:`redact_strings`); NaN/Infinity refused."""
 
     def render(self, content: Any) -> bytes:
-        return json.dumps(redact_strings(content), ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode(
-            "utf-8"
-        )
+        return render_redacted(content)
