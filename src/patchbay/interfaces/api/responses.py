@@ -5,6 +5,13 @@ last line of defence the CLI's ``--json`` output has: every string value is pass
 :func:`~patchbay.core.redaction.redact_text` (patterns and registered credential values), keys stay
 as they are (field names such as ``auth_state`` are not secrets). Lone surrogates, which JSON text
 cannot carry in UTF-8, become U+FFFD.
+
+Two routes render their body themselves with :func:`render_redacted`, so nothing is skipped but
+FastAPI's validating the returned model again: the tool call (its result is typed already; a
+tool's own output is redacted nowhere before this) and the connector list
+(:class:`~patchbay.interfaces.api.listing.ConnectorListing`, which keeps each entry's redacted
+bytes only while the redaction registry's version is the one they were redacted under). Neither
+redacts less than this class would.
 """
 
 from __future__ import annotations
