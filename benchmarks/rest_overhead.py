@@ -10,10 +10,12 @@ body and answering ``{}``: the HTTP round trip and nothing else), rotating which
 drift (CPU frequency, other load) hits all three equally. Prints one JSON line::
 
     {"iterations", "sdk_p50_ms", "sdk_p99_ms", "rest_p50_ms", "rest_p99_ms", "p50_ratio", "p99_ratio",
-     "empty_p50_ms", "empty_p99_ms", "floor_p50_ratio"}
+     "empty_p50_ms", "empty_p99_ms", "floor_p50_ratio", "beyond_floor_p50_ratio"}
 
 ``floor_p50_ratio`` is ``(sdk_p50 + empty_p50) / sdk_p50``: what ``p50_ratio`` would be if the REST
 call path added nothing to a bare SDK call but the HTTP round trip itself.
+``beyond_floor_p50_ratio`` is ``(rest_p50 - empty_p50) / sdk_p50``: the call path past the round
+trip (route, session host, governed call) against the bare call.
 
 ``--http`` picks uvicorn's HTTP implementation; ``auto`` (what ``patchbay serve`` uses) is
 ``httptools`` when that package is installed, else the pure-Python ``h11``. The JSON names the one used.
@@ -145,6 +147,7 @@ async def run(iterations: int, warmup: int, http_choice: str = "auto") -> dict[s
         "empty_p50_ms": round(empty_p50, 4),
         "empty_p99_ms": round(empty_p99, 4),
         "floor_p50_ratio": round((sdk_p50 + empty_p50) / sdk_p50, 4),
+        "beyond_floor_p50_ratio": round((rest_p50 - empty_p50) / sdk_p50, 4),
     }
 
 
