@@ -11,6 +11,7 @@ only registers a workspace as a project on first use.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 
 from patchbay.adapters.store import Repository
@@ -20,6 +21,7 @@ from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.core.fingerprint import config_fingerprint
 from patchbay.core.models import (
     Connector,
+    ConnectorTarget,
     GrantDecision,
     GrantKind,
     ProbeOutcome,
@@ -44,7 +46,14 @@ scope ``global`` or ``project`` and kind ``tool``, ``resource`` or ``prompt``.""
 def catalog_fingerprint(connector: Connector) -> str:
     """The config fingerprint a cached catalog of ``connector`` must carry to be fresh: its target
     only; names, options and credential bindings are no part of it."""
-    return config_fingerprint(connector.target, auth_type="none")
+    return _target_fingerprint(connector.target)
+
+
+@lru_cache(maxsize=4096)
+def _target_fingerprint(target: ConnectorTarget) -> str:
+    # targets are frozen models hashed and compared by value: a list of 1,000 connectors checks
+    # every catalog's freshness without hashing 1,000 canonical JSON documents each time
+    return config_fingerprint(target, auth_type="none")
 
 
 def real_dir(workspace: Path) -> Path:

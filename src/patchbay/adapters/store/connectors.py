@@ -199,8 +199,8 @@ class ConnectorStore:
     def stamps(self) -> dict[str, tuple[int, int]]:
         """``(revision, settings_revision)`` of every connector by id: every change of a connector
         row moves one of them, so a connector read earlier with the same pair is unchanged. One
-        query of small columns."""
-        query = select(_C.connector_id, _C.revision, _C.settings_revision)
+        query of small columns, in :meth:`list_all`'s order."""
+        query = select(_C.connector_id, _C.revision, _C.settings_revision).order_by(_C.name, _C.connector_id)
         with self._tx.read() as conn:
             return {row[0]: (row[1], row[2]) for row in conn.execute(query)}
 

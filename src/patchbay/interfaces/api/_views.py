@@ -21,11 +21,14 @@ from patchbay.core.redaction import redact_text
 
 __all__ = [
     "auth_state",
+    "connector_auth",
     "connector_detail",
     "connector_summaries",
     "connector_summary",
     "data_egress",
+    "list_states",
     "probe_report",
+    "summary_fields",
     "tool_list",
 ]
 
@@ -119,14 +122,20 @@ def _probe_view(connector: Connector, outcome: ProbeOutcome | None) -> c.ProbeOu
     )
 
 
-def _summary_fields(
-    service: ConnectorService,
+def summary_fields(
     connector: Connector,
-    bindings: list[dict[str, Any]],
+    auth: c.AuthState,
     tool_count: int | None,
     outcome: ProbeOutcome | None,
 ) -> dict[str, Any]:
-    """The fields every connector view shares; ``tool_count`` is None without a fresh cached catalog."""
+    """The fields every connector view shares.
+
+    Args:
+        connector: the stored connector.
+        auth: its :func:`auth_state`.
+        tool_count: the tool count of its fresh cached catalog, None without one.
+        outcome: its last probe, None if never probed.
+    """
     problem = _config_problem(connector)
     state = runtime_state(connector, fresh_catalog=tool_count is not None, outcome=outcome)
     error = None
@@ -153,7 +162,7 @@ def _summary_fields(
         "settings": _settings(connector),
         "revision": connector.revision,
         "config_state": "invalid" if problem else "valid",
-        "auth_state": auth_state(bindings, _oauth_state(service, connector)),
+        "auth_state": auth,
         "runtime_state": state,
         "tool_count": tool_count or 0,
         "error": error,
@@ -163,19 +172,32 @@ def _summary_fields(
     }
 
 
+def connector_auth(
+    service: ConnectorService, connector: Connector, bindings: list[dict[str, Any]] | None = None
+) -> c.AuthState:
+    """The connector's :func:`auth_state` from its binding views (read when not given) and its
+    OAuth grant."""
+    if bindings is None:
+        bindings = _bindings(service, connector)
+    return auth_state(bindings, _oauth_state(service, connector))
+
+
 def connector_summary(service: ConnectorService, connector: Connector) -> c.ConnectorSummary:
     """One list entry: reads canonical state and the cache, opens no connection."""
     entry, _ = service.queries.cached_catalog(connector)
-    fields = _summary_fields(
-        service, connector, _bindings(service, connector), _tool_count(entry), service.queries.last_probe(connector)
+    fields = summary_fields(
+        connector, connector_auth(service, connector), _tool_count(entry), service.queries.last_probe(connector)
     )
     return c.ConnectorSummary(**fields)
 
 
-def connector_summaries(service: ConnectorService, connectors: list[Connector]) -> list[c.ConnectorSummary]:
-    """The list entries of ``connectors``, as :func:`connector_summary` gives each, reading the
-    tool counts, the last probes and the credential records of all of them at once (no cached
-    catalog is parsed)."""
+def list_states(
+    service: ConnectorService, connectors: list[Connector]
+) -> list[tuple[c.AuthState, int | None, ProbeOutcome | None]]:
+    """What the list entries of ``connectors`` show besides the connectors themselves, in their
+    order: ``(auth state, fresh tool count or None, last probe or None)``, reading the tool counts,
+    the last probes and the credential records of all of them at once (no cached catalog is
+    parsed)."""
     counts = service.queries.fresh_tool_counts(connectors)
     outcomes = service.queries.last_probes()
     records: dict[str, StoredCredential] | None = None
@@ -190,16 +212,21 @@ def connector_summaries(service: ConnectorService, connectors: list[Connector]) 
         return _bindings(service, connector, records)
 
     return [
-        c.ConnectorSummary(
-            **_summary_fields(
-                service,
-                connector,
-                bindings_of(connector),
-                counts.get(connector.connector_id),
-                outcomes.get(connector.connector_id),
-            )
+        (
+            connector_auth(service, connector, bindings_of(connector)),
+            counts.get(connector.connector_id),
+            outcomes.get(connector.connector_id),
         )
         for connector in connectors
+    ]
+
+
+def connector_summaries(service: ConnectorService, connectors: list[Connector]) -> list[c.ConnectorSummary]:
+    """The list entries of ``connectors``, as :func:`connector_summary` gives each (states read
+    for all of them at once: :func:`list_states`)."""
+    return [
+        c.ConnectorSummary(**summary_fields(connector, *states))
+        for connector, states in zip(connectors, list_states(service, connectors), strict=True)
     ]
 
 
@@ -232,7 +259,12 @@ def connector_detail(service: ConnectorService, connector: Connector) -> c.Conne
         server_info=entry.server_info if entry else None,
     )
     return c.ConnectorDetail(
-        **_summary_fields(service, connector, bindings, _tool_count(entry), service.queries.last_probe(connector)),
+        **summary_fields(
+            connector,
+            connector_auth(service, connector, bindings),
+            _tool_count(entry),
+            service.queries.last_probe(connector),
+        ),
         runtime_options=c.RuntimeOptionsView(**{key: options[key] for key in c.RuntimeOptionsView.model_fields}),
         bindings=[c.BindingView(**b) for b in bindings],
         cache=cache,

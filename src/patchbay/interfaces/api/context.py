@@ -39,6 +39,7 @@ from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ErrorCode, PatchbayError
 from patchbay.core.models import Project, RuntimeConfig
 from patchbay.core.settings import Settings
+from patchbay.interfaces.api.listing import ConnectorListing
 from patchbay.runtime.sessions import SessionHost
 
 __all__ = ["ApiContext"]
@@ -54,12 +55,14 @@ class ApiContext:
             there): the directory ``patchbay serve`` was started in.
         service: an already-built connector service (tests, embedding); else opened lazily.
         host: the session host while the app's lifespan runs (:meth:`hosting`), else None.
+        listing: the connector list kept between requests (``GET /api/mcp/connectors``).
     """
 
     settings: Settings
     workspace: Path
     service: ConnectorService | None = None
     host: SessionHost | None = None
+    listing: ConnectorListing = field(default_factory=ConnectorListing)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _detach: Callable[[], None] | None = None
     _watch: _CommitWatch | None = None

@@ -147,6 +147,19 @@ async def test_a_session_offers_only_the_projected_tools_and_calls_them_on_the_g
     assert (await api.client.get("/api/sessions")).json() == {"sessions": []}
 
 
+async def test_a_secret_in_a_tool_result_is_masked_in_the_call_answer(api: Api) -> None:
+    await add_life(api)
+    sid = await open_session(api)
+    planted = "use api_key=abcd1234efgh5678 or ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    answer = await call(api, sid, "mcp.life.echo", {"text": planted})
+    assert answer.status_code == 200, answer.text
+    result = answer.json()
+    assert "abcd1234efgh5678" not in answer.text and "ghp_abcdef" not in answer.text
+    assert result["content"] == [{"type": "text", "text": "use api_key=[REDACTED] or [REDACTED]"}]
+    assert result["model_text"] == "[mcp:life:echo]\nuse api_key=[REDACTED] or [REDACTED]"
+    assert answer.headers["content-type"] == "application/json"
+
+
 async def test_tool_failures_answer_with_their_reason_and_status(api: Api) -> None:
     await add_life(api, runtime_options={"request_timeout": 1})
     await api.create("time", {"transport": "stdio", "command": "mcp-server-time"}, enabled=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio.to_thread
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 import patchbay.interfaces.api.contracts as c
 from patchbay.control.connectors import ConnectorService
@@ -19,7 +19,7 @@ from patchbay.control.oauth import OAuthService
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import Connector, ConnectorTarget
 from patchbay.core.validation import validate_text
-from patchbay.interfaces.api._views import connector_detail, connector_summaries
+from patchbay.interfaces.api._views import connector_detail
 from patchbay.interfaces.api.context import ApiContext
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.routes._deps import (
@@ -98,10 +98,12 @@ def _changed(detail: c.ConnectorDetail, reload: c.RuntimeReload) -> c.ConnectorC
 
 
 @router.get("", response_model=c.ConnectorList, responses=error_responses(), summary="List connectors")
-def list_connectors(service: Service) -> c.ConnectorList:
+def list_connectors(service: Service, context: Context) -> Response:
     """Every connector with its global settings and states, from canonical state and the tool
     cache only: listing never starts a command or opens a connection."""
-    return c.ConnectorList(connectors=connector_summaries(service, service.list_connectors()))
+    # the body is rendered (and redacted) as the ConnectorList it documents, entry by entry and
+    # only the entries that changed since the last request: no model is validated again
+    return Response(context.listing.render(service), media_type="application/json")
 
 
 @router.post(

@@ -20,12 +20,14 @@ from __future__ import annotations
 import contextvars
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 from fastapi import Path as PathParam
+from pydantic_core import to_jsonable_python
 
 import patchbay.interfaces.api.contracts as c
 from patchbay.core.errors import FailureReason, ToolCallError
 from patchbay.interfaces.api.errors import error_responses
+from patchbay.interfaces.api.responses import render_redacted
 from patchbay.interfaces.api.routes._deps import Context, workspace_or_default
 from patchbay.runtime.permissions import ApprovalAnswer, ApprovalRequest
 from patchbay.runtime.session_logs import MAX_PAGE, SessionLogs
@@ -163,7 +165,7 @@ def session_events(
     responses=error_responses(403, 404, 409, 500, 502, 503, 504),  # 422: also unknown_tool
     summary="Call a tool on the governed path",
 )
-async def call_tool(session_id: SessionRef, body: c.ToolCallRequest, context: Context) -> c.ToolCallOutcome:
+async def call_tool(session_id: SessionRef, body: c.ToolCallRequest, context: Context) -> Response:
     """Call ``tool`` (canonical ``mcp.<connector>.<tool>`` or wire name) with ``arguments`` through
     the session's runtime: permission check (``approve: once`` answers an ``ask``), the server call,
     the output guard. A call that produces no result answers with its failure reason as the error
@@ -184,17 +186,21 @@ async def call_tool(session_id: SessionRef, body: c.ToolCallRequest, context: Co
         raise exc.with_message(message) from exc
     finally:
         _APPROVE_ONCE.reset(token)
-    return c.ToolCallOutcome(
-        session_id=session_id,
-        tool_call_id=result.tool_call_id,
-        name=result.name,
-        model_text=result.model_text,
-        content=result.content,
-        structured_content=result.structured_content,
-        size_bytes=result.size_bytes,
-        truncated=result.truncated,
-        artifact_id=result.artifact_id,
-    )
+    # the ToolCallOutcome the route documents, rendered here: the result's fields are typed
+    # already, so FastAPI would only validate a model built from them again (every string is still
+    # redacted, as in every response; the tool's own content is redacted nowhere else)
+    outcome = {
+        "session_id": session_id,
+        "tool_call_id": result.tool_call_id,
+        "name": result.name,
+        "model_text": result.model_text,
+        "content": to_jsonable_python(result.content),
+        "structured_content": to_jsonable_python(result.structured_content),
+        "size_bytes": result.size_bytes,
+        "truncated": result.truncated,
+        "artifact_id": result.artifact_id,
+    }
+    return Response(render_redacted(outcome), media_type="application/json")
 
 
 @router.delete(
