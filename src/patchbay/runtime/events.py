@@ -433,7 +433,9 @@ class EventLog:
         session = self._session_json
         for seq, type, ms, payload_json in self._pending:
             ts = self._ts if ms == self._ts_ms else self._timestamp(ms)
-            parts.append(f'{{"seq":{seq},"type":"{type}","ts":"{ts}","sessionId":{session},"payload":{payload_json}}}\n')
+            parts.append(
+                f'{{"seq":{seq},"type":"{type}","ts":"{ts}","sessionId":{session},"payload":{payload_json}}}\n'
+            )
         self._write(self._fd, "".join(parts).encode())
         self._pending.clear()
 
