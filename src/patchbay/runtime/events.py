@@ -23,8 +23,9 @@ Each line is one event::
   with :meth:`EventLog.append` or from another thread are written at once (after everything
   queued), and file order is always seq order. Every queued line is on disk once :meth:`flush`,
   :meth:`stop_writer` or :meth:`close` returns, and before an in-process reader reads the file
-  (:class:`patchbay.runtime.session_logs.SessionLogs` and ``Runtime.event_log_path`` flush the
-  open log of that file first, with :func:`flush_open_log`): a clean stop loses nothing.
+  (:func:`read_events`, :class:`patchbay.runtime.session_logs.SessionLogs` and
+  ``Runtime.event_log_path`` have the open log of that file write them first,
+  :func:`flush_open_log`): a clean stop loses nothing.
   A crash of the process (killed, or the machine failing) loses the queued lines, at most
   :data:`MAX_PENDING`: the call-path events of the last moment, some of them possibly for a
   request already sent.
@@ -136,10 +137,11 @@ _OPEN_LOGS: weakref.WeakValueDictionary[str, EventLog] = weakref.WeakValueDictio
 
 
 def flush_open_log(path: Path) -> None:
-    """Write what the open :class:`EventLog` of ``path`` in this process still holds, if there is
-    one: what a reader of the file calls first."""
+    """Write what the background writer of the open :class:`EventLog` of ``path`` in this process
+    still holds, if there is one: what a reader of the file calls first. (Lines deferred without a
+    writer stay with the caller that deferred them; see :meth:`EventLog.append`.)"""
     log = _OPEN_LOGS.get(os.path.abspath(path))
-    if log is not None:
+    if log is not None and log.writer_running:
         log.flush()
 
 
@@ -182,6 +184,7 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     Raises:
         PatchbayError: ``validation_error`` when a line other than the last is not valid JSON.
     """
+    flush_open_log(path)
     try:
         lines = Path(path).read_bytes().split(b"\n")
     except FileNotFoundError:
@@ -368,6 +371,11 @@ class EventLog:
         with self._lock:
             self._tool_calls += 1
             return f"tc_{self._tool_calls}"
+
+    @property
+    def writer_running(self) -> bool:
+        """Whether :meth:`run_writer` runs (appended call-path events may be queued)."""
+        return self._writer is not None
 
     @property
     def closed(self) -> bool:
