@@ -11,11 +11,24 @@ Each line is one event::
 * Payloads are redacted (:func:`patchbay.core.redaction.redact_value` semantics) before they are
   written.
 * Appends are cheap, because every governed tool call writes seven of them: the file is opened
-  once (``O_APPEND``), an event is one unbuffered ``write`` of one line under a lock (thread- and
+  once (``O_APPEND``), lines are written with unbuffered ``write`` calls under a lock (thread- and
   task-safe within a process), there is no ``fsync``, and the redaction of short repeated strings
   (tool names, ids, decisions) is memoised. A caller may ``defer`` an event that is immediately
-  followed by another; the burst then goes out in one ``write`` (the runtime writes the five
-  events before a ``tools/call`` in one go, always before the request is sent).
+  followed by another; the burst then goes out in one ``write``.
+* **Background writer.** While :meth:`EventLog.run_writer` runs (the runtime runs it in its task
+  group), the pre-rendered events of the call path (:meth:`EventLog.append_json`) are only queued
+  on the caller's path: the writer renders and writes every queued line in one ``write`` when the
+  event loop next runs it (while the call waits for its server). The queue is bounded
+  (:data:`MAX_PENDING` lines; a full queue is written by the appender itself), events appended
+  with :meth:`EventLog.append` or from another thread are written at once (after everything
+  queued), and file order is always seq order. Every queued line is on disk once :meth:`flush`,
+  :meth:`stop_writer` or :meth:`close` returns, and before an in-process reader reads the file
+  (:func:`read_events`, :class:`patchbay.runtime.session_logs.SessionLogs` and
+  ``Runtime.event_log_path`` have the open log of that file write them first,
+  :func:`flush_open_log`): a clean stop loses nothing.
+  A crash of the process (killed, or the machine failing) loses the queued lines, at most
+  :data:`MAX_PENDING`: the call-path events of the last moment, some of them possibly for a
+  request already sent.
 * One writer per session file: an advisory ``flock`` held while the log is open refuses a second
   concurrent writer (in this or another process), which would break the seq order.
 * Beside the log, ``<session_id>.meta.json`` (0600, replaced atomically) describes the session
@@ -31,12 +44,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import os.path
 import re
 import secrets
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from patchbay.adapters.atomic import replace_file
 from patchbay.core.errors import ErrorCode, PatchbayError, ValidationError
@@ -52,7 +69,9 @@ __all__ = [
     "EVENT_TYPES",
     "EventLog",
     "Redacted",
+    "MAX_PENDING",
     "encode_json",
+    "flush_open_log",
     "new_session_id",
     "read_events",
     "session_log_path",
@@ -110,6 +129,22 @@ def encode_json(value: Any) -> str:
     return "".join(_C_ENCODE(value, 0)) if _C_ENCODE is not None else _ENCODER.encode(value)
 
 
+MAX_PENDING = 4096
+"""The most lines an :class:`EventLog` holds in memory for its background writer."""
+
+# Every open log by its absolute path, so in-process readers can have it flushed first.
+_OPEN_LOGS: weakref.WeakValueDictionary[str, EventLog] = weakref.WeakValueDictionary()
+
+
+def flush_open_log(path: Path) -> None:
+    """Write what the background writer of the open :class:`EventLog` of ``path`` in this process
+    still holds, if there is one: what a reader of the file calls first. (Lines deferred without a
+    writer stay with the caller that deferred them; see :meth:`EventLog.append`.)"""
+    log = _OPEN_LOGS.get(os.path.abspath(path))
+    if log is not None and log.writer_running:
+        log.flush()
+
+
 _CACHE_MAX_ENTRIES = 4096
 _CACHE_MAX_CHARS = 256
 _EMPTY: tuple[object, ...] = (None, "", {}, [])
@@ -149,6 +184,7 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     Raises:
         PatchbayError: ``validation_error`` when a line other than the last is not valid JSON.
     """
+    flush_open_log(path)
     try:
         lines = Path(path).read_bytes().split(b"\n")
     except FileNotFoundError:
@@ -282,7 +318,11 @@ class EventLog:
         self._ts_ms = -1
         self._ts = ""
         self._session_json = json.dumps(session_id)
-        self._pending: list[str] = []
+        # Appended, not yet written: (seq, type, unix ms, payload JSON), rendered when written.
+        self._pending: list[tuple[int, str, int, str]] = []
+        self._writer: int | None = None  # the thread whose event loop runs run_writer()
+        self._wake: anyio.Event | None = None
+        self._writer_stopped = False
         if not self.path.parent.is_dir():  # the logs hold call arguments: only the owner may list them
             self.path.parent.parent.mkdir(parents=True, exist_ok=True)
             self.path.parent.mkdir(mode=0o700, exist_ok=True)
@@ -296,6 +336,7 @@ class EventLog:
             self._calls = 0
             self._meta = self._open_meta(metadata or {})
             self._tool_calls = _last_call_number(self.path) if self._seq else 0
+            _OPEN_LOGS[os.path.abspath(self.path)] = self
         except BaseException:
             os.close(self._fd)
             self._fd = None
@@ -334,6 +375,11 @@ class EventLog:
             return f"tc_{self._tool_calls}"
 
     @property
+    def writer_running(self) -> bool:
+        """Whether :meth:`run_writer` runs (appended call-path events may be queued)."""
+        return self._writer is not None
+
+    @property
     def closed(self) -> bool:
         return self._fd is None
 
@@ -344,58 +390,118 @@ class EventLog:
             type: one of :data:`EVENT_TYPES`.
             payload: a JSON-like dict (non-JSON leaves are written with ``str``); parts that are
                 :class:`Redacted` are not walked again.
-            defer: keep the line in memory until the next non-deferred append, :meth:`flush` or
-                :meth:`close`, which write every pending line in one ``write``. For an event that
-                is followed by another before anything else happens (the runtime flushes before
-                every await that can suspend, and before a request is sent). File order is
-                always seq order.
+            defer: keep the line in memory until the next non-deferred append, :meth:`flush`,
+                :meth:`release` or :meth:`close`, which write every pending line in one
+                ``write``. For an event that is followed by another before anything else happens.
+                File order is always seq order.
+
+        Not queued for the background writer: a non-deferred event is in the file when this
+        returns.
 
         Raises:
             ValueError: unknown event type, or the log is closed.
         """
-        return self.append_json(type, encode_json(self._redact(payload) if payload else {}), defer=defer)
+        return self._append(type, encode_json(self._redact(payload) if payload else {}), defer, queue=False)
 
     def append_json(self, type: str, payload_json: str, *, defer: bool = False) -> int:
         """Append one event whose payload is already redacted and rendered as a JSON object text.
 
         For the runtime's hot path, which renders the payloads of one call from parts redacted
         and encoded once (:meth:`redact`, :meth:`redact_json`) plus values it generated itself
-        (ids, numbers, fixed literals). ``defer`` as in :meth:`append`.
+        (ids, numbers, fixed literals). While the background writer of this thread's event loop
+        runs (:meth:`run_writer`), the event is only queued for it; else ``defer`` is as in
+        :meth:`append`.
 
         Raises:
             ValueError: unknown event type, or the log is closed.
         """
+        return self._append(type, payload_json, defer, queue=True)
+
+    def _append(self, type: str, payload_json: str, defer: bool, *, queue: bool) -> int:
         if type not in EVENT_TYPES:
             raise ValueError(f"unknown event type {type!r}")
         with self._lock:
-            fd = self._fd
-            if fd is None:
+            if self._fd is None:
                 raise ValueError(f"event log {self.path} is closed")
             seq = self._seq = self._seq + 1
             if type == CALL_EVENT:
                 self._calls += 1
-            ms = int(time.time() * 1000)
-            ts = self._ts if ms == self._ts_ms else self._timestamp(ms)
-            line = f'{{"seq":{seq},"type":"{type}","ts":"{ts}","sessionId":{self._session_json},"payload":{payload_json}}}\n'
             pending = self._pending
-            if defer:
-                pending.append(line)
-            elif pending:
-                pending.append(line)
-                self._write(fd, "".join(pending).encode())
-                pending.clear()
-            else:
-                self._write(fd, line.encode())
+            pending.append((seq, type, int(time.time() * 1000), payload_json))
+            if queue and self._writer == threading.get_ident() and len(pending) < MAX_PENDING:
+                wake, self._wake = self._wake, None
+                if wake is not None:
+                    wake.set()
+            elif not defer:
+                self._write_pending()
         return seq
 
+    def _write_pending(self) -> None:
+        """Render and write every pending line in one ``write`` (the lock is held, the log open)."""
+        assert self._fd is not None
+        parts = []
+        session = self._session_json
+        for seq, type, ms, payload_json in self._pending:
+            ts = self._ts if ms == self._ts_ms else self._timestamp(ms)
+            parts.append(
+                f'{{"seq":{seq},"type":"{type}","ts":"{ts}","sessionId":{session},"payload":{payload_json}}}\n'
+            )
+        self._write(self._fd, "".join(parts).encode())
+        self._pending.clear()
+
     def flush(self) -> None:
-        """Write every deferred line now (one ``write``); a no-op when nothing is pending."""
+        """Write every pending line now (one ``write``); a no-op when nothing is pending."""
         if not self._pending:
             return
         with self._lock:
             if self._pending and self._fd is not None:
-                self._write(self._fd, "".join(self._pending).encode())
-                self._pending.clear()
+                self._write_pending()
+
+    def release(self) -> None:
+        """Let deferred lines go: written now, unless the background writer of this thread's event
+        loop runs (it has them already). Called before every await that may suspend for long."""
+        if self._writer != threading.get_ident():
+            self.flush()
+
+    async def run_writer(self) -> None:
+        """Write the lines :meth:`append_json` queues, in the background, until :meth:`stop_writer`
+        or :meth:`close` (see the module docstring). Run it in a task of the event loop whose tasks
+        append; it returns at once when a writer already runs, or ran and was stopped, or the log
+        is closed. An ``OSError``
+        of a write ends it: the lines stay pending and the next append or flush writes them (and
+        raises what the file raises)."""
+        with self._lock:
+            if self._fd is None or self._writer is not None or self._writer_stopped:
+                return
+            thread = self._writer = threading.get_ident()
+        try:
+            while True:
+                wake = anyio.Event()
+                with self._lock:
+                    if self._writer != thread:
+                        return
+                    self._wake = wake
+                await wake.wait()
+                with self._lock:
+                    if self._pending and self._fd is not None:
+                        self._write_pending()
+        except OSError:
+            pass
+        finally:
+            with self._lock:
+                if self._writer == thread:
+                    self._writer = self._wake = None
+
+    def stop_writer(self) -> None:
+        """Write everything pending and end :meth:`run_writer`; later appends write at once."""
+        with self._lock:
+            wake = self._wake
+            self._writer = self._wake = None
+            self._writer_stopped = True
+            if self._pending and self._fd is not None:
+                self._write_pending()
+        if wake is not None:
+            wake.set()
 
     def redact(self, value: Any) -> Any:
         """Redact a JSON-like value exactly as ``append`` would (memoised for short strings).
@@ -422,12 +528,14 @@ class EventLog:
     def close(self) -> None:
         """Write pending lines, bring the metadata record's call count up to date and close the
         file (releasing the writer lock); idempotent."""
-        self.flush()
+        self.stop_writer()
         with self._lock:
             if self._fd is not None:
                 self._close_meta(self._fd)
                 os.close(self._fd)
                 self._fd = None
+                if _OPEN_LOGS.get(os.path.abspath(self.path)) is self:
+                    del _OPEN_LOGS[os.path.abspath(self.path)]
 
     def _open_meta(self, metadata: dict[str, Any]) -> dict[str, Any] | None:
         """The session's metadata record, written now for a new session; None when it cannot be

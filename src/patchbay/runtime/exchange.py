@@ -49,7 +49,7 @@ from patchbay.adapters.transports import ClientConnection
 from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
 from patchbay.core.redaction import redact_text
 from patchbay.runtime.access import ConnectorAccess
-from patchbay.runtime.output_schema import check_tool_result
+from patchbay.runtime.output_schema import check_tool_result_async
 
 __all__ = ["Live", "RequestExchange", "Session"]
 
@@ -119,33 +119,6 @@ class Session(Protocol):
     def request_finished(self) -> None:
         """A request ended (the idle clock starts again)."""
         ...
-
-
-_INLINE_NODES = 2000
-_INLINE_CHARS = 64 * 1024
-
-
-def _quick_to_check(content: object) -> bool:
-    """Whether validating ``content`` takes too little time to be worth a thread hop: at most
-    :data:`_INLINE_NODES` values and :data:`_INLINE_CHARS` characters of strings (a walk that
-    stops as soon as either is passed, so a large result costs no more than a small one)."""
-    pending = [content]
-    nodes = chars = 0
-    while pending:
-        value = pending.pop()
-        nodes += 1
-        if nodes > _INLINE_NODES:
-            return False
-        if isinstance(value, dict):
-            pending.extend(value.values())
-            chars += sum(len(key) for key in value)
-        elif isinstance(value, list):
-            pending.extend(value)
-        elif isinstance(value, str):
-            chars += len(value)
-        if chars > _INLINE_CHARS:
-            return False
-    return True
 
 
 class _ProgressClock:
@@ -235,13 +208,8 @@ class RequestExchange:
         output_schema = self._session.output_schema(tool)
         if output_schema is None or result.is_error:
             return
-        if _quick_to_check(result.structured_content):
-            check_tool_result(tool, output_schema, result, connector=self.name)
-            return
-        # Off the event loop: validating a large result takes a while (~1.5 s for ~0.9 MB).
-        await anyio.to_thread.run_sync(
-            functools.partial(check_tool_result, tool, output_schema, result, connector=self.name)
-        )
+        # inline for small results; a large one is validated in a worker thread (~1.5 s for ~0.9 MB)
+        await check_tool_result_async(tool, output_schema, result, connector=self.name)
 
     async def request(self, method: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
         """Send one request other than ``tools/call`` (``resources/list``, ``resources/read``,

@@ -1,7 +1,7 @@
 """The executor of the governed runtime: one tool call from its name to its result, through
-ToolRouter → PermissionEngine → MCP connection. :class:`ToolExecutor` is the part of
-:class:`patchbay.runtime.runtime.Runtime` that runs calls; ``Runtime`` owns the state it uses
-(connections, router, permissions, output guard) and its lifecycle.
+ToolRouter → PermissionEngine → MCP connection. An open
+:class:`patchbay.runtime.runtime.Runtime` holds one :class:`ToolExecutor`, made from the state the
+runtime owns (event log, connections, router, permissions, output guard), and hands it every call.
 
 The chain of one allowed MCP call; ``toolCallId`` is ``tc_<n>`` for the session's n-th call
 (consecutive), and every event of the call carries it::
@@ -22,8 +22,9 @@ reason: ``unknown_tool``, ``ambiguous_call`` (after ``tool.ambiguous_call``),
 ``tool_error`` (both after ``mcp.call.failed``; an ``isError`` result is attached to the exception
 as ``.result``). A cancelled call logs reason ``cancelled`` and the cancellation propagates.
 
-The events before a request are written in one ``write`` just before it is sent (see
-:class:`patchbay.runtime.calls.CallEvents`); nothing is sent before it is logged.
+The events of a call are appended before the step they record (nothing is sent before its
+events are appended) and written by the event log's background writer while the call waits; see
+:mod:`patchbay.runtime.events` for when they reach the file and what a crash can lose.
 """
 
 from __future__ import annotations
@@ -61,23 +62,48 @@ LocalTool = Callable[..., Any]
 
 
 class ToolExecutor:
-    """The call path of :class:`~patchbay.runtime.runtime.Runtime`: :meth:`call` and the steps it
-    takes (connect on first use, resolve against a fresh catalog, decide, ask, send, guard the
-    output, log the chain of the module docstring).
+    """Runs the tool calls of one open runtime session: :meth:`call` and the steps it takes
+    (connect on first use, resolve against a fresh catalog, decide, ask, send, guard the output,
+    log the chain of the module docstring).
 
-    A mixin: ``Runtime`` sets the attributes below in its ``__init__``/``__aenter__`` and provides
-    ``_opened()``, which returns the open session log (RuntimeError when the runtime is not open).
+    Args:
+        log: the session's open event log.
+        settings: ``result_preview_chars`` (the previews in events and error messages).
+        servers: the enabled, in-scope connectors by name.
+        connections: their connections, by the same names.
+        router: resolves names; kept current by the runtime as catalogs change.
+        permissions: decides and asks.
+        output_guard: bounds every result.
+        local_tools: the host's local tools by bare name.
+
+    The runtime calls :meth:`forget_decisions` when a connector's catalog changes.
     """
 
-    settings: Settings
-    _servers: dict[str, RuntimeServer]
-    _connections: dict[str, ServerConnection]
-    _router: ToolRouter
-    _permissions: PermissionEngine
-    _output_guard: OutputGuard
-    _local: dict[str, LocalTool]
-    _decisions: dict[tuple[str, str], Decision]
-    _opened: Callable[[], EventLog]
+    def __init__(
+        self,
+        *,
+        log: EventLog,
+        settings: Settings,
+        servers: Mapping[str, RuntimeServer],
+        connections: Mapping[str, ServerConnection],
+        router: ToolRouter,
+        permissions: PermissionEngine,
+        output_guard: OutputGuard,
+        local_tools: Mapping[str, LocalTool],
+    ):
+        self._log = log
+        self._preview_chars = settings.result_preview_chars
+        self._servers = servers
+        self._connections = connections
+        self._router = router
+        self._permissions = permissions
+        self._output_guard = output_guard
+        self._local = local_tools
+        self._decisions: dict[tuple[str, str], Decision] = {}
+
+    def forget_decisions(self, connector: str) -> None:
+        """Drop the cached policy decisions of ``connector`` (its live catalog changed)."""
+        self._decisions = {key: value for key, value in self._decisions.items() if key[0] != connector}
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolCallResult:
         """Call a tool by canonical name (``mcp.<connector>.<tool>``), wire name, or local bare name.
@@ -96,9 +122,8 @@ class ToolExecutor:
                 names the call's events. A cancelled call logs ``tool.failed {reason:
                 "cancelled"}`` and re-raises the cancellation.
             ValidationError: ``name`` is not a string or ``arguments`` not a mapping.
-            RuntimeError: the runtime is not open.
         """
-        log = self._opened()
+        log = self._log
         if not isinstance(name, str) or not name or len(name) > _MAX_TOOL_NAME or not name.isprintable():
             raise ValidationError(
                 f"the tool name must be 1-{_MAX_TOOL_NAME} printable characters", details={"field": "name"}
@@ -106,14 +131,14 @@ class ToolExecutor:
         if arguments is not None and type(arguments) is not dict and not isinstance(arguments, Mapping):
             raise ValidationError("arguments must be a JSON object", details={"field": "arguments"})
         validate_tool_arguments(dict(arguments or {}))
-        # Events before a request are deferred and written in one go: the log is flushed before
-        # every await that can suspend (connecting, asking the approver) and before the request.
+        # Without the background writer, deferred events go out in one write: the log is released
+        # before every await that can suspend (connecting, asking the approver) and before the request.
         events = CallEvents(log, name, dict(arguments or {}))
         try:
             connector = self._connector_of(name)
-            if connector is not None and not self._is_live(connector):
-                log.flush()
-                await self._connect(connector)
+            if connector is not None and self._connections[connector].state != "connected":
+                log.release()
+                await self._connections[connector].ensure_connected()
             route = await self._resolve_fresh(name, connector, log)
             events.resolved(route.name, route.connector)
             if route.kind == "local":
@@ -130,7 +155,7 @@ class ToolExecutor:
             events.tool_failed(str(FailureReason.CANCELLED))
             raise
         finally:
-            log.flush()
+            log.release()
 
     def _connector_of(self, name: str) -> str | None:
         """The connector an MCP-looking name (canonical or known wire name) refers to, if any.
@@ -157,15 +182,6 @@ class ToolExecutor:
                 connector = None
         return connector
 
-    def _is_live(self, name: str) -> bool:
-        return self._connections[name].state == "connected"
-
-    async def _connect(self, name: str) -> ServerConnection:
-        connection = self._connections[name]
-        if connection.state != "connected":
-            await connection.ensure_connected()
-        return connection
-
     async def _resolve_fresh(self, name: str, connector: str | None, log: EventLog) -> Route:
         """Resolve ``name`` against a current catalog (catalog_refresh.py).
 
@@ -179,14 +195,14 @@ class ToolExecutor:
         if connection is None:
             return self._router.resolve(name)
         if connection.refresh.busy:
-            log.flush()
+            log.release()
             await connection.refresh.settled()
         try:
             return self._router.resolve(name)
         except ToolCallError as exc:
             if exc.reason is not FailureReason.UNKNOWN_TOOL:
                 raise
-            log.flush()
+            log.release()
             if not await connection.refresh.relist_on_demand():
                 raise
         return self._router.resolve(name)
@@ -209,7 +225,7 @@ class ToolExecutor:
         events.permission_requested(decision.risk, self._permissions.requested_source(connector, tool, decision))
         resolution = self._permissions.resolve_now(connector, tool, decision)
         if resolution is None:
-            events.log.flush()
+            events.log.release()
             resolution = await self._permissions.ask(connector, tool, decision, name=route.name, arguments=events.args)
         events.permission_resolved(resolution)
         events.mcp_started(tool)
@@ -221,9 +237,7 @@ class ToolExecutor:
             try:
                 result = await connection.call_tool(tool, events.args)
             except ToolCallError as exc:
-                events.mcp_failed(
-                    _ms_since(started), str(exc.reason), exc.message[: self.settings.result_preview_chars]
-                )
+                events.mcp_failed(_ms_since(started), str(exc.reason), exc.message[: self._preview_chars])
                 raise
             except anyio.get_cancelled_exc_class():
                 events.mcp_failed(_ms_since(started), str(FailureReason.CANCELLED), "the call was cancelled")
@@ -238,11 +252,11 @@ class ToolExecutor:
                 outcome = mcp_result(events.id, route.name, result, self._output_guard)
             del result  # the outcome is what is left once the charge goes
         if outcome.is_error:
-            message = outcome.text[: self.settings.result_preview_chars] or "the tool reported an error"
+            message = outcome.text[: self._preview_chars] or "the tool reported an error"
             events.mcp_failed(duration_ms, str(FailureReason.TOOL_ERROR), message)
             raise tool_error(route.name, outcome)
         events.mcp_completed(duration_ms)
-        events.tool_completed(outcome, self.settings.result_preview_chars)
+        events.tool_completed(outcome, self._preview_chars)
         return outcome
 
     async def _call_local(self, events: CallEvents, route: Route) -> ToolCallResult:
@@ -263,7 +277,7 @@ class ToolExecutor:
         outcome = local_result(events.id, name, value, self._output_guard)
         if outcome.is_error:
             raise tool_error(name, outcome)
-        events.tool_completed(outcome, self.settings.result_preview_chars)
+        events.tool_completed(outcome, self._preview_chars)
         return outcome
 
 

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import mcp_types as types
 import pydantic_core
 
 from patchbay.core.settings import Settings
@@ -462,6 +463,9 @@ def rough_size(result: Any) -> int:
         return GUARD_IN_THREAD_BYTES + 1
     size = 0
     for block in result.content:
+        if type(block) is types.TextContent:  # the common block; a missing attribute costs pydantic a raise
+            size += len(block.text)
+            continue
         size += len(getattr(block, "text", "") or "") + len(getattr(block, "data", "") or "")
         resource = getattr(block, "resource", None)
         if resource is not None:

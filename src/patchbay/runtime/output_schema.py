@@ -14,7 +14,12 @@ Validation uses ``jsonschema`` exactly as the mcp SDK 2.3.0 client does (the dia
 ``$ref`` resolves only inside the schema: an empty ``referencing.Registry``, so nothing is ever
 fetched over the network; formats are annotations, not assertions). Compiled validators are
 cached per schema (by its canonical JSON text), failures included, so a schema is compiled at most
-once per process while it stays in the cache.
+once per process while it stays in the cache; the canonical text itself is remembered per schema
+object, so a tool's listed schema is serialised once, not on every call.
+
+:func:`check_tool_result_async` is the form for the event loop: a small result (the common case)
+is checked inline, a big one in a worker thread, so the loop is never blocked for long and a small
+call pays no thread hop.
 
 The SDK's own check (``ClientSession.validate_tool_result``) raises a bare ``RuntimeError`` with
 the offending value in its text, and may send an unbounded ``tools/list`` of its own; a connection
@@ -25,10 +30,12 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import mcp_types as types
 from jsonschema import Draft202012Validator, SchemaError
 from jsonschema.exceptions import ValidationError as SchemaValidationError
@@ -41,10 +48,13 @@ from referencing.exceptions import Unresolvable
 
 from patchbay.core.errors import FailureReason, ToolCallError
 
-__all__ = ["check_tool_result", "turn_off_sdk_output_validation"]
+__all__ = ["CHECK_INLINE_NODES", "check_tool_result", "check_tool_result_async", "turn_off_sdk_output_validation"]
 
 _CACHE_SIZE = 256
 """Distinct output schemas whose compiled validators are kept (least recently used dropped)."""
+CHECK_INLINE_NODES = 2000
+"""Structured content with at most this many values (string characters counted per 64) is checked
+on the event loop; bigger content in a worker thread (a ~0.9 MB result takes ~1.5 s to validate)."""
 _SHOWN = 200
 """Characters of server-controlled text (a validator message, a JSON path) quoted in messages."""
 
@@ -78,12 +88,44 @@ def _compiled(canonical: str) -> Validator | _Unusable:
     return cls(schema, registry=Registry())
 
 
+# id(schema) -> (schema, its canonical text): the schema is held, so its id is not reused while
+# it is remembered. Listed schemas are never changed in place (they are a catalog's).
+_CANONICAL: dict[int, tuple[object, str]] = {}
+_CANONICAL_LOCK = threading.Lock()
+
+
 def _validator(schema: Mapping[str, Any] | bool) -> Validator | _Unusable:
+    known = _CANONICAL.get(id(schema))
+    if known is not None and known[0] is schema:
+        return _compiled(known[1])
     try:
         canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError, RecursionError) as exc:
         return _Unusable(f"it is not JSON ({type(exc).__name__})")
+    with _CANONICAL_LOCK:
+        if len(_CANONICAL) >= _CACHE_SIZE:
+            _CANONICAL.clear()
+        _CANONICAL[id(schema)] = (schema, canonical)
     return _compiled(canonical)
+
+
+def _is_small(value: Any, budget: int = CHECK_INLINE_NODES) -> bool:
+    """Whether ``value`` has at most ``budget`` nodes (a string counts one per 64 characters);
+    stops walking as soon as it has seen more."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        budget -= 1
+        if isinstance(item, str):
+            budget -= len(item) >> 6
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+            budget -= len(item)  # the keys
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        if budget < 0:
+            return False
+    return True
 
 
 def check_tool_result(
@@ -161,6 +203,26 @@ def check_tool_result(
         jsonPath=path,
         schemaPath=_short(schema_path),
         keyword=str(error.validator),
+    )
+
+
+async def check_tool_result_async(
+    tool: str,
+    output_schema: Mapping[str, Any] | None,
+    result: types.CallToolResult,
+    *,
+    connector: str | None = None,
+) -> None:
+    """:func:`check_tool_result` for the event loop: inline when the ``structuredContent`` is small
+    (at most :data:`CHECK_INLINE_NODES` values), else in a worker thread. Arguments, rules and
+    errors as :func:`check_tool_result`."""
+    if result.is_error or output_schema is None:
+        return
+    if _is_small(result.structured_content):
+        check_tool_result(tool, output_schema, result, connector=connector)
+        return
+    await anyio.to_thread.run_sync(
+        functools.partial(check_tool_result, tool, output_schema, result, connector=connector)
     )
 
 

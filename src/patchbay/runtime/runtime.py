@@ -4,7 +4,7 @@ connection, and leaves one auditable event chain in the session log.
 :class:`Runtime` owns the session's state and lifecycle (connections, event log, router,
 permissions, output guard), lists tools and writes model definitions, and is the door to resources
 and prompts. The call path itself (:meth:`Runtime.call`, its event chain and failure reasons) is
-:class:`patchbay.runtime.executor.ToolExecutor`, which ``Runtime`` inherits.
+:class:`patchbay.runtime.executor.ToolExecutor`, which an open ``Runtime`` holds.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from patchbay.adapters.transports.budget import process_budget
 from patchbay.core.errors import ConfigError, PatchbayError, ToolCallError, ValidationError
 from patchbay.core.models import GrantDecision, RuntimeConfig, RuntimeServer
 from patchbay.core.names import tool_name_problem, validate_connector_name
-from patchbay.core.policy import Decision, is_visible
+from patchbay.core.policy import is_visible
 from patchbay.core.schema_bounds import SchemaBounds
 from patchbay.core.settings import Settings
 from patchbay.runtime.calls import ToolCallResult
@@ -41,6 +41,7 @@ from patchbay.runtime.output_guard import OutputGuard
 from patchbay.runtime.peer import ConnectorPeer, connector_peer
 from patchbay.runtime.permissions import Approver, PermissionEngine
 from patchbay.runtime.prompts import ExpandedPrompt, PromptInfo, expand_prompt, list_prompts
+from patchbay.runtime.proxy_tool import PROXY_TOOL_NAME, ProxyShape, proxy_definitions, run_proxy
 from patchbay.runtime.resources import (
     IncludedResource,
     ResourceInfo,
@@ -51,16 +52,7 @@ from patchbay.runtime.resources import (
 )
 from patchbay.runtime.router import ToolRouter
 from patchbay.runtime.scope import tool_scope
-from patchbay.runtime.tool_definitions import (
-    PROXY_TOOL_NAME,
-    DefinitionFormat,
-    ProxyShape,
-    ToolDefinitions,
-    build_definitions,
-    check_format,
-    proxy_definitions,
-    run_proxy,
-)
+from patchbay.runtime.tool_definitions import DefinitionFormat, ToolDefinitions, build_definitions, check_format
 
 __all__ = ["LocalTool", "Runtime", "RuntimeTool", "ToolCallResult"]
 
@@ -109,7 +101,7 @@ class _State(enum.Enum):
     CLOSED = 3
 
 
-class Runtime(ToolExecutor):
+class Runtime:
     """A governed MCP client runtime for one workspace session.
 
     Usage::
@@ -214,7 +206,7 @@ class Runtime(ToolExecutor):
         self._tg: TaskGroup | None = None
         self._log: EventLog | None = None
         self._connections: dict[str, ServerConnection] = {}
-        self._decisions: dict[tuple[str, str], Decision] = {}
+        self._executor: ToolExecutor | None = None
 
     @property
     def session_id(self) -> str:
@@ -222,7 +214,10 @@ class Runtime(ToolExecutor):
 
     @property
     def event_log_path(self) -> Path:
-        """``<settings.sessions_dir>/<session_id>.jsonl``."""
+        """``<settings.sessions_dir>/<session_id>.jsonl``; every event appended so far is in the file
+        when this returns (the log is flushed for whoever reads it)."""
+        if self._log is not None:
+            self._log.flush()
         return self._log_path
 
     def record_event(self, type: str, payload: Mapping[str, Any]) -> None:
@@ -255,6 +250,10 @@ class Runtime(ToolExecutor):
             )
             stack.callback(self._log.close)
             self._tg = await stack.enter_async_context(anyio.create_task_group())
+            self._tg.start_soon(self._log.run_writer)
+            # Runs before the task group waits for its tasks: the writer ends, and what follows
+            # (the connections' last events) is written at once.
+            stack.callback(self._log.stop_writer)
             workspace = Path(self.config.workspace)
             self._connections = {
                 name: ServerConnection(
@@ -270,6 +269,16 @@ class Runtime(ToolExecutor):
                 )
                 for name, server in self._servers.items()
             }
+            self._executor = ToolExecutor(
+                log=self._log,
+                settings=self.settings,
+                servers=self._servers,
+                connections=self._connections,
+                router=self._router,
+                permissions=self._permissions,
+                output_guard=self._output_guard,
+                local_tools=self._local,
+            )
             for connection in self._connections.values():
                 if connection.options.lifecycle in ("eager", "keep_alive"):
                     connection.start()
@@ -290,6 +299,39 @@ class Runtime(ToolExecutor):
         if self._state is not _State.OPENED or self._log is None:
             raise RuntimeError("the Runtime is not open; use `async with Runtime(...) as runtime:`")
         return self._log
+
+    def _is_live(self, name: str) -> bool:
+        return self._connections[name].state == "connected"
+
+    async def _connect(self, name: str) -> None:
+        connection = self._connections[name]
+        if connection.state != "connected":
+            await connection.ensure_connected()
+
+    # -- calls ------------------------------------------------------------------------------
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolCallResult:
+        """Call a tool by canonical name (``mcp.<connector>.<tool>``), wire name, or local bare name.
+
+        Args:
+            name: resolved strictly: MCP tools need their full name.
+            arguments: the tool's arguments (a JSON object).
+
+        Returns:
+            The :class:`ToolCallResult`.
+
+        Raises:
+            ToolCallError: with ``reason`` one of ``unknown_tool``, ``ambiguous_call``,
+                ``mcp_server_unavailable``, ``permission_denied``, ``approval_unavailable``,
+                ``timeout``, ``tool_error`` (see :mod:`patchbay.runtime.executor`);
+                ``details["toolCallId"]`` names the call's events. A cancelled call logs
+                ``tool.failed {reason: "cancelled"}`` and re-raises the cancellation.
+            ValidationError: ``name`` is not a string or ``arguments`` not a mapping.
+            RuntimeError: the runtime is not open.
+        """
+        self._opened()
+        assert self._executor is not None  # made on entry, with the log
+        return await self._executor.call(name, arguments)
 
     # -- listing ----------------------------------------------------------------------------
 
@@ -400,7 +442,7 @@ class Runtime(ToolExecutor):
         """Run the proxy tool (``format="proxy"``): ``search``, ``describe`` or ``call``.
 
         ``call`` goes through :meth:`call` (permissions, events); ``search``/``describe`` read the
-        catalog only. See :func:`patchbay.runtime.tool_definitions.run_proxy`.
+        catalog only. See :func:`patchbay.runtime.proxy_tool.run_proxy`.
 
         Raises:
             ValidationError: ``validation_error`` for bad proxy arguments.
@@ -413,7 +455,8 @@ class Runtime(ToolExecutor):
         """A connection published a (new) live catalog, or withdrew it (None)."""
         visible = [] if tools is None else self._visible(self._servers[name], list(tools))
         self._router.set_connector_tools(name, visible)
-        self._decisions = {key: value for key, value in self._decisions.items() if key[0] != name}
+        if self._executor is not None:
+            self._executor.forget_decisions(name)
 
     def _visible(self, server: RuntimeServer, tools: list[str]) -> list[str]:
         settings = server.settings

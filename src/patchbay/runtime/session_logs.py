@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from patchbay.core.errors import ErrorCode, NotFoundError, PatchbayError, ValidationError
 from patchbay.core.redaction import redact_value
-from patchbay.runtime.events import CALL_EVENT, session_log_path, session_meta_path
+from patchbay.runtime.events import CALL_EVENT, flush_open_log, session_log_path, session_meta_path
 
 __all__ = ["MAX_PAGE", "EventPage", "SessionLogs", "SessionSummary"]
 
@@ -94,6 +94,7 @@ class SessionLogs:
             raise NotFoundError(f"no session {session_id[:80]!r}", details={"session_id": session_id[:80]}) from None
         if not path.is_file():
             raise NotFoundError(f"no session {session_id!r}", details={"session_id": session_id})
+        flush_open_log(path)  # a runtime of this process may still hold lines for its writer
         return path
 
     def page(self, session_id: str, *, after_seq: int = 0, limit: int = 100) -> EventPage:

@@ -14,7 +14,6 @@ from patchbay import ApprovalRequest, Runtime, RuntimeConfig, RuntimeServer, Set
 from patchbay.core.errors import FailureReason
 from patchbay.core.models import ConnectorSettings
 from patchbay.runtime import read_events
-from patchbay.runtime.exchange import _INLINE_CHARS, _INLINE_NODES, _quick_to_check
 from tests.support.servers import fixture_server
 from tests.support.waiting import wait_until
 
@@ -177,24 +176,3 @@ async def test_an_answer_between_timeouts_resets_the_count_and_zero_never_restar
                 assert (await runtime.call("mcp.s.pid")).text == pid
         types = [event["type"] for event in read_events(runtime.event_log_path)]
         assert "mcp.server.crashed" not in types
-
-
-# Which results the exchange checks against their outputSchema without a thread hop.
-
-
-def test_a_small_structured_result_is_checked_in_the_callers_task() -> None:
-    assert _quick_to_check({"count": 3, "items": [{"name": "a"}, {"name": "b"}]})
-    assert _quick_to_check(None)
-
-
-def test_many_values_or_long_strings_go_off_the_event_loop() -> None:
-    assert not _quick_to_check({"items": list(range(_INLINE_NODES + 1))})
-    assert not _quick_to_check({"text": "x" * (_INLINE_CHARS + 1)})
-    assert not _quick_to_check({"k" * (_INLINE_CHARS + 1): 1})
-
-
-def test_deep_nesting_is_walked_without_recursion() -> None:
-    deep: object = "leaf"
-    for _ in range(10_000):
-        deep = [deep]
-    assert not _quick_to_check(deep)

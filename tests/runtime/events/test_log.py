@@ -5,11 +5,21 @@ import re
 import threading
 from pathlib import Path
 
+import anyio
+import anyio.lowlevel
 import pytest
 
 from patchbay.core.errors import PatchbayError
 from patchbay.core.redaction import REDACTED, redact_value
-from patchbay.runtime.events import EVENT_TYPES, EventLog, new_session_id, read_events, session_log_path
+from patchbay.runtime.events import (
+    EVENT_TYPES,
+    EventLog,
+    flush_open_log,
+    new_session_id,
+    read_events,
+    session_log_path,
+)
+from patchbay.runtime.session_logs import SessionLogs
 
 pytestmark = pytest.mark.anyio
 
@@ -215,3 +225,44 @@ def test_the_sessions_directory_is_created_0700(tmp_path: Path) -> None:
         pass
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+async def test_the_background_writer_writes_queued_lines_in_seq_order_and_readers_see_them_first(
+    tmp_path: Path,
+) -> None:
+    path = session_log_path(tmp_path, "ses_writer")
+    with EventLog(path, "ses_writer") as log:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(log.run_writer)
+            await anyio.lowlevel.checkpoint()  # the writer is waiting
+            for n in range(3):
+                log.append_json("tool.started", f'{{"tool":"t{n}","toolCallId":"tc_{n}"}}')
+            assert path.read_bytes() == b""  # queued: the caller wrote nothing
+            # A reader of the file in this process sees every event, written or still queued.
+            flush_open_log(path)
+            assert [e["payload"]["tool"] for e in read_events(path)] == ["t0", "t1", "t2"]
+            log.append_json("tool.started", '{"tool":"t3","toolCallId":"tc_3"}')
+            log.append("user.message", {"text": "written at once"})  # after what is queued
+            assert [e["seq"] for e in read_events(path)] == [1, 2, 3, 4, 5]
+            assert SessionLogs(tmp_path).summary("ses_writer").events == 5
+            log.append_json("tool.started", '{"tool":"t4","toolCallId":"tc_4"}')
+            log.stop_writer()
+        log.append_json("tool.started", '{"tool":"t5","toolCallId":"tc_5"}')
+    events = read_events(path)
+    assert [e["seq"] for e in events] == [1, 2, 3, 4, 5, 6, 7]
+    assert [e["type"] for e in events][3:5] == ["tool.started", "user.message"]
+
+
+async def test_lines_queued_for_the_background_writer_are_written_by_it_or_by_close(tmp_path: Path) -> None:
+    path = session_log_path(tmp_path, "ses_close")
+    log = EventLog(path, "ses_close")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(log.run_writer)
+        await anyio.lowlevel.checkpoint()
+        log.append_json("tool.started", '{"tool":"a","toolCallId":"tc_1"}')
+        with anyio.fail_after(5):
+            while b'"tool":"a"' not in path.read_bytes():  # the writer runs once the caller yields
+                await anyio.lowlevel.checkpoint()
+        log.append_json("tool.started", '{"tool":"b","toolCallId":"tc_2"}')
+        log.close()  # ends the writer too
+    assert [e["payload"]["tool"] for e in read_events(path)] == ["a", "b"]

@@ -176,6 +176,28 @@ def test_validators_are_compiled_once_per_schema(monkeypatch: pytest.MonkeyPatch
     assert len(compiled) == 2  # a failed compile is cached too
 
 
+async def test_the_event_loop_form_checks_small_results_inline_and_big_ones_in_a_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hops: list[Any] = []
+    real = output_schema_module.anyio.to_thread.run_sync
+
+    async def counting(fn: Any, *args: Any) -> Any:
+        hops.append(fn)
+        return await real(fn, *args)
+
+    monkeypatch.setattr(output_schema_module.anyio.to_thread, "run_sync", counting)
+    small, big = {"count": 1}, {"count": 1, "items": ["x"] * (output_schema_module.CHECK_INLINE_NODES + 1)}
+    for structured in (small, big):
+        await output_schema_module.check_tool_result_async("counter", COUNT_SCHEMA, result(structured))
+        with pytest.raises(ToolCallError) as info:
+            await output_schema_module.check_tool_result_async(
+                "counter", COUNT_SCHEMA, result({**structured, "count": "x"}), connector="c"
+            )
+        assert info.value.details["jsonPath"] == "$.count"
+    assert len(hops) == 2  # only the big result's two checks left the event loop
+
+
 # --- through a real SDK client over stdio ---------------------------------------------------------
 
 
