@@ -13,23 +13,23 @@ if TYPE_CHECKING:
     from patchbay.core.errors import PatchbayError, ToolCallError
     from patchbay.core.models import RuntimeConfig, RuntimeServer
     from patchbay.core.settings import Settings
-    from patchbay.runtime.calls import ToolCallResult
-    from patchbay.runtime.permissions import ApprovalAnswer, ApprovalRequest, Approver
+    from patchbay.runtime.calls.permissions import ApprovalAnswer, ApprovalRequest, Approver
+    from patchbay.runtime.calls.result import ToolCallResult
     from patchbay.runtime.runtime import Runtime
 
 from patchbay.core.version import __version__
 
 _EXPORTS = {
-    "ApprovalAnswer": "patchbay.runtime.permissions",
-    "ApprovalRequest": "patchbay.runtime.permissions",
-    "Approver": "patchbay.runtime.permissions",
+    "ApprovalAnswer": "patchbay.runtime.calls.permissions",
+    "ApprovalRequest": "patchbay.runtime.calls.permissions",
+    "Approver": "patchbay.runtime.calls.permissions",
     "PatchbayError": "patchbay.core.errors",
     "Runtime": "patchbay.runtime.runtime",
     "RuntimeConfig": "patchbay.core.models",
     "RuntimeServer": "patchbay.core.models",
     "Settings": "patchbay.core.settings",
     "ToolCallError": "patchbay.core.errors",
-    "ToolCallResult": "patchbay.runtime.calls",
+    "ToolCallResult": "patchbay.runtime.calls.result",
 }
 """Where each public name lives. They are imported on first use (PEP 562), so that importing a
 subpackage (the CLI's ``patchbay --help``, the control plane) does not load the runtime and the

@@ -245,7 +245,7 @@ def test_opening_a_service_masks_every_stored_value_before_any_connector_starts(
     import uuid
 
     from patchbay.core.redaction import redact_text
-    from patchbay.runtime.events import EventLog
+    from patchbay.runtime.events.log import EventLog
 
     settings = Settings(home=tmp_path / "home")
     settings.home.mkdir()

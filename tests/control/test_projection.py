@@ -19,7 +19,7 @@ from patchbay.control.credentials import parse_env
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import ToolCacheEntry, ToolSummary
 from patchbay.core.policy import decide_for
-from patchbay.runtime.permissions import PermissionEngine
+from patchbay.runtime.calls.permissions import PermissionEngine
 from patchbay.runtime.snapshot import load_snapshot, snapshot_path
 
 pytestmark = pytest.mark.anyio

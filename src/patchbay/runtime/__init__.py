@@ -7,10 +7,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from patchbay.runtime.calls import ToolCallResult
-    from patchbay.runtime.connection import ConnectionState, ServerConnection
-    from patchbay.runtime.events import EVENT_TYPES, EventLog, Redacted, new_session_id, read_events, session_log_path
-    from patchbay.runtime.permissions import (
+    from patchbay.runtime.calls.permissions import (
         Actor,
         ApprovalAnswer,
         ApprovalRequest,
@@ -18,30 +15,40 @@ if TYPE_CHECKING:
         PermissionEngine,
         Resolution,
     )
-    from patchbay.runtime.router import Route, ToolRouter
+    from patchbay.runtime.calls.result import ToolCallResult
+    from patchbay.runtime.calls.router import Route, ToolRouter
+    from patchbay.runtime.connection.server_connection import ConnectionState, ServerConnection
+    from patchbay.runtime.events.log import (
+        EVENT_TYPES,
+        EventLog,
+        Redacted,
+        new_session_id,
+        read_events,
+        session_log_path,
+    )
     from patchbay.runtime.runtime import LocalTool, Runtime, RuntimeTool
 
 _EXPORTS = {
-    "Actor": "patchbay.runtime.permissions",
-    "ApprovalAnswer": "patchbay.runtime.permissions",
-    "ApprovalRequest": "patchbay.runtime.permissions",
-    "Approver": "patchbay.runtime.permissions",
-    "ConnectionState": "patchbay.runtime.connection",
-    "EVENT_TYPES": "patchbay.runtime.events",
-    "EventLog": "patchbay.runtime.events",
+    "Actor": "patchbay.runtime.calls.permissions",
+    "ApprovalAnswer": "patchbay.runtime.calls.permissions",
+    "ApprovalRequest": "patchbay.runtime.calls.permissions",
+    "Approver": "patchbay.runtime.calls.permissions",
+    "ConnectionState": "patchbay.runtime.connection.server_connection",
+    "EVENT_TYPES": "patchbay.runtime.events.log",
+    "EventLog": "patchbay.runtime.events.log",
     "LocalTool": "patchbay.runtime.runtime",
-    "PermissionEngine": "patchbay.runtime.permissions",
-    "Redacted": "patchbay.runtime.events",
-    "Resolution": "patchbay.runtime.permissions",
-    "Route": "patchbay.runtime.router",
+    "PermissionEngine": "patchbay.runtime.calls.permissions",
+    "Redacted": "patchbay.runtime.events.log",
+    "Resolution": "patchbay.runtime.calls.permissions",
+    "Route": "patchbay.runtime.calls.router",
     "Runtime": "patchbay.runtime.runtime",
     "RuntimeTool": "patchbay.runtime.runtime",
-    "ServerConnection": "patchbay.runtime.connection",
-    "ToolCallResult": "patchbay.runtime.calls",
-    "ToolRouter": "patchbay.runtime.router",
-    "new_session_id": "patchbay.runtime.events",
-    "read_events": "patchbay.runtime.events",
-    "session_log_path": "patchbay.runtime.events",
+    "ServerConnection": "patchbay.runtime.connection.server_connection",
+    "ToolCallResult": "patchbay.runtime.calls.result",
+    "ToolRouter": "patchbay.runtime.calls.router",
+    "new_session_id": "patchbay.runtime.events.log",
+    "read_events": "patchbay.runtime.events.log",
+    "session_log_path": "patchbay.runtime.events.log",
 }
 """Where each public name lives. They are imported on first use (PEP 562): importing one module
 of the package (the snapshot format the control plane writes, the session logs the CLI reads)

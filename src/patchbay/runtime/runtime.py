@@ -4,7 +4,7 @@ connection, and leaves one auditable event chain in the session log.
 :class:`Runtime` owns the session's state and lifecycle (connections, event log, router,
 permissions, output guard), lists tools and writes model definitions, and is the door to resources
 and prompts. The call path itself (:meth:`Runtime.call`, its event chain and failure reasons) is
-:class:`patchbay.runtime.executor.ToolExecutor`, which an open ``Runtime`` holds.
+:class:`patchbay.runtime.calls.executor.ToolExecutor`, which an open ``Runtime`` holds.
 """
 
 from __future__ import annotations
@@ -31,18 +31,16 @@ from patchbay.core.names import tool_name_problem, validate_connector_name
 from patchbay.core.policy import is_visible
 from patchbay.core.schema_bounds import SchemaBounds
 from patchbay.core.settings import Settings
-from patchbay.runtime.calls import ToolCallResult
-from patchbay.runtime.catalog_refresh import wire_connector
-from patchbay.runtime.connection import ServerConnection
-from patchbay.runtime.events import EventLog, new_session_id, session_log_path
-from patchbay.runtime.executor import LocalTool, ToolExecutor
-from patchbay.runtime.hooks import ElicitationHandler, HostHooks
-from patchbay.runtime.output_guard import OutputGuard
-from patchbay.runtime.peer import ConnectorPeer, connector_peer
-from patchbay.runtime.permissions import Approver, PermissionEngine
-from patchbay.runtime.prompts import ExpandedPrompt, PromptInfo, expand_prompt, list_prompts
-from patchbay.runtime.proxy_tool import PROXY_TOOL_NAME, ProxyShape, proxy_definitions, run_proxy
-from patchbay.runtime.resources import (
+from patchbay.runtime.calls.executor import LocalTool, ToolExecutor
+from patchbay.runtime.calls.permissions import Approver, PermissionEngine
+from patchbay.runtime.calls.result import ToolCallResult
+from patchbay.runtime.calls.router import ToolRouter
+from patchbay.runtime.connection.catalog_refresh import wire_connector
+from patchbay.runtime.connection.hooks import ElicitationHandler, HostHooks
+from patchbay.runtime.connection.server_connection import ServerConnection
+from patchbay.runtime.context.peer import ConnectorPeer, connector_peer
+from patchbay.runtime.context.prompts import ExpandedPrompt, PromptInfo, expand_prompt, list_prompts
+from patchbay.runtime.context.resources import (
     IncludedResource,
     ResourceInfo,
     ResourceTemplateInfo,
@@ -50,9 +48,11 @@ from patchbay.runtime.resources import (
     list_resource_templates,
     list_resources,
 )
-from patchbay.runtime.router import ToolRouter
+from patchbay.runtime.events.log import EventLog, new_session_id, session_log_path
+from patchbay.runtime.output.guard import OutputGuard
 from patchbay.runtime.scope import tool_scope
-from patchbay.runtime.tool_definitions import DefinitionFormat, ToolDefinitions, build_definitions, check_format
+from patchbay.runtime.tools.definitions import DefinitionFormat, ToolDefinitions, build_definitions, check_format
+from patchbay.runtime.tools.proxy import PROXY_TOOL_NAME, ProxyShape, proxy_definitions, run_proxy
 
 __all__ = ["LocalTool", "Runtime", "RuntimeTool", "ToolCallResult"]
 
@@ -141,7 +141,7 @@ class Runtime:
         ConfigError: ``invalid_config`` for a bad or duplicate connector name.
 
     Connections are supervised, one owner task each, in a task group the runtime opens on entry
-    (see :mod:`patchbay.runtime.connection` for lifecycle, restart policy and timeouts); so enter
+    (see :mod:`patchbay.runtime.connection.server_connection` for lifecycle, restart policy and timeouts); so enter
     and exit the runtime in the same task. ``eager``/``keep_alive`` connectors start connecting on
     entry, ``lazy`` ones on first use. Exit closes every connection and leaves no child process
     (nor grandchild: the process group is swept). A runtime can be entered once.
@@ -323,7 +323,7 @@ class Runtime:
         Raises:
             ToolCallError: with ``reason`` one of ``unknown_tool``, ``ambiguous_call``,
                 ``mcp_server_unavailable``, ``permission_denied``, ``approval_unavailable``,
-                ``timeout``, ``tool_error`` (see :mod:`patchbay.runtime.executor`);
+                ``timeout``, ``tool_error`` (see :mod:`patchbay.runtime.calls.executor`);
                 ``details["toolCallId"]`` names the call's events. A cancelled call logs
                 ``tool.failed {reason: "cancelled"}`` and re-raises the cancellation.
             ValidationError: ``name`` is not a string or ``arguments`` not a mapping.
@@ -384,7 +384,7 @@ class Runtime:
     async def tool_definitions(
         self, format: DefinitionFormat = "anthropic", *, shape: ProxyShape = "mcp"
     ) -> ToolDefinitions:
-        """Tool definitions for a model API (see :mod:`patchbay.runtime.tool_definitions`).
+        """Tool definitions for a model API (see :mod:`patchbay.runtime.tools.definitions`).
 
         Args:
             format: ``"anthropic"`` (default: ``{"name", "description", "input_schema"}``),
@@ -442,7 +442,7 @@ class Runtime:
         """Run the proxy tool (``format="proxy"``): ``search``, ``describe`` or ``call``.
 
         ``call`` goes through :meth:`call` (permissions, events); ``search``/``describe`` read the
-        catalog only. See :func:`patchbay.runtime.proxy_tool.run_proxy`.
+        catalog only. See :func:`patchbay.runtime.tools.proxy.run_proxy`.
 
         Raises:
             ValidationError: ``validation_error`` for bad proxy arguments.
@@ -493,7 +493,7 @@ class Runtime:
             raise ValidationError(f"no connector {name!r} in this runtime", details={"field": "name"})
         await connection.shutdown()
 
-    # -- resources and prompts: runtime/resources.py, runtime/prompts.py --------------
+    # -- resources and prompts: runtime/context/resources.py, runtime/context/prompts.py --------------
 
     def _peer(self, connector: str) -> ConnectorPeer:
         return connector_peer(
@@ -506,7 +506,7 @@ class Runtime:
         Raises:
             NotFoundError: ``not_found`` (no such enabled connector); CatalogError:
             ``tool_list_failed`` (page or size bound); ToolCallError: ``mcp_server_unavailable``,
-            ``timeout``, ``tool_error``. See :func:`patchbay.runtime.resources.list_resources`.
+            ``timeout``, ``tool_error``. See :func:`patchbay.runtime.context.resources.list_resources`.
         """
         return await list_resources(self._peer(connector))
 
@@ -518,11 +518,11 @@ class Runtime:
         """Read one resource by URI because the user (or a policy) explicitly included it: it passes
         the PermissionEngine with risk ``read`` and ``sourcedFrom: user_explicit_include``, then
         ``mcp.resource.requested`` … ``mcp.resource.fetched {sizeBytes, contentHash}`` are logged.
-        Expand a template first (:func:`patchbay.runtime.resources.expand_uri_template`).
+        Expand a template first (:func:`patchbay.runtime.context.resources.expand_uri_template`).
 
         Raises:
             ValidationError, NotFoundError, ToolCallError (``permission_denied``,
-            ``approval_unavailable``, ...): see :func:`patchbay.runtime.resources.include_resource`.
+            ``approval_unavailable``, ...): see :func:`patchbay.runtime.context.resources.include_resource`.
         """
         return await include_resource(self._peer(connector), self._permissions, uri)
 
@@ -539,6 +539,6 @@ class Runtime:
 
         Raises:
             ValidationError (unknown argument; ``argument '<name>' is required``), NotFoundError,
-            ToolCallError: see :func:`patchbay.runtime.prompts.expand_prompt`.
+            ToolCallError: see :func:`patchbay.runtime.context.prompts.expand_prompt`.
         """
         return await expand_prompt(self._peer(connector), prompt, arguments)

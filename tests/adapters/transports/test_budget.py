@@ -21,7 +21,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.shared.message import SessionMessage
 
 import patchbay.adapters.transports.budget as budget_module
-import patchbay.runtime.executor as executor_module
+import patchbay.runtime.calls.executor as executor_module
 from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings
 from patchbay.adapters.transports.budget import ByteBudget, ResultClaim, holding_results, process_budget
 from patchbay.adapters.transports.socket import ndjson_streams

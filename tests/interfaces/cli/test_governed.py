@@ -284,7 +284,7 @@ def test_probe_and_tools_flag_lookalike_tool_names(run, workspace: Path) -> None
 
 def test_the_approval_question_warns_about_a_flagged_tool_name() -> None:
     from patchbay.interfaces.cli.governed import _tool_question
-    from patchbay.runtime.permissions import ApprovalRequest
+    from patchbay.runtime.calls.permissions import ApprovalRequest
 
     def ask(tool: str) -> str:
         request = ApprovalRequest(f"mcp.evil.{tool}", "evil", tool, {}, "network", "approval_mode", "ses_1")

@@ -10,7 +10,7 @@ from patchbay import Runtime, RuntimeConfig, Settings, ToolCallError
 from patchbay.core.errors import FailureReason
 from patchbay.core.models import ConnectorSettings, RuntimeServer, StdioTarget, ToolSummary
 from patchbay.core.redaction import REDACTED
-from patchbay.runtime.permissions import ApprovalAnswer, ApprovalRequest, PermissionEngine
+from patchbay.runtime.calls.permissions import ApprovalAnswer, ApprovalRequest, PermissionEngine
 from tests.support.servers import fixture_server
 
 pytestmark = pytest.mark.anyio

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from patchbay.runtime.calls import ToolCallResult, preview_text, tool_error
+from patchbay.runtime.calls.result import ToolCallResult, preview_text, tool_error
 
 
 def test_a_long_error_text_is_cut_at_a_word_boundary_with_an_ellipsis() -> None:

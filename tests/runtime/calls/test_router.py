@@ -5,7 +5,7 @@ import re
 import pytest
 
 from patchbay.core.errors import FailureReason, PatchbayError, ToolCallError
-from patchbay.runtime.router import Route, ToolRouter
+from patchbay.runtime.calls.router import Route, ToolRouter
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import pytest
 from patchbay import RuntimeServer, Settings
 from patchbay.core.credentials import CredentialBinding
 from patchbay.core.errors import CredentialUnavailable
-from patchbay.runtime.access import ConnectorAccess
+from patchbay.runtime.connection.access import ConnectorAccess
 from tests.support.servers import fixture_server
 
 pytestmark = pytest.mark.anyio

@@ -17,9 +17,9 @@ from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallEr
 from patchbay.core.errors import FailureReason
 from patchbay.core.models import ConnectorSettings, StdioTarget, ToolSummary
 from patchbay.runtime import read_events
-from patchbay.runtime.catalog_refresh import wire_connector
-from patchbay.runtime.connection import ServerConnection
-from patchbay.runtime.hooks import HostHooks
+from patchbay.runtime.connection.catalog_refresh import wire_connector
+from patchbay.runtime.connection.hooks import HostHooks
+from patchbay.runtime.connection.server_connection import ServerConnection
 from tests.support.servers import everything_stdio_command, fixture_server
 from tests.support.waiting import wait_until
 

@@ -6,7 +6,7 @@ import pytest
 
 from patchbay.core.errors import FailureReason
 from patchbay.core.models import RestartPolicy
-from patchbay.runtime.crashes import RestartDecision, decide_restart, may_retry_connect
+from patchbay.runtime.connection.restart_policy import RestartDecision, decide_restart, may_retry_connect
 
 
 def test_crashes_up_to_max_restarts_restart_with_a_growing_delay() -> None:

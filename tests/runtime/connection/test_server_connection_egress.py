@@ -14,7 +14,7 @@ import pytest
 from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallError
 from patchbay.core.errors import FailureReason
 from patchbay.core.models import ConnectorSettings, HttpTarget, StdioTarget
-from patchbay.runtime.connection import ServerConnection
+from patchbay.runtime.connection.server_connection import ServerConnection
 from tests.support.egress import AUDIT_KEYS, audit_lines, http_fixture, http_response, listening, recorded_requests
 from tests.support.paths import FIXTURES
 

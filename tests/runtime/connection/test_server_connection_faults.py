@@ -16,10 +16,10 @@ from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallEr
 from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ConfigError, FailureReason
 from patchbay.core.models import ConnectorSettings, HttpTarget, Project
-from patchbay.runtime.access import ConnectorAccess
-from patchbay.runtime.catalog_refresh import CatalogRefresh
-from patchbay.runtime.events import EventLog, read_events
-from patchbay.runtime.exchange import RequestExchange
+from patchbay.runtime.connection.access import ConnectorAccess
+from patchbay.runtime.connection.catalog_refresh import CatalogRefresh
+from patchbay.runtime.connection.exchange import RequestExchange
+from patchbay.runtime.events.log import EventLog, read_events
 from patchbay.runtime.sessions import SessionHost
 from tests.support.egress import audit_lines, http_fixture
 from tests.support.paths import FIXTURES

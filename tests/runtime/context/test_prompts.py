@@ -16,7 +16,7 @@ from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallEr
 from patchbay.core.errors import NotFoundError, ValidationError
 from patchbay.core.models import StdioTarget
 from patchbay.runtime import read_events
-from patchbay.runtime.prompts import (
+from patchbay.runtime.context.prompts import (
     PromptArgumentInfo,
     PromptInfo,
     check_prompt_arguments,

@@ -19,7 +19,7 @@ from patchbay import ApprovalRequest, Runtime, RuntimeConfig, RuntimeServer, Set
 from patchbay.core.errors import NotFoundError, PatchbayError, ValidationError
 from patchbay.core.models import ConnectorSettings, StdioTarget
 from patchbay.runtime import read_events
-from patchbay.runtime.resources import expand_uri_template, validate_resource_uri
+from patchbay.runtime.context.resources import expand_uri_template, validate_resource_uri
 from tests.support.paths import FIXTURES
 from tests.support.servers import everything_stdio_command
 

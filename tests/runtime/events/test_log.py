@@ -11,7 +11,7 @@ import pytest
 
 from patchbay.core.errors import PatchbayError
 from patchbay.core.redaction import REDACTED, redact_value
-from patchbay.runtime.events import (
+from patchbay.runtime.events.log import (
     EVENT_TYPES,
     EventLog,
     flush_open_log,
@@ -19,7 +19,7 @@ from patchbay.runtime.events import (
     read_events,
     session_log_path,
 )
-from patchbay.runtime.session_logs import SessionLogs
+from patchbay.runtime.events.reading import SessionLogs
 
 pytestmark = pytest.mark.anyio
 
@@ -201,7 +201,7 @@ def test_connector_names_in_events_are_never_masked_by_a_registered_value(tmp_pa
 
 
 def test_tool_call_ids_are_consecutive_per_session_and_continue_when_it_is_reopened(tmp_path: Path) -> None:
-    from patchbay.runtime.calls import CallEvents
+    from patchbay.runtime.calls.result import CallEvents
 
     with _log(tmp_path) as log:
         ids = []

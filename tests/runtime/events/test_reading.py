@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from patchbay.core.errors import NotFoundError, PatchbayError, ValidationError
-from patchbay.runtime.events import EventLog, read_events, session_log_path, session_meta_path
-from patchbay.runtime.session_logs import SessionLogs
+from patchbay.runtime.events.log import EventLog, read_events, session_log_path, session_meta_path
+from patchbay.runtime.events.reading import SessionLogs
 
 
 def _log(sessions: Path, sid: str, calls: int, *, workspace: str = "/work/repo", close: bool = True) -> EventLog:

@@ -1,4 +1,4 @@
-"""The content-addressed artifact store (src/patchbay/runtime/artifacts.py)."""
+"""The content-addressed artifact store (src/patchbay/runtime/output/artifacts.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from patchbay.core.errors import NotFoundError, ValidationError
 from patchbay.core.settings import Settings
-from patchbay.runtime.artifacts import ArtifactStore
+from patchbay.runtime.output.artifacts import ArtifactStore
 
 
 def _mode(path: Path) -> int:

@@ -22,14 +22,14 @@ import anyio
 import mcp_types as types
 import pytest
 
-import patchbay.runtime.executor as executor_module
+import patchbay.runtime.calls.executor as executor_module
 from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings
 from patchbay.core.redaction import redact_value
 from patchbay.runtime import read_events
-from patchbay.runtime.artifacts import ArtifactStore
-from patchbay.runtime.calls import CallEvents, ToolCallResult, local_result, mcp_result
-from patchbay.runtime.events import EventLog, encode_json, session_log_path
-from patchbay.runtime.output_guard import OutputGuard, measure_output
+from patchbay.runtime.calls.result import CallEvents, ToolCallResult, local_result, mcp_result
+from patchbay.runtime.events.log import EventLog, encode_json, session_log_path
+from patchbay.runtime.output.artifacts import ArtifactStore
+from patchbay.runtime.output.guard import OutputGuard, measure_output
 from tests.support.events import CALL_CHAIN
 from tests.support.paths import FIXTURES
 from tests.support.servers import fixture_server

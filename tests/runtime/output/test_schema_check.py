@@ -14,11 +14,11 @@ import anyio
 import mcp_types as types
 import pytest
 
-import patchbay.runtime.output_schema as output_schema_module
+import patchbay.runtime.output.schema_check as output_schema_module
 from patchbay.adapters.transports import open_client
 from patchbay.adapters.transports.catalog import list_catalog
 from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
-from patchbay.runtime.output_schema import check_tool_result, turn_off_sdk_output_validation
+from patchbay.runtime.output.schema_check import check_tool_result, turn_off_sdk_output_validation
 from tests.support.servers import fixture_server
 
 pytestmark = pytest.mark.anyio

@@ -3,8 +3,8 @@ tests/fixtures/schema_server.py: over-bound tools never reach the router, an ``i
 ``tool_error`` whatever its structuredContent, and a successful result that violates the
 outputSchema fails with ``tool_error`` naming the tool and the JSON path.
 
-Needs ServerConnection (src/patchbay/runtime/connection.py) to turn the SDK's own check off and
-call :func:`patchbay.runtime.output_schema.check_tool_result` on every result."""
+Needs ServerConnection (src/patchbay/runtime/connection/server_connection.py) to turn the SDK's own check off and
+call :func:`patchbay.runtime.output.schema_check.check_tool_result` on every result."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ import pytest
 from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ErrorCode, FailureReason, NotFoundError, PatchbayError, ToolCallError
 from patchbay.core.models import Project
-from patchbay.runtime.events import read_events, session_log_path
-from patchbay.runtime.permissions import ApprovalRequest
+from patchbay.runtime.calls.permissions import ApprovalRequest
+from patchbay.runtime.events.log import read_events, session_log_path
 from patchbay.runtime.sessions import SessionHost, collect_reloads
 from patchbay.runtime.snapshot import snapshot_path
 from tests.support.paths import FIXTURES

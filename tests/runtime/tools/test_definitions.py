@@ -16,8 +16,8 @@ from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallEr
 from patchbay.core.errors import FailureReason, ValidationError
 from patchbay.core.models import ConnectorSettings, StdioTarget
 from patchbay.runtime import read_events
-from patchbay.runtime.proxy_tool import PROXY_TOOL_NAME
-from patchbay.runtime.tool_definitions import ToolDefinitions, compact_size
+from patchbay.runtime.tools.definitions import ToolDefinitions, compact_size
+from patchbay.runtime.tools.proxy import PROXY_TOOL_NAME
 from tests.support.events import CALL_CHAIN
 from tests.support.servers import everything_stdio_command, fixture_server
 

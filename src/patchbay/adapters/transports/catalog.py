@@ -302,7 +302,7 @@ def _malformed(tool: types.Tool) -> str | None:
     connections (and then the whole page fails, not one tool), but 2026-07-28 admits any JSON
     Schema, and a model built in process skips validation. Full metaschema validation of an
     ``outputSchema`` happens when a result is first checked against it
-    (:mod:`patchbay.runtime.output_schema`).
+    (:mod:`patchbay.runtime.output.schema_check`).
     """
     input_schema: Any = tool.input_schema
     output_schema: Any = tool.output_schema
@@ -327,7 +327,7 @@ def screen_tool(tool: types.Tool, bounds: SchemaBounds = DEFAULT_SCHEMA_BOUNDS) 
     of ``type: "object"``, a string ``$schema``). The measure is iterative and stops at the node
     or byte limit, so screening costs at most ``bounds.max_nodes`` steps per tool. Whether an
     ``outputSchema`` is a valid JSON Schema is not checked here (the metaschema check costs about
-    a second for a few thousand properties); :mod:`patchbay.runtime.output_schema` checks it once,
+    a second for a few thousand properties); :mod:`patchbay.runtime.output.schema_check` checks it once,
     when a result is first validated.
 
     Args:

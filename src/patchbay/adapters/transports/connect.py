@@ -1,7 +1,7 @@
 """The one connect step of a probe and of a runtime connection.
 
 A probe (:mod:`patchbay.control.probe`) and a runtime's supervised connection
-(:mod:`patchbay.runtime.connection`) reach a connector the same way: resolve its credential
+(:mod:`patchbay.runtime.connection.server_connection`) reach a connector the same way: resolve its credential
 bindings (:func:`resolve_bindings`), send its HTTP traffic through its egress policy with the
 refusals counted and every OAuth request audited (:class:`EgressAccount`), open the transport and
 run the MCP handshake behind its OAuth provider, announcing :data:`CLIENT_INFO` (:func:`connect`),

@@ -331,8 +331,8 @@ def _explain_disabled(service: Any, tool: str, failure: ToolCallError, project: 
 @handle_errors
 def events(session_id: str, as_json: bool = JSON_OPTION) -> None:
     """Print a session's event log in order (find sessions with: patchbay sessions)."""
-    from patchbay.runtime.events import session_log_path
-    from patchbay.runtime.session_logs import MAX_PAGE, SessionLogs
+    from patchbay.runtime.events.log import session_log_path
+    from patchbay.runtime.events.reading import MAX_PAGE, SessionLogs
 
     session_log_path(state.settings.sessions_dir, session_id)  # a bad id is validation_error
     logs = SessionLogs(state.settings.sessions_dir)

@@ -68,7 +68,7 @@ def get_prompt(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Expand a prompt; its messages are printed as the user messages they become."""
-    from patchbay.runtime.prompts import parse_prompt_arguments
+    from patchbay.runtime.context.prompts import parse_prompt_arguments
 
     values = parse_prompt_arguments(arguments or [])
     settings, config = connector_runtime(name, project)

@@ -108,8 +108,8 @@ def read_resource(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Read one resource by URI through the governed include (asks when the decision is ask)."""
-    from patchbay.runtime.prompts import parse_prompt_arguments
-    from patchbay.runtime.resources import expand_uri_template, validate_resource_uri
+    from patchbay.runtime.context.prompts import parse_prompt_arguments
+    from patchbay.runtime.context.resources import expand_uri_template, validate_resource_uri
 
     target = expand_uri_template(uri, parse_prompt_arguments(var)) if var else validate_resource_uri(uri)
     settings, config = connector_runtime(name, project)

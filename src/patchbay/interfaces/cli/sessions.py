@@ -1,7 +1,7 @@
 """``patchbay sessions``: the recent sessions of this data home, open or closed, newest first.
 
 Each is read from its event log's ends and the metadata record beside it
-(:class:`~patchbay.runtime.session_logs.SessionLogs`), never from the whole log.
+(:class:`~patchbay.runtime.events.reading.SessionLogs`), never from the whole log.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, handle_errors, out_console, state
-from patchbay.runtime.session_logs import MAX_PAGE, SessionLogs
+from patchbay.runtime.events.reading import MAX_PAGE, SessionLogs
 
 __all__ = ["sessions"]
 

@@ -22,10 +22,10 @@ from patchbay.adapters.oauth.provider import Authorizer
 from patchbay.core.errors import ErrorCode, FailureReason, NotFoundError, PatchbayError, ToolCallError, ValidationError
 from patchbay.core.models import Project, RuntimeConfig
 from patchbay.core.settings import Settings
-from patchbay.runtime.calls import ToolCallResult
-from patchbay.runtime.events import new_session_id, session_log_path
-from patchbay.runtime.hooks import ElicitationHandler
-from patchbay.runtime.permissions import Approver
+from patchbay.runtime.calls.permissions import Approver
+from patchbay.runtime.calls.result import ToolCallResult
+from patchbay.runtime.connection.hooks import ElicitationHandler
+from patchbay.runtime.events.log import new_session_id, session_log_path
 from patchbay.runtime.runtime import LocalTool, Runtime, RuntimeTool
 from patchbay.runtime.sessions.results import (
     ProjectionOutcome,

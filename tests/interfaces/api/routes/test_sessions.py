@@ -20,7 +20,7 @@ import pytest
 from patchbay.core.errors import PatchbayError
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api import create_app
-from patchbay.runtime.events import read_events, session_log_path
+from patchbay.runtime.events.log import read_events, session_log_path
 from tests.support.api import NO_RELOAD, Api, auth_headers, error_of
 from tests.support.paths import FIXTURES
 from tests.support.processes import assert_group_gone

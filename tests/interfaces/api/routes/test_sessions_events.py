@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from patchbay.runtime.events import read_events, session_log_path
+from patchbay.runtime.events.log import read_events, session_log_path
 from tests.support.api import Api, error_of
 from tests.support.paths import FIXTURES
 

@@ -29,8 +29,8 @@ from patchbay.core.errors import FailureReason, ToolCallError
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.responses import render_redacted
 from patchbay.interfaces.api.routes._deps import Context, workspace_or_default
-from patchbay.runtime.permissions import ApprovalAnswer, ApprovalRequest
-from patchbay.runtime.session_logs import MAX_PAGE, SessionLogs
+from patchbay.runtime.calls.permissions import ApprovalAnswer, ApprovalRequest
+from patchbay.runtime.events.reading import MAX_PAGE, SessionLogs
 from patchbay.runtime.sessions import SessionInfo
 
 __all__ = ["router"]

@@ -9,10 +9,10 @@ the idle deadline — and closes the client itself (for stdio: the SDK's stdin-c
 SIGKILL sequence plus a sweep of the whole process group, so grandchildren go too).
 
 **Calls** (``tools/call`` and the other requests) run in the caller's task on the shared SDK
-session; their timeouts, crash detection and output check live in :mod:`patchbay.runtime.exchange`
-(:class:`~patchbay.runtime.exchange.RequestExchange`, which the connection holds as
+session; their timeouts, crash detection and output check live in :mod:`patchbay.runtime.connection.exchange`
+(:class:`~patchbay.runtime.connection.exchange.RequestExchange`, which the connection holds as
 :attr:`ServerConnection.exchange`; the connection is its
-:class:`~patchbay.runtime.exchange.Session`). Connecting is the step a probe takes too
+:class:`~patchbay.runtime.connection.exchange.Session`). Connecting is the step a probe takes too
 (:func:`patchbay.adapters.transports.connect.connect`).
 
 **Lifecycle** (:class:`patchbay.core.models.RuntimeOptions`): ``lazy`` connects on first use;
@@ -25,7 +25,7 @@ end of a live connection that nobody asked for (the server exited, its stream en
 the connection close), a server that stopped answering (``unresponsive_timeouts`` request
 timeouts in a row; the crash event says ``reason: "unresponsive"``), or a failed reconnect during
 a restart. Crash ``n`` emits
-``mcp.server.crashed``; what follows is :func:`patchbay.runtime.crashes.decide_restart`: while
+``mcp.server.crashed``; what follows is :func:`patchbay.runtime.connection.restart_policy.decide_restart`: while
 ``n <= max_restarts`` the owner emits ``mcp.server.restarting
 {delaySeconds}``, waits ``policy.delay(n)`` (0.5 s, 1 s, 2 s, ... capped at 10 s) and reconnects.
 Calls in flight at crash 1 fail with ``mcp_server_restarted``, at later crashes with
@@ -42,7 +42,7 @@ A failed *first* connect is not a crash: the connection is ``failed``; a later u
 **list_changed**: :attr:`ServerConnection.refresh` re-lists the tools on the live
 connection when the server sends ``notifications/tools/list_changed`` and republishes the catalog
 through ``on_catalog``; it also carries the resources/prompts change counters. See
-:mod:`patchbay.runtime.catalog_refresh`.
+:mod:`patchbay.runtime.connection.catalog_refresh`.
 
 **Shutdown**: :meth:`request_stop` (runtime exit) and :meth:`shutdown` (user-initiated) close the
 connection for good and emit ``mcp.server.shutdown``; it never restarts.
@@ -70,12 +70,12 @@ from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
 from patchbay.core.models import RuntimeServer, ToolSummary
 from patchbay.core.redaction import redact_text
 from patchbay.core.settings import Settings
-from patchbay.runtime.access import ConnectorAccess
-from patchbay.runtime.catalog_refresh import CatalogRefresh
-from patchbay.runtime.crashes import RestartDecision, decide_restart, may_retry_connect
-from patchbay.runtime.exchange import Live, RequestExchange
-from patchbay.runtime.hooks import HostHooks
-from patchbay.runtime.output_schema import turn_off_sdk_output_validation
+from patchbay.runtime.connection.access import ConnectorAccess
+from patchbay.runtime.connection.catalog_refresh import CatalogRefresh
+from patchbay.runtime.connection.exchange import Live, RequestExchange
+from patchbay.runtime.connection.hooks import HostHooks
+from patchbay.runtime.connection.restart_policy import RestartDecision, decide_restart, may_retry_connect
+from patchbay.runtime.output.schema_check import turn_off_sdk_output_validation
 
 __all__ = ["ConnectionState", "ServerConnection"]
 
@@ -120,8 +120,8 @@ class ServerConnection:
     the guard refused a request meanwhile.
 
     Requests: :meth:`call_tool` and :meth:`request` go through :attr:`exchange`
-    (:class:`~patchbay.runtime.exchange.RequestExchange`: timeouts, crashes during a call, output
-    check); what follows a crash is :func:`~patchbay.runtime.crashes.decide_restart`.
+    (:class:`~patchbay.runtime.connection.exchange.RequestExchange`: timeouts, crashes during a call, output
+    check); what follows a crash is :func:`~patchbay.runtime.connection.restart_policy.decide_restart`.
 
     Must be created inside a running event loop (it holds anyio events).
     """
@@ -207,12 +207,12 @@ class ServerConnection:
 
     async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         """Send ``tools/call`` on the live session: :meth:`RequestExchange.call_tool
-        <patchbay.runtime.exchange.RequestExchange.call_tool>` (its errors, codes and details)."""
+        <patchbay.runtime.connection.exchange.RequestExchange.call_tool>` (its errors, codes and details)."""
         return await self.exchange.call_tool(tool, arguments)
 
     async def request(self, method: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
         """Send another request (``resources/read``, ``prompts/get``, ...): :meth:`RequestExchange.request
-        <patchbay.runtime.exchange.RequestExchange.request>`."""
+        <patchbay.runtime.connection.exchange.RequestExchange.request>`."""
         return await self.exchange.request(method, send)
 
     def start(self) -> None:

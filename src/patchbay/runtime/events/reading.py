@@ -1,4 +1,4 @@
-"""Reading the session event logs (:mod:`patchbay.runtime.events`): a page of one session's
+"""Reading the session event logs (:mod:`patchbay.runtime.events.log`): a page of one session's
 events, and a summary of each recent session, open or closed.
 
 Everything that reads a log goes through :class:`SessionLogs`, so the logs can move elsewhere
@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from patchbay.core.errors import ErrorCode, NotFoundError, PatchbayError, ValidationError
 from patchbay.core.redaction import redact_value
-from patchbay.runtime.events import CALL_EVENT, flush_open_log, session_log_path, session_meta_path
+from patchbay.runtime.events.log import CALL_EVENT, flush_open_log, session_log_path, session_meta_path
 
 __all__ = ["MAX_PAGE", "EventPage", "SessionLogs", "SessionSummary"]
 

@@ -32,7 +32,7 @@ gets one re-list on demand (:meth:`CatalogRefresh.relist_on_demand`) when the se
 tool whose notification has not arrived yet when it is called again still reaches the server,
 which answers for itself (``tool_error``).
 
-**Resources and prompts.** Their listing lives elsewhere (runtime/resources.py, prompts.py); this
+**Resources and prompts.** Their listing lives elsewhere (runtime/context/resources.py, prompts.py); this
 module gives them a change signal, per connection:
 
 * :meth:`CatalogRefresh.version` ``(kind)``: a counter that grows when a ``<kind>/list_changed``
@@ -42,7 +42,7 @@ module gives them a change signal, per connection:
   same moments (synchronously, on the event loop; it must not block, and what it raises is
   suppressed). Returns the unsubscribe callable.
 
-The runtime reaches them as ``connection.refresh`` (:class:`patchbay.runtime.connection.ServerConnection`).
+The runtime reaches them as ``connection.refresh`` (:class:`patchbay.runtime.connection.server_connection.ServerConnection`).
 
 The control plane's tool cache is not written from here: the runtime may run in another process,
 and only the control plane writes canonical state (DESIGN.md). The ``mcp.server.tools_changed``
@@ -109,7 +109,7 @@ _NOTIFICATION_KINDS: dict[type, ListKind] = {
 
 
 class CatalogRefresh:
-    """The list_changed handling of one :class:`~patchbay.runtime.connection.ServerConnection`.
+    """The list_changed handling of one :class:`~patchbay.runtime.connection.server_connection.ServerConnection`.
 
     Args:
         name: the connector name (for events and listeners).

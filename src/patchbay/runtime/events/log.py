@@ -23,7 +23,7 @@ Each line is one event::
   with :meth:`EventLog.append` or from another thread are written at once (after everything
   queued), and file order is always seq order. Every queued line is on disk once :meth:`flush`,
   :meth:`stop_writer` or :meth:`close` returns, and before an in-process reader reads the file
-  (:func:`read_events`, :class:`patchbay.runtime.session_logs.SessionLogs` and
+  (:func:`read_events`, :class:`patchbay.runtime.events.reading.SessionLogs` and
   ``Runtime.event_log_path`` have the open log of that file write them first,
   :func:`flush_open_log`): a clean stop loses nothing.
   A crash of the process (killed, or the machine failing) loses the queued lines, at most
@@ -36,7 +36,7 @@ Each line is one event::
   ``startedAt`` (written when the session starts) and ``counted``: ``{"bytes", "calls"}``, the
   number of tool calls (``model.tool_call_requested`` events) in the first ``bytes`` bytes of the
   log, updated when the log closes. It is no part of the event chain; a log without it (older,
-  or a crash before the first close) is still read (:mod:`patchbay.runtime.session_logs`).
+  or a crash before the first close) is still read (:mod:`patchbay.runtime.events.reading`).
 """
 
 from __future__ import annotations

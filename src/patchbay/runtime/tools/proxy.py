@@ -3,7 +3,7 @@ searches, describes and calls the session's catalog instead of receiving every s
 
 :func:`parse_proxy_arguments` checks what a model sent (:data:`PROXY_INPUT_SCHEMA`),
 :func:`search_catalog` ranks the offered tools, and :func:`run_proxy` executes one use; the tool's
-own definition is :func:`patchbay.runtime.tool_definitions.proxy_definitions`.
+own definition is :func:`patchbay.runtime.tools.definitions.proxy_definitions`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any, Literal, Protocol, get_args
 from patchbay.core.errors import FailureReason, ToolCallError, UnacceptableSchema, ValidationError
 from patchbay.core.schema_bounds import SchemaBounds
 from patchbay.core.settings import Settings
-from patchbay.runtime.calls import ToolCallResult, local_result
-from patchbay.runtime.tool_definitions import (
+from patchbay.runtime.calls.result import ToolCallResult, local_result
+from patchbay.runtime.tools.definitions import (
     DefinitionDiagnostic,
     OfferedTool,
     ToolDefinitions,

@@ -3,7 +3,7 @@
 A resource is something an agent *may* read; it never enters a model's context by itself. Listing
 (``resources/list``, ``resources/templates/list``; every page, within the catalog's bounds) reads
 metadata only. Content is read only by :func:`include_resource`, the explicit include a user or a
-policy makes, and every include passes the :class:`~patchbay.runtime.permissions.PermissionEngine`
+policy makes, and every include passes the :class:`~patchbay.runtime.calls.permissions.PermissionEngine`
 in the resource key space (the connector's resource-read grant, never a tool's) with risk ``read``. The
 chain of one include (``includeId`` is ``ri_<seq of mcp.resource.requested>``)::
 
@@ -20,7 +20,7 @@ error}`` and raises its ``ToolCallError``. Each event is written before the next
 nothing is sent before it is logged; the content itself never goes into the log.
 
 Resources are read by URI, never by name. A template (RFC 6570) is expanded with
-:func:`~patchbay.runtime.resource_uris.expand_uri_template` (the maintained ``uritemplate``
+:func:`~patchbay.runtime.context.resource_uris.expand_uri_template` (the maintained ``uritemplate``
 library: level 1 percent-encodes every reserved character, ``{id}`` with ``a b/c`` →
 ``a%20b%2Fc``) and the expanded URI is included.
 """
@@ -41,10 +41,10 @@ import mcp_types as types
 from mcp import Client
 
 from patchbay.core.errors import FailureReason, ToolCallError, ValidationError
-from patchbay.runtime.output_guard import GUARD_IN_THREAD_BYTES
-from patchbay.runtime.peer import ConnectorPeer, list_all
-from patchbay.runtime.permissions import RESOURCE_READ, USER_EXPLICIT_INCLUDE, PermissionEngine
-from patchbay.runtime.resource_uris import expand_uri_template, template_variables, validate_resource_uri
+from patchbay.runtime.calls.permissions import RESOURCE_READ, USER_EXPLICIT_INCLUDE, PermissionEngine
+from patchbay.runtime.context.peer import ConnectorPeer, list_all
+from patchbay.runtime.context.resource_uris import expand_uri_template, template_variables, validate_resource_uri
+from patchbay.runtime.output.guard import GUARD_IN_THREAD_BYTES
 
 __all__ = [
     "IncludedResource",

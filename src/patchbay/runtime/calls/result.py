@@ -18,9 +18,9 @@ import mcp_types as types
 
 from patchbay.core.errors import FailureReason, PatchbayError, ToolCallError
 from patchbay.core.names import MCP_PREFIX, parse_canonical_tool_name
-from patchbay.runtime.events import EventLog, encode_json
-from patchbay.runtime.output_guard import GuardedOutput, OutputGuard, measure_output
-from patchbay.runtime.permissions import Resolution
+from patchbay.runtime.calls.permissions import Resolution
+from patchbay.runtime.events.log import EventLog, encode_json
+from patchbay.runtime.output.guard import GuardedOutput, OutputGuard, measure_output
 
 __all__ = ["CallEvents", "ToolCallResult", "local_result", "mcp_result", "preview_text", "to_result", "tool_error"]
 
@@ -42,7 +42,7 @@ class ToolCallResult:
         is_error: True only for the result attached to a ``tool_error`` ``ToolCallError``.
         truncated: the result was over ``max_output_bytes``/``max_output_lines`` and was cut.
         artifact_id: ``sha256:<hex>`` of the whole result in the artifact store
-            (:class:`patchbay.runtime.artifacts.ArtifactStore`), when it was cut and stored.
+            (:class:`patchbay.runtime.output.artifacts.ArtifactStore`), when it was cut and stored.
     """
 
     tool_call_id: str
@@ -120,7 +120,7 @@ def to_result(
 def mcp_result(call_id: str, name: str, result: types.CallToolResult, guard: OutputGuard) -> ToolCallResult:
     """A server's ``CallToolResult`` as a :class:`ToolCallResult`, bounded by ``guard``: an
     oversized result is cut to a preview and stored whole as an artifact (see
-    :mod:`patchbay.runtime.output_guard`)."""
+    :mod:`patchbay.runtime.output.guard`)."""
     return to_result(call_id, name, result.content, result.structured_content, bool(result.is_error), guard)
 
 

@@ -1,10 +1,10 @@
-"""The per-request exchange of a :class:`~patchbay.runtime.connection.ServerConnection`.
+"""The per-request exchange of a :class:`~patchbay.runtime.connection.server_connection.ServerConnection`.
 
 :class:`RequestExchange` is a collaborator the connection holds: it sends ``tools/call``
 (:meth:`~RequestExchange.call_tool`) and the other requests (:meth:`~RequestExchange.request`:
 ``resources/*``, ``prompts/*``) on the live session it gets from its :class:`Session` (the
 connection), while the connection's owner task, lifecycle and restart policy stay in
-:mod:`patchbay.runtime.connection`.
+:mod:`patchbay.runtime.connection.server_connection`.
 
 **Calls** run in the caller's task on the shared SDK session (safe from several tasks at once),
 so concurrent calls are concurrent on the wire and a caller's cancellation cancels exactly its
@@ -24,7 +24,7 @@ notice does) and fails with ``mcp_server_restarted`` / ``mcp_server_unstable`` /
 ``mcp_server_unavailable`` as the restart policy decides; it is never re-sent.
 
 **Output check**: a successful ``tools/call`` result is checked against the
-tool's ``outputSchema`` (:mod:`patchbay.runtime.output_schema`) after the call: in the caller's
+tool's ``outputSchema`` (:mod:`patchbay.runtime.output.schema_check`) after the call: in the caller's
 task when its ``structuredContent`` is small, else off the event loop (a large one takes a while).
 
 **Progress** costs a call nothing until it arrives: the request carries the SDK's progress token
@@ -48,8 +48,8 @@ from mcp.shared.exceptions import MCPError
 from patchbay.adapters.transports import ClientConnection
 from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
 from patchbay.core.redaction import redact_text
-from patchbay.runtime.access import ConnectorAccess
-from patchbay.runtime.output_schema import check_tool_result_async
+from patchbay.runtime.connection.access import ConnectorAccess
+from patchbay.runtime.output.schema_check import check_tool_result_async
 
 __all__ = ["Live", "RequestExchange", "Session"]
 
@@ -204,7 +204,7 @@ class RequestExchange:
             self._access.audit("mcp_tool_call", refused_before)
 
     async def _check_output(self, tool: str, result: types.CallToolResult) -> None:
-        """Apply the outputSchema rules (runtime/output_schema.py); isError results pass unchecked."""
+        """Apply the outputSchema rules (runtime/output/schema_check.py); isError results pass unchecked."""
         output_schema = self._session.output_schema(tool)
         if output_schema is None or result.is_error:
             return

@@ -1,9 +1,9 @@
 """One connector of an open runtime, as resource and prompt operations see it.
 
-:class:`ConnectorPeer` bundles what :mod:`patchbay.runtime.resources` and
-:mod:`patchbay.runtime.prompts` need of a :class:`~patchbay.runtime.Runtime`: the connector, its
+:class:`ConnectorPeer` bundles what :mod:`patchbay.runtime.context.resources` and
+:mod:`patchbay.runtime.context.prompts` need of a :class:`~patchbay.runtime.Runtime`: the connector, its
 supervised connection (requests other than ``tools/call`` go through :meth:`ServerConnection.request
-<patchbay.runtime.connection.ServerConnection.request>`, with the same timeouts and crash rules as
+<patchbay.runtime.connection.server_connection.ServerConnection.request>`, with the same timeouts and crash rules as
 calls) and the session log. :func:`list_all` walks every page of a list method within the bounds the
 catalog uses (``probe_max_pages`` pages and ``probe_max_metadata_bytes`` bytes of listed metadata
 per listing).
@@ -23,8 +23,8 @@ from patchbay.adapters.transports.catalog import walk_pages
 from patchbay.core.errors import CatalogError, NotFoundError, ToolCallError
 from patchbay.core.models import RuntimeServer
 from patchbay.core.settings import Settings
-from patchbay.runtime.connection import ServerConnection
-from patchbay.runtime.events import EventLog
+from patchbay.runtime.connection.server_connection import ServerConnection
+from patchbay.runtime.events.log import EventLog
 
 __all__ = ["ConnectorPeer", "connector_peer", "list_all"]
 

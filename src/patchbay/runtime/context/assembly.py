@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from patchbay.core.errors import ValidationError
-from patchbay.runtime.calls import ToolCallResult
+from patchbay.runtime.calls.result import ToolCallResult
 from patchbay.runtime.screening import CONTENT_SCREENED, apply_policy, screen, screened_event_payload
 
 __all__ = ["BuiltContext", "ContextBuilder", "ContextItem", "Session", "estimate_tokens"]

@@ -6,7 +6,7 @@ enabled) the connection restarts after ``policy.delay(n)`` seconds, else it has 
 the calls in flight at the crash learn their reason (``mcp_server_restarted`` at crash 1,
 ``mcp_server_unstable`` later, ``mcp_server_unavailable`` when the first crash is already final).
 :func:`may_retry_connect` applies the same policy to a first connect that failed. The connection
-(:mod:`patchbay.runtime.connection`) counts, emits the events and sleeps; nothing here has state.
+(:mod:`patchbay.runtime.connection.server_connection`) counts, emits the events and sleeps; nothing here has state.
 """
 
 from __future__ import annotations

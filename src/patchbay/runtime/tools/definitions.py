@@ -1,7 +1,7 @@
 """Tool definitions for model APIs: the visible tools in the shape a model API wants.
 
 A host hands its model either every visible tool directly (this module), or the one small ``mcp``
-proxy tool that searches, describes and calls the catalog (:mod:`patchbay.runtime.proxy_tool`),
+proxy tool that searches, describes and calls the catalog (:mod:`patchbay.runtime.tools.proxy`),
 so the model does not pay for hundreds of schemas up front. The proxy tool is the default: direct
 tools are off unless a host asks for them (``"directTools": false`` in the projected snapshot).
 
@@ -19,7 +19,7 @@ longer), which :meth:`Runtime.call_wire` maps back through the runtime's table:
 * ``"anthropic"``: tool use, ``{name, description, input_schema}`` (the default; the shape
   ``tool_definitions()`` always returned).
 * ``"proxy"``: one tool named ``mcp``, in the MCP shape unless another ``shape`` is asked for
-  (:mod:`patchbay.runtime.proxy_tool`).
+  (:mod:`patchbay.runtime.tools.proxy`).
 
 For ``openai``/``openai-responses``/``anthropic`` the input schema goes through
 :func:`patchbay.core.schema_convert.convert_input_schema` (local ``$ref``s inlined, cycles

@@ -5,7 +5,7 @@ UTF-8) is over ``settings.max_output_bytes``, or whose text has more than
 ``settings.max_output_lines`` lines, is *cut*:
 
 * the whole result is written, streaming, to the content-addressed artifact store
-  (:class:`patchbay.runtime.artifacts.ArtifactStore`, ``<home>/artifacts``, files 0600);
+  (:class:`patchbay.runtime.output.artifacts.ArtifactStore`, ``<home>/artifacts``, files 0600);
 * the text (text blocks and embedded text resources, in order) becomes a head + tail preview of
   ``settings.output_preview_bytes`` in all (half each, cut on UTF-8 character boundaries, at most
   half of ``max_output_lines`` lines each) with ``[truncated N bytes]`` between them, N being the
@@ -34,8 +34,8 @@ import mcp_types as types
 import pydantic_core
 
 from patchbay.core.settings import Settings
-from patchbay.runtime.artifacts import ArtifactStore
-from patchbay.runtime.events import encode_json
+from patchbay.runtime.events.log import encode_json
+from patchbay.runtime.output.artifacts import ArtifactStore
 
 __all__ = ["GUARD_IN_THREAD_BYTES", "GuardedOutput", "OutputGuard", "measure_output", "rough_size", "truncation_marker"]
 

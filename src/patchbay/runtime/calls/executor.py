@@ -24,7 +24,7 @@ as ``.result``). A cancelled call logs reason ``cancelled`` and the cancellation
 
 The events of a call are appended before the step they record (nothing is sent before its
 events are appended) and written by the event log's background writer while the call waits; see
-:mod:`patchbay.runtime.events` for when they reach the file and what a crash can lose.
+:mod:`patchbay.runtime.events.log` for when they reach the file and what a crash can lose.
 """
 
 from __future__ import annotations
@@ -44,13 +44,13 @@ from patchbay.core.names import MCP_PREFIX, parse_canonical_tool_name
 from patchbay.core.policy import Decision
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_tool_arguments
-from patchbay.runtime.calls import CallEvents, ToolCallResult, local_result, mcp_result, tool_error
-from patchbay.runtime.catalog_refresh import wire_connector
-from patchbay.runtime.connection import ServerConnection
-from patchbay.runtime.events import EventLog
-from patchbay.runtime.output_guard import GUARD_IN_THREAD_BYTES, OutputGuard, rough_size
-from patchbay.runtime.permissions import PermissionEngine, Resolution
-from patchbay.runtime.router import Route, ToolRouter
+from patchbay.runtime.calls.permissions import PermissionEngine, Resolution
+from patchbay.runtime.calls.result import CallEvents, ToolCallResult, local_result, mcp_result, tool_error
+from patchbay.runtime.calls.router import Route, ToolRouter
+from patchbay.runtime.connection.catalog_refresh import wire_connector
+from patchbay.runtime.connection.server_connection import ServerConnection
+from patchbay.runtime.events.log import EventLog
+from patchbay.runtime.output.guard import GUARD_IN_THREAD_BYTES, OutputGuard, rough_size
 
 __all__ = ["LocalTool", "ToolExecutor"]
 

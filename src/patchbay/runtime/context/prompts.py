@@ -40,8 +40,8 @@ from mcp import Client
 
 from patchbay.core.errors import FailureReason, NotFoundError, ToolCallError, ValidationError
 from patchbay.core.policy import Decision, decide_prompt
-from patchbay.runtime.events import encode_json
-from patchbay.runtime.peer import ConnectorPeer, list_all
+from patchbay.runtime.context.peer import ConnectorPeer, list_all
+from patchbay.runtime.events.log import encode_json
 
 __all__ = [
     "ExpandedMessage",

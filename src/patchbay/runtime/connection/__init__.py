@@ -1,0 +1,1 @@
+"""The supervised connection of a runtime to one MCP server: its start, restarts, requests and catalog."""

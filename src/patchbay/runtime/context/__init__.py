@@ -1,0 +1,1 @@
+"""Resources, prompts and what a host hands its model within a budget."""

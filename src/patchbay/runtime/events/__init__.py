@@ -1,0 +1,1 @@
+"""The session event log: writing it, and reading it back."""

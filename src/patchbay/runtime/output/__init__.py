@@ -1,0 +1,1 @@
+"""Guarding what a tool result may bring in: size bounds, outputSchema checks, artifacts."""
