@@ -2,12 +2,62 @@
 
 Every non-2xx answer is ``{"error": {"code", "message", "details"}}``
 (:class:`~patchbay.interfaces.api.contracts.ErrorResponse`); every code is an
-:class:`~patchbay.core.errors.ErrorCode` or, for a tool call that produced no result, the
-:class:`~patchbay.core.errors.FailureReason` of its ``ToolCallError``, and its status is in
-:data:`STATUS` or :data:`TOOL_STATUS`. Messages are redacted, and a validation error never quotes
-the input it refused (a refused body may hold a credential value).
+:class:`~patchbay.core.errors.ErrorCode` or a :class:`~patchbay.core.errors.FailureReason`, and
+its status is in :data:`STATUS` or :data:`TOOL_STATUS`::
 
-Design: docs/errors.md (every code, its status and what raises it)
+    code                          status  raised by
+    validation_error              422     a request FastAPI cannot parse or validate (body, path,
+                                          query); an invalid_config error (ConfigError,
+                                          details.field names the field; a malformed import file:
+                                          details.line/column; details.cause is "invalid_config"); a
+                                          ValidationError
+    not_found                     404     NotFoundError; a path no route has
+    revision_conflict             409     RevisionConflictError (details.expected, details.actual;
+                                          the message says which revision: the connector's or
+                                          settings.revision); a connector name that is taken
+                                          (NameTakenError: details.field "name", details.cause
+                                          "name_taken")
+    builtin_connector             403     BuiltinConnectorError
+    canonical_state_unavailable   503     CanonicalStateUnavailable
+    origin_refused                403     a Host or Origin header this server does not answer
+                                          (see :mod:`patchbay.interfaces.api.app`)
+    method_not_allowed            405     a method the path does not have
+    unauthorized                  401     no valid API token or session cookie
+                                          (:mod:`patchbay.interfaces.api.auth`)
+    payload_too_large             413     a body over ``Settings.api_max_body_bytes``
+                                          (details.limit: the cap in bytes)
+    unknown                       500     anything unexpected (logged, redacted); also the
+                                          session routes of an app served without its lifespan
+
+A tool call (``POST /api/sessions/{session_id}/call``) that produced no result answers with the
+ToolCallError's failure reason as the code (DESIGN.md "Stable error codes")::
+
+    permission_denied             403     a deny (policy or grant); the server never saw the call
+    approval_unavailable          403     an ``ask`` decision and no ``"approve": "once"``
+    unknown_tool                  422     no such tool in the session's runtime (also: hidden,
+                                          excluded, denied by a grant, disabled connector); 422,
+                                          not 404: the session (the path) exists, the body names
+                                          nothing it offers
+    ambiguous_call                422     a bare name that matches more than one tool
+    cancelled                     409     the session was closed during the call
+    tool_error                    502     the server answered with an error result (it is in
+                                          ``details.result``) or a JSON-RPC error
+    mcp_server_unavailable        502     the server could not be started or reached
+                                          (``details.code``: the probe code, e.g. command_not_found)
+    mcp_server_unstable           502     the server keeps crashing (restart budget spent)
+    mcp_server_restarted          502     the server restarted during the call
+    timeout                       504     no result within the call's time limit
+    (runtime_reload_failed)       503     ``mcp_server_unavailable`` with ``details.code ==
+                                          "runtime_reload_failed"``: the session's last rebuild
+                                          failed and it serves no runtime until a later reload
+
+A request FastAPI refuses gets a message in words: a body that is no JSON names the line and
+column, a POST without a JSON content-type says to send one, a refused pattern says what the field
+must be (``cwd: must be an absolute path``).
+
+Messages are redacted (PatchbayError redacts its message; responses are scanned again as they
+are rendered) and a validation error never quotes the input it refused: a refused body may hold
+a credential value.
 """
 
 from __future__ import annotations
