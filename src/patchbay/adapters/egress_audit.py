@@ -1,32 +1,19 @@
 """The egress audit: one metadata-only JSON line per outbound operation.
 
-``<home>/egress-audit.jsonl`` (mode 0600, append-only), one line per probe, connect, tool call and
-OAuth discovery/token operation of a connector::
+``<home>/egress-audit.jsonl`` (mode 0600, append-only) gets one line per probe, connect, tool call
+and OAuth operation of a connector::
 
     {"note": "mcp_tool_call", "connector_id": "c_…", "origin": "https://mcp.example.com:443",
      "time": "2026-09-08T10:00:00.123Z", "project_id": "p_…", "approved": true}
 
-* ``note``: one of :data:`NOTES`.
-* ``origin``: ``scheme://host:port`` only (port always explicit); ``null`` for stdio and socket
-  connectors, whose lines carry ``"runtime_call_audit": "unavailable"`` instead: what such a program
-  sends on its own cannot be seen by a transport wrapper, so it is not claimed to be audited.
-* ``approved``: False when the egress guard refused a request of the operation (nothing was sent).
-* Nothing else, ever: no path, query, body, header value, argument, result or secret. The writer
-  takes no free text, and an origin that is not exactly ``scheme://host:port`` is refused.
+``note`` is one of :data:`NOTES`; ``origin`` is ``scheme://host:port`` only (``null``, with
+``"runtime_call_audit": "unavailable"``, for stdio and socket connectors); ``approved`` is false
+when the egress guard refused the operation. Nothing else is ever written: no path, query, body,
+header value, argument, result or secret. :class:`EgressAudit` appends (in a writer thread with
+``background=True``; :meth:`EgressAudit.flush` waits for what was queued); :func:`read_audit`
+reads the file back. A failed append is logged and does not fail the operation it records.
 
-Appends are one ``write`` of one line to a file opened ``O_APPEND`` (safe across tasks, threads and
-processes); the file is created 0600 and tightened to 0600 if found wider; a symlink is refused.
-A failed append is logged and does not fail the operation it records.
-
-**Background appends.** ``EgressAudit(path, background=True)`` (a runtime's per-call lines) hands
-each rendered line to one writer thread per file and process, which keeps the file open while it
-has work and appends what was queued, every few milliseconds, in one ``write``; the caller pays for
-rendering the line (from a per-connector template) and a queue append. The queue is bounded (:data:`BACKGROUND_QUEUE_LINES`): when it is full the caller waits
-for room, so nothing is dropped. :meth:`EgressAudit.flush` waits until every line queued before it
-is in the file; a runtime flushes as each connection closes, and the process flushes at exit, so
-nothing is lost on a clean stop. A crash of the process (``SIGKILL``, power loss) loses the lines
-still queued: at most :data:`BACKGROUND_QUEUE_LINES`, in practice those of the last 50 ms
-(the writer's interval).
+Design: docs/egress.md
 """
 
 from __future__ import annotations

@@ -1,38 +1,16 @@
 """Credentials by reference: the shapes, the rules, and how a resolved value is delivered (no I/O).
 
-A **credential** lives in the credential store (``credentials.json`` in the data home, mode 0600,
-see :mod:`patchbay.adapters.credentials`), never in the database, a runtime snapshot or a log.
-It has an owner (``owner_kind="mcp"``, ``owner_id=<connector_id>``) and a source:
+A credential lives in the credential store (:mod:`patchbay.adapters.credentials`), never in the
+database, a snapshot or a log; its source is ``managed`` (the value is kept) or ``environment``
+(only a variable's NAME is kept, with an optional shell-style default). A connector holds
+**bindings** only (``Connector.runtime_config["bindings"]``): which credential (``ref``) is
+delivered as an ``env`` variable, a ``header`` or a ``bearer`` token, or a **plain** binding for a
+setting that is no secret. A binding that cannot be resolved stops only its connector, with
+:class:`~patchbay.core.errors.CredentialUnavailable` (code ``auth_required``,
+``details["reason"] == "credential_unavailable"``). Key names avoid words the redaction treats as
+secret names, so printing a binding never masks the ids a user needs.
 
-* ``managed``: the value itself is kept in the store (kinds ``bearer_token``, ``api_key`` — a header
-  or environment value — and ``oauth_token_bundle``);
-* ``environment``: only the NAME of a variable of Patchbay's own environment is kept (kind
-  ``env_reference``); its value is read when a connector is started.
-
-An environment reference may carry a **default** with shell semantics: ``${VAR:-x}`` gives ``x``
-when ``VAR`` is unset or empty (``default_mode="unset_or_empty"``), ``${VAR-x}`` only when it is
-unset (``"unset"``). The default is kept in the credential store with the reference, never in the
-database; one that looks like a secret (:func:`looks_secret`) is masked like a value and shown only
-as set, a plain one is shown in views.
-
-A connector holds **bindings** only (``Connector.runtime_config["bindings"]``): which credential
-(``ref``), delivered how (``delivery``) under which ``name``; or, for a setting that is not a
-secret (``NODE_ENV=production``), a **plain** binding holding its ``value`` in the connector's
-config, which is shown in views and never registered for redaction. The places are:
-
-* ``env``: an environment variable of a stdio child (``name`` matches ``^[A-Za-z_][A-Za-z0-9_]*$``);
-* ``header``: an HTTP request header of a remote connector;
-* ``bearer``: ``Authorization: Bearer <value>`` of a remote connector (``name`` is always
-  ``Authorization``).
-
-A connector may use only the credentials it owns or ones explicitly shared with it. A binding that
-cannot be resolved stops only its connector, with :class:`CredentialUnavailable` (code
-``auth_required``, the probe code for a connector that lacks what it needs to authenticate;
-``details["reason"] == "credential_unavailable"``).
-
-Key names in this module's public shapes avoid words the redaction treats as secret names
-(``credential``, ``token``, ``secret``): ``ref`` names a credential, ``variable`` an environment
-variable. Printing a binding therefore never masks the ids a user needs.
+Design: docs/credentials.md
 """
 
 from __future__ import annotations

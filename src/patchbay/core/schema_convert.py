@@ -1,51 +1,13 @@
 """A tool's input schema made acceptable to a model API. Pure; no I/O.
 
-MCP servers publish ``inputSchema`` in whatever JSON Schema dialect their SDK emits (draft-07 with
-``definitions`` from zod, ``$defs`` and a root ``$ref`` from pydantic, tuples as ``items: [...]``,
-top-level ``oneOf`` for "one of these argument sets"). Model APIs accept less, and one unacceptable
-tool makes the API refuse the whole request, so every schema is rewritten here or the tool is left
-out with a reason (:class:`UnacceptableSchema`).
-
-The targets: ``openai`` function tools (non-strict ``parameters``; the top level must be
-``type: "object"`` without ``oneOf``/``anyOf``/``allOf``/``enum``/``const``/``not``, every array
-schema needs ``items``) and ``anthropic`` tool use (``input_schema`` must match the JSON Schema draft
-2020-12 meta-schema, top level ``type: "object"`` without ``oneOf``/``allOf``/``anyOf``).
-
-The rewrite (:func:`convert_input_schema`), in order:
-
-1. **Local ``$ref``s are inlined**: ``#``, JSON pointers (``#/$defs/X``, ``#/definitions/X``, any
-   ``#/...``), plain-name anchors (``$anchor``, draft-07 ``$id: "#name"``), and the same forms
-   prefixed by the root's own ``$id``. Keywords beside a ``$ref`` are kept: annotations
-   (``description``, ``title``, ``default``...) override the target's, other keywords are merged
-   when they cannot interact, else both go under ``allOf``. A remote or unresolvable ``$ref``,
-   ``$dynamicRef`` or ``$recursiveRef`` leaves the tool out.
-2. **Cycles are expanded a bounded number of times**, not refused: a reference already being
-   expanded :data:`RECURSION_LIMIT` times on the current path is replaced by a stub that keeps the
-   target's ``type`` and says it was not expanded further (a tree ``Node`` with ``children:
-   [Node]`` becomes two levels of ``Node`` and then ``{"type": "object"}``). The schema offered to
-   the model is then looser than the server's; the server still validates the arguments. The
-   expansion is bounded by the size limits (``schema_max_depth``/``schema_max_nodes``) as it goes,
-   so a small schema whose references fan out exponentially is left out, not expanded.
-3. **Draft-04/07 forms become 2020-12**: ``items: [...]`` → ``prefixItems`` (and
-   ``additionalItems`` → ``items``), boolean ``exclusiveMinimum``/``exclusiveMaximum`` → numeric,
-   ``dependencies`` → ``dependentRequired``/``dependentSchemas``; ``$schema``, ``$id``,
-   ``$anchor``, ``$comment``, ``$defs`` and ``definitions`` are dropped (nothing refers to them
-   any more).
-4. **The top level becomes ``type: "object"``**: a missing ``type`` is added, ``["object",
-   "null"]`` becomes ``"object"``, a top-level ``allOf`` is merged (properties and ``required``
-   united), a top-level ``anyOf``/``oneOf`` is loosened to one object (properties united,
-   ``required`` only what every alternative requires); for ``openai`` a top-level ``enum``,
-   ``const`` or ``not`` is dropped. A top level that can never be an object (``type: "string"``,
-   ``false``) leaves the tool out: MCP arguments are always an object.
-5. **Target fixes**: for ``openai``, an array schema without ``items`` gets ``items: {}`` (any
-   item, as before) and boolean subschemas other than ``additionalProperties`` become ``{}`` /
-   ``{"not": {}}``.
-6. **Gate**: the result must pass the draft 2020-12 meta-schema (``jsonschema``) and the size
-   bounds; else the tool is left out with the first error as the reason.
-
-Results (and reasons) are memoised by the SHA-256 of the input's compact JSON, the target and the
-bounds: at most :data:`CACHE_MAX_ENTRIES` entries and :data:`CACHE_MAX_CHARS` characters of
-converted JSON, least recently used out first.
+MCP servers publish ``inputSchema`` in whatever JSON Schema dialect their SDK emits; model APIs
+accept less, and one unacceptable tool makes the API refuse the whole request.
+:func:`convert_input_schema` rewrites a schema for a target (``openai`` or ``anthropic``): local
+``$ref`` targets inlined, cycles expanded :data:`RECURSION_LIMIT` times, draft-04/07 forms made 2020-12,
+the top level made ``type: "object"``, then checked against the 2020-12 meta-schema and the size
+bounds. A schema that cannot be made acceptable raises :class:`UnacceptableSchema` and the tool is
+left out with its reason. Results are memoised (:data:`CACHE_MAX_ENTRIES` entries,
+:data:`CACHE_MAX_CHARS` characters, least recently used out first).
 
 Design: docs/tool-definitions.md
 """

@@ -1,38 +1,14 @@
 """The in-flight byte budget: how many bytes of incoming messages all connections of a process may
 buffer at once.
 
-Each message is bounded on its own (``MAX_LINE_BYTES``), but big results from several servers at
-the same moment add up. The NDJSON reader (:func:`patchbay.adapters.transports.socket.ndjson_streams`,
-used by stdio and socket connectors) takes a :class:`BudgetLease` and charges it for the bytes of
-the incomplete message it holds, before it reads more; when the budget is used up it stops reading
-(the server's writes then block on the full pipe: backpressure, nothing is dropped) until another
-reader's message has been parsed and handed on (a big result: until its call is done, below),
-which releases that reader's charge. HTTP transports are not budgeted.
+:class:`ByteBudget` is shared by the NDJSON readers of stdio and socket connectors
+(:func:`patchbay.adapters.transports.socket.ndjson_streams`); each reader charges a
+:class:`BudgetLease` for the incomplete message it holds and stops reading while the budget is
+used up (backpressure: nothing is dropped). A call path run inside :func:`holding_results` gets a
+:class:`ResultClaim` that keeps a big result charged until its call is done. HTTP transports are
+not budgeted.
 
-Rules, so that waiting never deadlocks:
-
-* A reader may hold up to ``share`` bytes (default ``limit // 64``, at least 64 KiB) like any other.
-  Past that, it must be the budget's one *owner* (first come, first served): only one message at a
-  time grows large, so the others, each below ``share``, cannot starve it. With messages of at
-  most ``limit - (readers - 1) * share`` bytes the budget is never exceeded.
-* The owner proceeds past the limit only when nothing else can move: when it holds all there is
-  (a single message larger than the budget goes through alone) or when every other holder is
-  itself waiting. Then :attr:`ByteBudget.high_water` shows it.
-
-The accounting is per read (64 KiB): a chunk is charged right after it is read, so the bytes held
-are exact to within one read per connection. The copy a parse makes is not counted.
-
-**Results stay charged until their call is done.** Parsing a big result is not the end of its
-cost: the SDK's result object and the output guard's copies are made afterwards. A call path that
-runs inside :func:`holding_results` gets a :class:`ResultClaim`; the reader of a connection notes
-which claim each request was sent under (it sees the requests written in the caller's task) and,
-when the response to one of them was larger than ``share``, hands that message's lease to the
-claim instead of releasing it (:meth:`BudgetLease.park`: the charge stays, ownership goes, so the
-next big message may be read within what is left). The claim releases it when the call ends,
-however it ends. A response nobody claims (no claim, a notification, a call that already ended)
-is released as soon as it was handed on. Waiting stays deadlock-free because a claim never waits
-for a reader while it holds: a parked charge is released by its call without any further read,
-and a claim that sends another request gives back what it holds first.
+Design: docs/egress.md
 """
 
 from __future__ import annotations

@@ -1,40 +1,19 @@
 """The egress guard: every outbound HTTP request Patchbay makes goes through it.
 
-Every real HTTP/SSE request goes through one common egress policy and its audit: Streamable HTTP and
-SSE requests (handshake, message POSTs, the GET stream, the session DELETE) and, through the same
-client factory, OAuth discovery, registration, token and refresh requests. The rules, applied to
-each request before it leaves the machine:
-
-* **URL**: absolute ``http``/``https`` only, with a host and without userinfo.
-* **Origin**: the request's origin (scheme, host, port) must be one the guard was opened for
-  (the connector's endpoint; :meth:`EgressGuard.permit` adds one, e.g. a pinned authorization
-  server). A request to any other origin is refused, so credentials configured for the endpoint
-  never reach another host.
-* **Redirects**: a redirect response whose ``Location`` leaves the origin (or breaks the URL rule)
-  is refused; the guard does not hand it on. A same-origin redirect is passed back to the SDK,
-  which follows it by sending a new request -- checked again here like any other.
-* **Addresses**: at connect time the host name is resolved (by :attr:`EgressPolicy.resolver`,
-  default the system resolver) and *every* address it resolves to is checked; one refused
-  address refuses the name (a name that resolves public first and private second is refused).
-  The TCP connection then goes to a checked address itself, so a second lookup can never swap in
-  another one (DNS rebinding); TLS SNI and the ``Host`` header still carry the name.
-  Refused unless the connector sets ``allow_private``: loopback, private (RFC 1918), link-local,
-  unique-local (``fc00::/7``) and site-local, CGNAT (``100.64.0.0/10``), and every other
-  non-global or reserved range. Refused always, ``allow_private`` or not: cloud metadata
-  endpoints (:data:`METADATA_ADDRESSES`), the unspecified address, multicast and broadcast
-  (no MCP server lives there; ``0.0.0.0`` would reach this machine). IPv4 addresses embedded in
-  IPv6 (IPv4-mapped ``::ffff:0:0/96``, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``, Teredo) are
-  judged as the IPv4 address they carry.
-
-A refused request raises :class:`EgressBlocked` (code ``network_blocked``) before a single byte
-is sent. Environment proxies and ``.netrc`` are not used (a proxy would move the connection out
-of the guard's sight).
+Streamable HTTP and SSE requests and, through the same client factory, OAuth requests pass one
+:class:`EgressGuard`: absolute ``http``/``https`` URLs only, only the origins the guard was opened
+for (:meth:`EgressGuard.permit` adds one), no redirect off the origin, and every address a host
+resolves to checked (private ranges only with ``allow_private``; cloud metadata, unspecified,
+multicast and broadcast never), the TCP connection going to the checked address. A refused request
+raises :class:`~patchbay.core.errors.EgressBlocked` (code ``network_blocked``) before a byte is sent.
 
 Usage (what :func:`patchbay.adapters.transports.http.open_http` does, and what OAuth code reuses)::
 
     guard = EgressGuard(EgressPolicy(allow_private=False), origins=[url])
     async with guarded_client(guard, headers=headers, auth=oauth_provider) as client:
         ...
+
+Design: docs/egress.md
 """
 
 from __future__ import annotations

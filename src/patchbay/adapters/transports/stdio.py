@@ -2,32 +2,19 @@
 
 Contract:
 
-* The command is run directly (``execve`` of the resolved executable with an argument list), never
-  through a shell. A missing executable fails with ``command_not_found`` before anything is spawned;
-  an exec failure is ``spawn_failed``.
-* The child's stderr goes to a pipe that a task reads continuously into a ring buffer of the last
-  ``stderr_tail_bytes`` bytes, so a chatty server never blocks on a full pipe. The tail is redacted
-  when read.
-* The server is spawned in a new session (its own process group) with the SDK's minimal inherited
-  environment (``mcp.client.stdio.get_default_environment``) plus the connector's bindings. On
-  exit stdin is closed, the server gets ``PROCESS_EXIT_GRACE`` seconds to exit, then the whole
-  group is SIGTERMed and SIGKILLed — the spec's shutdown sequence, as the SDK's ``stdio_client``
-  does it. A server that exits gracefully can still leave grandchildren in its group (``sh -c``,
-  ``npx``); they are signalled too, so nothing the connector started survives the connection.
-  Shutdown is shielded from cancellation and every wait in it is bounded.
-* Why not the SDK's ``stdio_client`` itself: its stdout reader grows a
-  ``str`` buffer by ``buffer + chunk`` for every 64 KiB read, which is quadratic in the line
-  length: a 50 MiB tool result took 62 s and peaked at 3.0x its size (measured with mcp 2.3.0).
-  The framing here is the socket transport's (:func:`ndjson_streams`, bytes, ``receive_until``,
-  the SDK's own ``jsonrpc_message_adapter``): 4 s and 2.0x for the same result.
-* With resource limits the command runs through :mod:`patchbay.adapters.transports.rlimit_exec`: the
-  launcher is the spawned process (the group leader, whose fd 2 is our stderr pipe), applies
-  ``setrlimit`` in its child before exec, passes the environment on unchanged and, when a limit
-  stopped the server, writes a marker line as the last line of stderr;
-  :meth:`StdioLink.limit_exceeded` reads it.
-* On Linux every server is spawned through that launcher, limits or not, so that it dies with
-  this process even when this process is SIGKILLed (``PR_SET_PDEATHSIG``; without limits the
-  launcher execs the server in place: same pid, same group).
+* The command is run directly (``execve`` of the resolved executable), never through a shell. A
+  missing executable fails with ``command_not_found`` before anything is spawned; an exec failure
+  is ``spawn_failed``.
+* stderr is read continuously into a ring buffer of the last ``stderr_tail_bytes`` bytes,
+  redacted when read.
+* The server runs in its own process group with the SDK's minimal environment plus the connector's
+  bindings. On exit stdin is closed, the server gets :data:`PROCESS_EXIT_GRACE` seconds, then the
+  whole group is SIGTERMed and SIGKILLed; shutdown is shielded and every wait in it is bounded.
+* With resource limits, and on Linux always, the server is spawned through
+  :mod:`patchbay.adapters.transports.rlimit_exec` (:attr:`StdioLink.limit_exceeded` reads its
+  marker), so it dies with this process.
+
+Design: docs/egress.md
 """
 
 from __future__ import annotations

@@ -1,52 +1,14 @@
 """Keeping a live connection's catalog current when the server says it changed.
 
-A server that advertises ``tools.listChanged`` (``resources``/``prompts`` likewise) tells its client
-``notifications/tools/list_changed`` (``resources/list_changed``, ``prompts/list_changed``) when its
-list changed. How they arrive in SDK 2.3.0 (shared/notes/mcp-sdk-2.3-client.md, section 1.10): on a
-``legacy`` connection (Patchbay's default ``Settings.protocol_mode``) through the Client's
-``message_handler``; on a 2026-07-28 connection only on a ``subscriptions/listen`` stream, which
-:class:`CatalogRefresh` opens itself when the server serves it.
+:class:`CatalogRefresh` (``connection.refresh``) re-lists the tools on ``notifications/tools/
+list_changed``, coalescing bursts into one re-list, and republishes the catalog through the
+connection's ``on_catalog``; a failed re-list keeps the previous catalog
+(:attr:`CatalogRefresh.last_error`). :meth:`CatalogRefresh.settled` and
+:meth:`CatalogRefresh.relist_on_demand` let a call see a change its previous call caused;
+:meth:`CatalogRefresh.version` and :meth:`CatalogRefresh.subscribe` are the change signal the
+resource and prompt listings use.
 
-**Tools.** A ``tools/list_changed`` triggers a re-list on the live connection: every page, under the
-same caps as the first listing (``probe_max_pages``, ``probe_max_metadata_bytes``, the schema
-bounds), within ``connect_timeout`` seconds. The new catalog replaces the old one on the connection,
-whose ``on_catalog`` then re-registers the router with include/exclude applied again (runtime.py
-``_catalog_changed``); removed tools leave the router (a call gets ``unknown_tool``), added ones
-become callable, grants and ``approval_mode`` are evaluated afresh (a tool denied by name stays
-denied when it appears). When the names or definitions changed, the connection's log gets
-``mcp.server.tools_changed {server, added, removed, changed, toolCount}`` (server tool names, at
-most :data:`MAX_NAMES_IN_EVENT` per list, plus ``addedCount`` etc. when cut). A failed or timed-out
-re-list keeps the previous catalog (:attr:`CatalogRefresh.last_error`).
-
-**Coalescing.** One re-list in flight per connection and at most one queued: a burst of
-notifications during a re-list costs one more re-list, not one each. A notification-triggered
-re-list also starts only once the notifications have paused for :data:`QUIET_SECONDS` (at most
-:data:`MAX_DELAY_SECONDS` after the first), so a burst the server sends in one go is one re-list.
-
-**Ordering.** Whichever comes first, a call's result or the list_changed it caused, a call right
-after it sees the change: the runtime resolves an MCP name only once a pending or in-flight
-re-list of its connector is done (:meth:`CatalogRefresh.settled`), and a name not in the router
-gets one re-list on demand (:meth:`CatalogRefresh.relist_on_demand`) when the server advertises
-``tools.listChanged`` and a ``tools/call`` on the connection finished since the last listing began
-(so a model guessing names cannot make a server re-list more often than it is called). A removed
-tool whose notification has not arrived yet when it is called again still reaches the server,
-which answers for itself (``tool_error``).
-
-**Resources and prompts.** Their listing lives elsewhere (runtime/context/resources.py, prompts.py); this
-module gives them a change signal, per connection:
-
-* :meth:`CatalogRefresh.version` ``(kind)``: a counter that grows when a ``<kind>/list_changed``
-  arrived and whenever the connection (re)connects; a cache filled at version ``v`` is stale once
-  ``version(kind) != v``. For ``"tools"`` it grows when a re-listed catalog was applied.
-* :meth:`CatalogRefresh.subscribe` ``(listener)``: ``listener(connector, kind)`` is called at the
-  same moments (synchronously, on the event loop; it must not block, and what it raises is
-  suppressed). Returns the unsubscribe callable.
-
-The runtime reaches them as ``connection.refresh`` (:class:`patchbay.runtime.connection.server_connection.ServerConnection`).
-
-The control plane's tool cache is not written from here: the runtime may run in another process,
-and only the control plane writes canonical state (DESIGN.md). The ``mcp.server.tools_changed``
-event in the session log is the record a control plane can pick up.
+Design: docs/connections.md
 """
 
 from __future__ import annotations

@@ -1,34 +1,13 @@
-"""The per-request exchange of a :class:`~patchbay.runtime.connection.server_connection.ServerConnection`.
+"""The per-request exchange of a :class:`ServerConnection`.
 
-:class:`RequestExchange` is a collaborator the connection holds: it sends ``tools/call``
-(:meth:`~RequestExchange.call_tool`) and the other requests (:meth:`~RequestExchange.request`:
-``resources/*``, ``prompts/*``) on the live session it gets from its :class:`Session` (the
-connection), while the connection's owner task, lifecycle and restart policy stay in
-:mod:`patchbay.runtime.connection.server_connection`.
+:class:`RequestExchange` sends ``tools/call`` (:meth:`~RequestExchange.call_tool`) and the other
+requests (:meth:`~RequestExchange.request`: ``resources/*``, ``prompts/*``) in the caller's task on
+the live session its :class:`Session` (the connection) gives it. It owns the per-request timeouts
+(``timeout`` after ``request_timeout`` seconds without progress, or ``max_call_seconds`` in all),
+counts an unresponsive server or a connection that died as a crash, and checks a result against the
+tool's ``outputSchema`` (:mod:`patchbay.runtime.output.schema_check`).
 
-**Calls** run in the caller's task on the shared SDK session (safe from several tasks at once),
-so concurrent calls are concurrent on the wire and a caller's cancellation cancels exactly its
-request (the SDK then sends ``notifications/cancelled``).
-
-**Timeouts**: a call fails with ``timeout`` when no result and no progress
-notification arrived for ``request_timeout`` seconds, or after ``max_call_seconds`` in total
-whatever the progress; the cancellation makes the SDK send ``notifications/cancelled`` and drop a
-late reply, and the connection stays usable.
-
-**Unresponsive servers**: after ``unresponsive_timeouts`` request timeouts in a row (no answer,
-not even an error, in between) the connection counts as crashed with reason ``unresponsive``, so
-the restart policy replaces the server instead of letting every later call wait out its timeout.
-
-**Crashes during a request**: a request that sees the connection die counts the crash (the first to
-notice does) and fails with ``mcp_server_restarted`` / ``mcp_server_unstable`` /
-``mcp_server_unavailable`` as the restart policy decides; it is never re-sent.
-
-**Output check**: a successful ``tools/call`` result is checked against the
-tool's ``outputSchema`` (:mod:`patchbay.runtime.output.schema_check`) after the call: in the caller's
-task when its ``structuredContent`` is small, else off the event loop (a large one takes a while).
-
-**Progress** costs a call nothing until it arrives: the request carries the SDK's progress token
-(its request id) and a callback that only moves the call's deadline.
+Design: docs/connections.md
 """
 
 from __future__ import annotations

@@ -1,51 +1,13 @@
 """ServerConnection: the supervised connection of a runtime to one connector.
 
-**One owner task per connection.** The SDK requires a ``Client`` to be entered and exited in the
-same task, so each connection's lifecycle runs in one long-lived task in the runtime's task group:
-it connects (spawn/connect, initialize, tools/list with every page, all within
-``settings.connect_timeout``, counted afresh from each OAuth request), publishes the live catalog, then sleeps until something needs it —
-a stop request, the end of the server's message stream, a call that saw the connection die, or
-the idle deadline — and closes the client itself (for stdio: the SDK's stdin-close / SIGTERM /
-SIGKILL sequence plus a sweep of the whole process group, so grandchildren go too).
+One long-lived owner task per connection (started from the runtime's task group) connects, publishes
+the live catalog, closes idle ``lazy``/``eager`` connections after ``idle_timeout`` seconds and
+restarts a crashed server under its :class:`~patchbay.core.models.RestartPolicy`; calls run in the
+caller's task through :attr:`ServerConnection.exchange`. A call that a crash interrupts fails with
+``mcp_server_restarted``, ``mcp_server_unstable`` or ``mcp_server_unavailable`` and is never re-sent;
+:meth:`ServerConnection.shutdown` and :meth:`ServerConnection.request_stop` close it for good.
 
-**Calls** (``tools/call`` and the other requests) run in the caller's task on the shared SDK
-session; their timeouts, crash detection and output check live in :mod:`patchbay.runtime.connection.exchange`
-(:class:`~patchbay.runtime.connection.exchange.RequestExchange`, which the connection holds as
-:attr:`ServerConnection.exchange`; the connection is its
-:class:`~patchbay.runtime.connection.exchange.Session`). Connecting is the step a probe takes too
-(:func:`patchbay.adapters.transports.connect.connect`).
-
-**Lifecycle** (:class:`patchbay.core.models.RuntimeOptions`): ``lazy`` connects on first use;
-``eager`` and ``keep_alive`` connect when the runtime starts (:meth:`start`). ``lazy`` and
-``eager`` connections are closed after ``idle_timeout`` seconds without a call (never while a call
-is in flight) and reopen on the next use; ``keep_alive`` ones are never closed for idleness.
-
-**Restart policy** (:class:`patchbay.core.models.RestartPolicy`). A *crash* is the
-end of a live connection that nobody asked for (the server exited, its stream ended, a call saw
-the connection close), a server that stopped answering (``unresponsive_timeouts`` request
-timeouts in a row; the crash event says ``reason: "unresponsive"``), or a failed reconnect during
-a restart. Crash ``n`` emits
-``mcp.server.crashed``; what follows is :func:`patchbay.runtime.connection.restart_policy.decide_restart`: while
-``n <= max_restarts`` the owner emits ``mcp.server.restarting
-{delaySeconds}``, waits ``policy.delay(n)`` (0.5 s, 1 s, 2 s, ... capped at 10 s) and reconnects.
-Calls in flight at crash 1 fail with ``mcp_server_restarted``, at later crashes with
-``mcp_server_unstable``; none is ever re-sent. Crash ``max_restarts + 1`` is permanent:
-``mcp.server.permanently_failed``, the catalog is withdrawn (the runtime drops the tools from its
-router) and every later call fails fast with ``mcp_server_unavailable``, as do calls during the
-backoff. With ``enabled=False`` the first crash is permanent (in-flight calls:
-``mcp_server_unavailable``). The crash count is per runtime session.
-
-A failed *first* connect is not a crash: the connection is ``failed``; a later use retries once
-``policy.delay(k)`` seconds have passed since the ``k``-th failure, at most ``max_restarts`` times
-(``keep_alive`` connections retry in the background on the same delays).
-
-**list_changed**: :attr:`ServerConnection.refresh` re-lists the tools on the live
-connection when the server sends ``notifications/tools/list_changed`` and republishes the catalog
-through ``on_catalog``; it also carries the resources/prompts change counters. See
-:mod:`patchbay.runtime.connection.catalog_refresh`.
-
-**Shutdown**: :meth:`request_stop` (runtime exit) and :meth:`shutdown` (user-initiated) close the
-connection for good and emit ``mcp.server.shutdown``; it never restarts.
+Design: docs/connections.md
 """
 
 from __future__ import annotations

@@ -1,42 +1,14 @@
 """The session event log: append-only JSONL, one file per session (DESIGN.md "Events").
 
-Each line is one event::
+Each line is one event, ``{"seq", "type", "ts", "sessionId", "payload"}``; ``seq`` is strictly
+increasing per session from 1 and payloads are redacted before they are written. :class:`EventLog`
+appends (:meth:`~EventLog.append`, :meth:`~EventLog.append_json` for the call path's queued
+events, written by :meth:`~EventLog.run_writer`); every queued line is on disk once
+:meth:`~EventLog.flush`, :meth:`~EventLog.stop_writer` or :meth:`~EventLog.close` returns. One
+writer per file (an advisory ``flock``); ``<session_id>.meta.json`` beside the log describes the
+session for listings.
 
-    {"seq": 7, "type": "tool.completed", "ts": "2026-09-04T10:00:00.123Z", "sessionId": "ses_…",
-     "payload": {"tool": "mcp.time.get_current_time", "toolCallId": "tc_…", ...}}
-
-* ``seq`` is strictly increasing per session from 1. Reopening an existing file (a second process
-  run of the same session) continues after the last seq written; an unterminated last line (a
-  crash mid-write; never a complete event) is cut off, so the file stays valid JSONL.
-* Payloads are redacted (:func:`patchbay.core.redaction.redact_value` semantics) before they are
-  written.
-* Appends are cheap, because every governed tool call writes seven of them: the file is opened
-  once (``O_APPEND``), lines are written with unbuffered ``write`` calls under a lock (thread- and
-  task-safe within a process), there is no ``fsync``, and the redaction of short repeated strings
-  (tool names, ids, decisions) is memoised. A caller may ``defer`` an event that is immediately
-  followed by another; the burst then goes out in one ``write``.
-* **Background writer.** While :meth:`EventLog.run_writer` runs (the runtime runs it in its task
-  group), the pre-rendered events of the call path (:meth:`EventLog.append_json`) are only queued
-  on the caller's path: the writer renders and writes every queued line in one ``write`` when the
-  event loop next runs it (while the call waits for its server). The queue is bounded
-  (:data:`MAX_PENDING` lines; a full queue is written by the appender itself), events appended
-  with :meth:`EventLog.append` or from another thread are written at once (after everything
-  queued), and file order is always seq order. Every queued line is on disk once :meth:`flush`,
-  :meth:`stop_writer` or :meth:`close` returns, and before an in-process reader reads the file
-  (:func:`read_events`, :class:`patchbay.runtime.events.reading.SessionLogs` and
-  ``Runtime.event_log_path`` have the open log of that file write them first,
-  :func:`flush_open_log`): a clean stop loses nothing.
-  A crash of the process (killed, or the machine failing) loses the queued lines, at most
-  :data:`MAX_PENDING`: the call-path events of the last moment, some of them possibly for a
-  request already sent.
-* One writer per session file: an advisory ``flock`` held while the log is open refuses a second
-  concurrent writer (in this or another process), which would break the seq order.
-* Beside the log, ``<session_id>.meta.json`` (0600, replaced atomically) describes the session
-  for listings without reading the log: ``sessionId``, ``workspace``, ``projectId``,
-  ``startedAt`` (written when the session starts) and ``counted``: ``{"bytes", "calls"}``, the
-  number of tool calls (``model.tool_call_requested`` events) in the first ``bytes`` bytes of the
-  log, updated when the log closes. It is no part of the event chain; a log without it (older,
-  or a crash before the first close) is still read (:mod:`patchbay.runtime.events.reading`).
+Design: docs/event-log.md
 """
 
 from __future__ import annotations

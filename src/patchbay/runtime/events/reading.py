@@ -1,18 +1,10 @@
-"""Reading the session event logs (:mod:`patchbay.runtime.events.log`): a page of one session's
-events, and a summary of each recent session, open or closed.
+"""Reading the session event logs (:mod:`patchbay.runtime.events.log`) back.
 
-Everything that reads a log goes through :class:`SessionLogs`, so the logs can move elsewhere
-(a database) behind the same calls. Both reads stay cheap on long logs:
+:class:`SessionLogs` is the one reader: :meth:`SessionLogs.page` returns a page of one session's
+events after a ``seq``, :meth:`SessionLogs.summary` a summary of a recent session, open or closed.
+Both stay cheap on long logs; payloads come back redacted again.
 
-* :meth:`SessionLogs.page` finds the first event after ``after_seq`` by bisecting the file's byte
-  offsets (``seq`` increases line by line and every line starts ``{"seq":N,``), then parses only
-  the events it returns.
-* :meth:`SessionLogs.summary` takes the workspace and start time from the metadata record beside
-  the log, the last event from the log's tail, and the call count from the record's ``counted``
-  prefix plus a scan of the bytes written after it (none, for a session closed cleanly).
-
-Payloads come back redacted again (:func:`patchbay.core.redaction.redact_value`): they were
-redacted when written, and a secret registered since is masked too.
+Design: docs/event-log.md
 """
 
 from __future__ import annotations
