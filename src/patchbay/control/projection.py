@@ -60,6 +60,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import pydantic
+
 from patchbay.adapters.atomic import lock_exclusive, replace_file, write_new
 from patchbay.adapters.snapshot_key import load_or_create_key
 from patchbay.control.queries import ConnectorQueries, ScopeGrants, catalog_fingerprint, runtime_server
@@ -82,8 +84,9 @@ from patchbay.runtime.snapshot import (
     SNAPSHOT_VERSION,
     RuntimeSnapshot,
     SnapshotServer,
-    seal_snapshot,
+    seal_snapshot_parts,
     snapshot_path,
+    snapshot_tool,
 )
 from patchbay.runtime.snapshot import runtime_server as snapshot_runtime_server
 
@@ -167,11 +170,7 @@ def project_server(server: RuntimeServer) -> tuple[str, SnapshotServer]:
         approve_tools=True if settings.approval_mode != "allow_all" else tuple(asked),
         allowed_tools=tuple(allowed),
         project_overrides=tuple(overrides),
-        tools=tuple(
-            ToolSummary(name=t.name, annotations=t.annotations)
-            for t in server.tools
-            if is_visible(t.name, settings.include_tools, exclude)
-        ),
+        tools=tuple(snapshot_tool(t) for t in server.tools if is_visible(t.name, settings.include_tools, exclude)),
         global_resource_grant=server.global_resource_grant,
         project_resource_grant=server.project_resource_grant,
         global_prompt_grants=_prompt_grants(server.global_prompt_grants),
@@ -197,32 +196,38 @@ def build_snapshot(config: RuntimeConfig, *, generated_at: int) -> RuntimeSnapsh
     )
 
 
-_TOOL_DEFAULTS = {"tools": {"__all__": {"title", "description", "input_schema", "output_schema"}}}
-"""Tool fields the snapshot leaves out: always their defaults there (:func:`project_server` keeps a
-tool's name and annotations, all a runtime reads before it connects)."""
+_TOOLS = pydantic.TypeAdapter(tuple[ToolSummary, ...])
+_TOOL_DEFAULTS = {"__all__": {"title", "description", "input_schema", "output_schema"}}
+"""Tool fields a snapshot leaves out: always their defaults there (:func:`project_server` keeps a
+tool's name and risk hint, all a runtime reads before it connects; :func:`snapshot_tool`)."""
 
 
 def _fragment(name: str, server: SnapshotServer) -> bytes:
-    """One ``"name":{...}`` member of ``servers``, compact JSON."""
-    return (
-        json.dumps(name, ensure_ascii=False).encode("utf-8")
-        + b":"
-        + server.model_dump_json(exclude=_TOOL_DEFAULTS).encode("utf-8")
-    )
+    """One ``"name":{...}`` member of ``servers``, compact JSON; a tool without annotations is
+    written as ``{"name": ...}`` alone (most tools, and a catalog is most of a snapshot)."""
+    entry = server.model_dump_json(exclude={"tools"}).encode("utf-8")
+    tools = _TOOLS.dump_json(server.tools, exclude=_TOOL_DEFAULTS, exclude_none=True)
+    return json.dumps(name, ensure_ascii=False).encode("utf-8") + b":" + entry[:-1] + b',"tools":' + tools + b"}"
 
 
-def _body(project_id: str, generated_at: int, fragments: Iterable[bytes]) -> bytes:
-    """The snapshot document (compact JSON) from its ``servers`` members, laid out as
-    :func:`~patchbay.runtime.snapshot.seal_snapshot` takes it (closing brace on its own line)."""
+def _body(project_id: str, generated_at: int, fragments: Iterable[bytes]) -> list[bytes]:
+    """The snapshot document (compact JSON) in parts, from its ``servers`` members, laid out as
+    :func:`~patchbay.runtime.snapshot.seal_snapshot_parts` takes it (closing brace on its own line)."""
     head = json.dumps(
         {"version": SNAPSHOT_VERSION, "project_id": project_id, "generated_at": generated_at}, separators=(",", ":")
     )
-    return head[:-1].encode("utf-8") + b',"servers":{' + b",".join(fragments) + b"}\n}\n"
+    parts = [head[:-1].encode("utf-8") + b',"servers":{']
+    for fragment in fragments:
+        if len(parts) > 1:
+            parts.append(b",")
+        parts.append(fragment)
+    parts.append(b"}\n}\n")
+    return parts
 
 
-def _sealed(body: bytes, *, project_id: str, home: Path, workspace: Path) -> bytes:
-    data = seal_snapshot(body, key=load_or_create_key(home), project_id=project_id, workspace=str(workspace))
-    if len(data) > MAX_SNAPSHOT_BYTES:
+def _sealed(body: list[bytes], *, project_id: str, home: Path, workspace: Path) -> list[bytes]:
+    data = seal_snapshot_parts(body, key=load_or_create_key(home), project_id=project_id, workspace=str(workspace))
+    if sum(map(len, data)) > MAX_SNAPSHOT_BYTES:
         raise ConfigError("snapshot", f"the projection is larger than {MAX_SNAPSHOT_BYTES} bytes; not written")
     return data
 
@@ -276,7 +281,7 @@ def _snapshot_dir(root: Path) -> Iterator[int]:
         os.close(dir_fd)
 
 
-def _locked_write(root: Path, project_id: str, make: Callable[[], bytes], *, home: Path) -> Path:
+def _locked_write(root: Path, project_id: str, make: Callable[[], list[bytes]], *, home: Path) -> Path:
     """Under the workspace lock, build the snapshot document with ``make()`` and replace the file
     with it, sealed with ``home``'s snapshot key for ``project_id`` and the canonical workspace ``root``."""
     with _snapshot_dir(root) as dir_fd:
@@ -447,9 +452,7 @@ class Projector:
             and entry.config_revision == connector.revision
             and entry.fingerprint == catalog_fingerprint(connector)
         )
-        tools = (
-            tuple(ToolSummary(name=t.name, annotations=t.annotations) for t in entry.tools) if fresh and entry else ()
-        )
+        tools = tuple(map(snapshot_tool, entry.tools)) if fresh and entry else ()
         with self._lock:
             self._catalogs[connector.connector_id] = (stamp, tools)
         return tools
@@ -496,7 +499,7 @@ class Projector:
         if not root.is_dir() or os.path.realpath(root) != project.path:
             raise ConfigError("project", f"the workspace {project.path} no longer exists (or moved)")
 
-        def body() -> bytes:
+        def body() -> list[bytes]:
             pieces = self._pieces_of(project)
             return _body(project.project_id, self.clock(), (p.fragment for p in pieces))
 
