@@ -400,8 +400,8 @@ class Projector:
 
     Each projection reads the connectors, the grants in the project's scope and the stamps of
     the cached catalogs (a few queries whatever their number); a connector whose row, grants and
-    catalog stamp are what its last projection saw keeps its encoded entry, and a catalog is
-    parsed again only when its stamp changed. Writers in other processes are seen the same way,
+    catalog stamp are what its last projection (of this project or another) saw keeps its encoded
+    entry, and a catalog is parsed again only when its stamp changed. Writers in other processes are seen the same way,
     since everything is compared against the store as committed now.
 
     Args:
@@ -464,6 +464,7 @@ class Projector:
         stamps = self.queries.repository.tool_cache.stamps()
         with self._lock:
             before = self._pieces.get(project.project_id, {})
+            others = [known for prj, known in self._pieces.items() if prj != project.project_id]
         pieces: dict[str, _Piece] = {}
         for connector in connectors:
             cid = connector.connector_id
@@ -471,6 +472,10 @@ class Projector:
             key = (connector, grants.get(cid, ()), stamp)
             piece = before.get(cid)
             if piece is None or piece.key != key:
+                # A connector without project grants reads alike in every project: encode a global
+                # change once, not once per workspace.
+                piece = next((p for known in others if (p := known.get(cid)) is not None and p.key == key), None)
+            if piece is None:
                 fresh = (
                     stamp is not None and stamp[0] == connector.revision and stamp[1] == catalog_fingerprint(connector)
                 )
