@@ -229,6 +229,59 @@ async def test_the_snapshot_holds_references_not_secrets_and_is_private(
     assert sorted(p.name for p in path.parent.iterdir()) == [".gitignore", "mcp-runtime.json", "mcp-runtime.lock"]
 
 
+def test_the_snapshot_keeps_of_each_tool_its_name_and_risk_hint_only(
+    service: ConnectorService, workspace: Path
+) -> None:
+    add(service, "mail", workspace)
+    schema = {"type": "object", "properties": {"to": {"type": "string"}}}
+    cache(
+        service,
+        "mail",
+        [
+            ToolSummary(name="read", description="Reads", input_schema=schema, annotations={"readOnlyHint": True}),
+            ToolSummary(name="purge", annotations={"destructiveHint": True, "title": "Purge", "openWorldHint": False}),
+            ToolSummary(name="send", title="Send", annotations={"destructiveHint": False, "idempotentHint": True}),
+            ToolSummary(name="plain"),
+        ],
+    )
+    service.projector.project(service.queries.project(workspace))
+
+    assert snapshot_of(workspace)["servers"]["mail"]["tools"] == [
+        {"name": "read", "annotations": {"readOnlyHint": True}},
+        {"name": "purge", "annotations": {"destructiveHint": True}},
+        {"name": "send"},
+        {"name": "plain"},
+    ]
+
+
+def test_an_entry_encoded_for_one_project_is_reused_by_the_others(
+    service: ConnectorService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspaces = [tmp_path / name for name in ("a", "b", "c")]
+    for path in workspaces:
+        path.mkdir()
+        service.queries.project(path)
+    add(service, "one", workspaces[0])
+    add(service, "two", workspaces[0])
+    service.grant("two", "t", "allow", project=workspaces[1])
+    encoded: list[str] = []
+    fragment = projection._fragment
+
+    def counted(name: str, server):
+        encoded.append(name)
+        return fragment(name, server)
+
+    monkeypatch.setattr(projection, "_fragment", counted)
+    service.set_enabled("one", False)
+    service.set_enabled("one", True)  # every workspace again, one encoding of "one" for all
+    assert encoded == ["one"]
+    service.grant("two", "u", "deny")  # b's "two" has its own project grant: encoded apart
+    assert sorted(encoded[1:]) == ["two", "two"]
+    snapshots = [snapshot_of(path)["servers"] for path in workspaces]
+    assert [s["two"]["allowed_tools"] for s in snapshots] == [[], ["t"], []]
+    assert all(s["two"]["exclude_tools"] == ["u"] and s["one"] == snapshots[0]["one"] for s in snapshots)
+
+
 # -- re-projection --------------------------------------------------------------------------
 
 
