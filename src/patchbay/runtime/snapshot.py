@@ -24,7 +24,8 @@ The file (version 1; shown indented, written as compact JSON)::
           "approve_tools": ["send_mail"],             # true for ask/custom; exact Ask names for allow_all
           "allowed_tools": ["get_issue"],             # exact explicit Allow names (global or project)
           "project_overrides": ["get_issue"],         # which explicit entries came from the project
-          "tools": [...]                              # the cached catalog of the visible tools
+          "tools": [{"name": "get_issue", "annotations": {"readOnlyHint": true}}, {"name": "send_mail"}]
+                                                      # the visible cached tools: name, risk hint
         }
       },
       "mac": "hmac-sha256:<64 hex digits>"           # always the last member
