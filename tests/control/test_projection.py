@@ -17,7 +17,7 @@ from patchbay.control import projection
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.credentials import parse_env
 from patchbay.core.errors import ConfigError
-from patchbay.core.models import ToolCacheEntry, ToolSummary
+from patchbay.core.models import ConnectorSettings, ToolCacheEntry, ToolSummary
 from patchbay.core.policy import decide_for
 from patchbay.runtime.permissions import PermissionEngine
 from patchbay.runtime.snapshot import load_snapshot, snapshot_path
@@ -280,6 +280,34 @@ def test_an_entry_encoded_for_one_project_is_reused_by_the_others(
     snapshots = [snapshot_of(path)["servers"] for path in workspaces]
     assert [s["two"]["allowed_tools"] for s in snapshots] == [[], ["t"], []]
     assert all(s["two"]["exclude_tools"] == ["u"] and s["one"] == snapshots[0]["one"] for s in snapshots)
+
+
+def test_a_fresh_projector_reads_many_connectors_at_once_and_then_only_what_changed(
+    service: ConnectorService, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = service.stdio_target(sys.executable, ["-c", "pass"], cwd=None, workspace=workspace)
+    names = [f"c{index:02d}" for index in range(40)]
+    service.repository.connectors.create_many(
+        [{"name": n, "display_name": n, "target": target, "settings": ConnectorSettings()} for n in names]
+    )
+    prj = service.queries.project(workspace)
+    fresh = projection.Projector(service.queries, home=service.settings.home)  # another process's
+    fresh.project(prj)
+    assert list(snapshot_of(workspace)["servers"]) == names
+
+    read: list[str] = []
+    get = service.repository.connectors.get
+
+    def counted(connector_id: str):
+        read.append(connector_id)
+        return get(connector_id)
+
+    monkeypatch.setattr(service.repository.connectors, "get", counted)
+    service.set_enabled("c07", False)  # the service's projector: a first projection, all at once
+    assert read == []
+    fresh.project(prj)
+    assert "c07" not in snapshot_of(workspace)["servers"] and len(snapshot_of(workspace)["servers"]) == 39
+    assert read == [service.get("c07").connector_id]  # fresh read only the one that changed
 
 
 # -- re-projection --------------------------------------------------------------------------

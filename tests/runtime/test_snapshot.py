@@ -379,3 +379,4 @@ def test_a_snapshot_tool_keeps_its_name_and_exactly_the_risk_its_annotations_giv
     assert risk_of(kept.annotations) == risk_of(tool.annotations)
     assert kept.annotations in (None, {"readOnlyHint": True}, {"destructiveHint": True})
     assert snapshot_tool(ToolSummary(name="bare")).annotations is None
+    assert snapshot_tool(kept) is kept  # already reduced: kept as it is

@@ -371,6 +371,9 @@ class ProjectionReport:
 
 
 _Stamp = tuple[int, str, int, int]
+_BULK_READ = 32
+"""Above this many connectors changed since the last projection (and a quarter of them all),
+they are read in one query rather than one by one."""
 
 
 @dataclass(slots=True)
@@ -423,20 +426,26 @@ class Projector:
         """connector id → ((revision, settings revision), the connector as read then)."""
 
     def _current_connectors(self) -> list[Connector]:
-        """Every connector as committed now, by name; only those whose revisions moved are read."""
+        """Every connector as committed now, by name; only those whose revisions moved are read
+        (one by one, or all in one query when most did, as on a process's first projection)."""
         repository = self.queries.repository
         stamps = repository.connectors.stamps()
         with self._lock:
             known = dict(self._connectors)
-        current: dict[str, tuple[tuple[int, int], Connector]] = {}
-        for connector_id, stamp in stamps.items():
-            seen = known.get(connector_id)
-            if seen is None or seen[0] != stamp:
+        moved = [cid for cid, stamp in stamps.items() if (seen := known.get(cid)) is None or seen[0] != stamp]
+        if len(moved) > max(_BULK_READ, len(stamps) // 4):
+            # Stamped with what each row says, not the earlier stamps: a row changed in between
+            # is then read again next time.
+            current = {c.connector_id: ((c.revision, c.settings.revision), c) for c in repository.connectors.list_all()}
+        else:
+            current = {cid: known[cid] for cid in stamps if cid in known}
+            for connector_id in moved:
                 try:
-                    seen = (stamp, repository.connectors.get(connector_id))
+                    connector = repository.connectors.get(connector_id)
                 except NotFoundError:
+                    current.pop(connector_id, None)
                     continue  # removed since the stamps were read
-            current[connector_id] = seen
+                current[connector_id] = ((connector.revision, connector.settings.revision), connector)
         with self._lock:
             self._connectors = current
         return sorted((c for _, c in current.values()), key=lambda c: c.name)

@@ -130,6 +130,9 @@ _RISK_HINTS: Final[dict[str, dict[str, Any]]] = {
 }
 
 
+_KEPT_FIELDS: Final = frozenset({"name", "annotations"})
+
+
 def snapshot_tool(tool: ToolSummary) -> ToolSummary:
     """What a snapshot keeps of a cached tool: its name (bare names route before the server is
     connected) and the one annotation that sets its risk, if any.
@@ -140,6 +143,8 @@ def snapshot_tool(tool: ToolSummary) -> ToolSummary:
     annotations claim nothing keeps none (``annotations`` None).
     """
     hints = _RISK_HINTS.get(risk_of(tool.annotations))
+    if tool.annotations == hints and tool.model_fields_set <= _KEPT_FIELDS:
+        return tool  # already what a snapshot keeps (a projection reduces each catalog once)
     return ToolSummary(name=tool.name, annotations=dict(hints) if hints is not None else None)
 
 
