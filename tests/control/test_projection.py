@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from patchbay.adapters.store import open_store
 from patchbay.control import projection
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.credentials import parse_env
@@ -272,9 +273,13 @@ def test_an_entry_encoded_for_one_project_is_reused_by_the_others(
         return fragment(name, server)
 
     monkeypatch.setattr(projection, "_fragment", counted)
+    reads: list[int] = []
+    stamps = service.repository.connectors.stamps
+    monkeypatch.setattr(service.repository.connectors, "stamps", lambda: reads.append(1) or stamps())
     service.set_enabled("one", False)
     service.set_enabled("one", True)  # every workspace again, one encoding of "one" for all
     assert encoded == ["one"]
+    assert len(reads) == 2  # once per change, not once per workspace: nothing moved in between
     service.grant("two", "u", "deny")  # b's "two" has its own project grant: encoded apart
     assert sorted(encoded[1:]) == ["two", "two"]
     snapshots = [snapshot_of(path)["servers"] for path in workspaces]
@@ -308,6 +313,24 @@ def test_a_fresh_projector_reads_many_connectors_at_once_and_then_only_what_chan
     fresh.project(prj)
     assert "c07" not in snapshot_of(workspace)["servers"] and len(snapshot_of(workspace)["servers"]) == 39
     assert read == [service.get("c07").connector_id]  # fresh read only the one that changed
+
+
+def test_a_change_another_process_commits_between_two_projections_is_projected(
+    service: ConnectorService, tmp_path: Path
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for path in (a, b):
+        path.mkdir()
+        service.queries.project(path)
+    connector = add(service, "conn", a)
+    assert snapshot_of(b)["servers"]["conn"]["approval_mode"] == "ask"
+    other = open_store(service.settings)  # another process's store: it writes, nothing projects
+    try:
+        other.connectors.update_settings(connector.connector_id, connector.settings.revision, approval_mode="allow_all")
+    finally:
+        other.close()
+    service.projector.project(service.queries.project(b))
+    assert snapshot_of(b)["servers"]["conn"]["approval_mode"] == "allow_all"
 
 
 # -- re-projection --------------------------------------------------------------------------

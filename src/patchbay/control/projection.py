@@ -402,7 +402,8 @@ class Projector:
         report = projector.reproject("prj_0123456789abcdef")                   # only that one
 
     Each projection reads the connectors, the grants in the project's scope and the stamps of
-    the cached catalogs (a few queries whatever their number); a connector whose row, grants and
+    the cached catalogs (a few queries whatever their number; the connectors and stamps only when
+    the store's change counter moved since they were last read); a connector whose row, grants and
     catalog stamp are what its last projection (of this project or another) saw keeps its encoded
     entry, and a catalog is parsed again only when its stamp changed. Writers in other processes are seen the same way,
     since everything is compared against the store as committed now.
@@ -424,6 +425,24 @@ class Projector:
         """connector id → (stamp, fresh catalog reduced to what a snapshot keeps)."""
         self._connectors: dict[str, tuple[tuple[int, int], Connector]] = {}
         """connector id → ((revision, settings revision), the connector as read then)."""
+        self._alike: tuple[int, list[Connector], dict[str, _Stamp]] | None = None
+        """(store change counter, enabled connectors, catalog stamps) as read at that count."""
+
+    def _committed_alike(self) -> tuple[list[Connector], dict[str, _Stamp]]:
+        """The enabled connectors (by name) and the catalog stamps as committed now: what every
+        project reads alike, so read again only once the store's change counter moved (the
+        projections of the workspaces after one global change read it once)."""
+        repository = self.queries.repository
+        version = repository.state_version()  # before the reads: a commit during them moves it
+        with self._lock:
+            alike = self._alike
+        if alike is not None and alike[0] == version:
+            return alike[1], alike[2]
+        connectors = [c for c in self._current_connectors() if c.settings.enabled]
+        stamps = repository.tool_cache.stamps()
+        with self._lock:
+            self._alike = (version, connectors, stamps)
+        return connectors, stamps
 
     def _current_connectors(self) -> list[Connector]:
         """Every connector as committed now, by name; only those whose revisions moved are read
@@ -468,9 +487,8 @@ class Projector:
 
     def _pieces_of(self, project: Project) -> list[_Piece]:
         """``project``'s entries as committed now, by connector name; unchanged ones reused."""
-        connectors = [c for c in self._current_connectors() if c.settings.enabled]
+        connectors, stamps = self._committed_alike()
         grants = self.queries.scope_grants(project)
-        stamps = self.queries.repository.tool_cache.stamps()
         with self._lock:
             before = self._pieces.get(project.project_id, {})
             others = [known for prj, known in self._pieces.items() if prj != project.project_id]
