@@ -1,27 +1,35 @@
 """Control-plane scale: mutations and the workspace snapshot with many connectors and cached tools.
 
 Builds ``--connectors`` stdio connectors with ``--tools`` cached tools each in a temporary data home
-(straight through the store, in a few transactions), registers one workspace as a project, then
-times mutations end to end through :class:`~patchbay.control.connectors.ConnectorService`: the
-store write, the re-projection of the workspace's sealed snapshot and the committed listeners.
-Each mutation runs ``--repeat`` times, alternating so every run changes something; the first
-projection (a cold start of the process) is timed on its own. Prints one JSON line::
+(straight through the store, in a few transactions), registers ``--projects`` workspaces as
+projects, then times mutations end to end through
+:class:`~patchbay.control.connectors.ConnectorService`: the store write, the re-projection of the
+sealed snapshots (every workspace for a global change, one for a project grant) and the committed
+listeners. Each mutation runs ``--repeat`` times, alternating so every run changes something; the
+first projection (a cold start of the process) is timed on its own. Prints one JSON line::
 
-    {"connectors", "tools", "build_s", "first_projection_ms", "mutations": {"toggle": {"p50_ms",
-     "max_ms"}, "grant": ..., "project_grant": ..., "settings": ...}, "snapshot_bytes", "written"}
+    {"connectors", "tools", "projects", "build_s", "first_projection_ms", "mutations": {"toggle":
+     {"p50_ms", "max_ms"}, "grant": ..., "project_grant": ..., "settings": ...}, "snapshot_bytes",
+     "written", "bare": {"mac_ms", "write_ms"}}
 
-``snapshot_bytes`` is the size of the file on disk (None when it was not written: ``written`` then
-holds the projection's reason).
+``snapshot_bytes`` is the size of one workspace's file on disk (None when it was not written:
+``written`` then holds the projection's reason). ``bare`` is the floor under one snapshot's
+write, measured in the same run on the same bytes and file system (p50 of ``--repeat``):
+``mac_ms`` one HMAC-SHA-256 over them, ``write_ms`` a plain ``open``/``write``/``fsync``/
+``rename``/``fsync`` of the directory.
 
 Usage::
 
-    .venv/bin/python benchmarks/control_scale.py [--connectors 1000] [--tools 100] [--repeat 5]
+    .venv/bin/python benchmarks/control_scale.py [--connectors 1000] [--tools 100] [--projects 1] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import hmac
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -91,10 +99,44 @@ def _timed(action: Callable[[], Any]) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def run(connectors: int, tools: int, repeat: int) -> dict[str, Any]:
+def _p50(action: Callable[[], Any], repeat: int) -> float:
+    return round(statistics.median(_timed(action) for _ in range(repeat)), 1)
+
+
+def bare(data: bytes, directory: Path, repeat: int) -> dict[str, float]:
+    """What one snapshot's bytes cost with nothing of Patchbay around them: the MAC and a durable
+    replace (the same steps :func:`patchbay.adapters.atomic.replace_file` takes)."""
+    key = os.urandom(32)
+    directory.mkdir()
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+
+    def write() -> None:
+        fd = os.open(directory / "bare.tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(directory / "bare.tmp", directory / "bare.json")
+        os.fsync(dir_fd)
+
+    try:
+        write()  # the first one creates the file the others replace, as a projection does
+        return {
+            "mac_ms": _p50(lambda: hmac.new(key, data, hashlib.sha256).hexdigest(), repeat),
+            "write_ms": _p50(write, repeat),
+        }
+    finally:
+        os.close(dir_fd)
+
+
+def run(connectors: int, tools: int, repeat: int, projects: int = 1) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="patchbay-scale-") as tmp:
-        home, workspace = Path(tmp) / "home", Path(tmp) / "workspace"
-        workspace.mkdir()
+        home = Path(tmp) / "home"
+        workspaces = [Path(tmp) / f"workspace{index}" for index in range(projects)]
+        workspace = workspaces[0]
+        for path in workspaces:
+            path.mkdir()
         settings = Settings(home=home)
         repo = open_store(settings)
         try:
@@ -103,6 +145,8 @@ def run(connectors: int, tools: int, repeat: int) -> dict[str, Any]:
             build(service, connectors, tools)
             build_s = time.perf_counter() - start
             project = service.queries.project(workspace)
+            for path in workspaces[1:]:
+                service.queries.project(path)
             first = _timed(lambda: service.projector.reproject())
             name = f"c{connectors // 2:04d}"
             mutations: dict[str, Callable[[int], Any]] = {
@@ -123,11 +167,13 @@ def run(connectors: int, tools: int, repeat: int) -> dict[str, Any]:
             return {
                 "connectors": connectors,
                 "tools": tools,
+                "projects": projects,
                 "build_s": round(build_s, 1),
                 "first_projection_ms": round(first, 1),
                 "mutations": figures,
                 "snapshot_bytes": path.stat().st_size if written is True else None,
                 "written": written,
+                "bare": bare(path.read_bytes(), Path(tmp) / "bare", repeat) if written is True else None,
             }
         finally:
             repo.close()
@@ -137,9 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--connectors", type=int, default=1000)
     parser.add_argument("--tools", type=int, default=100)
+    parser.add_argument("--projects", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.connectors, args.tools, args.repeat)))
+    print(json.dumps(run(args.connectors, args.tools, args.repeat, args.projects)))
     return 0
 
 

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from patchbay.adapters.store import open_store
 from patchbay.control import projection
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.credentials import parse_env
 from patchbay.core.errors import ConfigError
-from patchbay.core.models import ToolCacheEntry, ToolSummary
+from patchbay.core.models import ConnectorSettings, ToolCacheEntry, ToolSummary
 from patchbay.core.policy import decide_for
 from patchbay.runtime.calls.permissions import PermissionEngine
 from patchbay.runtime.snapshot import load_snapshot, snapshot_path
@@ -227,6 +228,109 @@ async def test_the_snapshot_holds_references_not_secrets_and_is_private(
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert (path.parent / ".gitignore").read_text().splitlines()[-1] == "*"
     assert sorted(p.name for p in path.parent.iterdir()) == [".gitignore", "mcp-runtime.json", "mcp-runtime.lock"]
+
+
+def test_the_snapshot_keeps_of_each_tool_its_name_and_risk_hint_only(
+    service: ConnectorService, workspace: Path
+) -> None:
+    add(service, "mail", workspace)
+    schema = {"type": "object", "properties": {"to": {"type": "string"}}}
+    cache(
+        service,
+        "mail",
+        [
+            ToolSummary(name="read", description="Reads", input_schema=schema, annotations={"readOnlyHint": True}),
+            ToolSummary(name="purge", annotations={"destructiveHint": True, "title": "Purge", "openWorldHint": False}),
+            ToolSummary(name="send", title="Send", annotations={"destructiveHint": False, "idempotentHint": True}),
+            ToolSummary(name="plain"),
+        ],
+    )
+    service.projector.project(service.queries.project(workspace))
+
+    assert snapshot_of(workspace)["servers"]["mail"]["tools"] == [
+        {"name": "read", "annotations": {"readOnlyHint": True}},
+        {"name": "purge", "annotations": {"destructiveHint": True}},
+        {"name": "send"},
+        {"name": "plain"},
+    ]
+
+
+def test_an_entry_encoded_for_one_project_is_reused_by_the_others(
+    service: ConnectorService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspaces = [tmp_path / name for name in ("a", "b", "c")]
+    for path in workspaces:
+        path.mkdir()
+        service.queries.project(path)
+    add(service, "one", workspaces[0])
+    add(service, "two", workspaces[0])
+    service.grant("two", "t", "allow", project=workspaces[1])
+    encoded: list[str] = []
+    fragment = projection._fragment
+
+    def counted(name: str, server):
+        encoded.append(name)
+        return fragment(name, server)
+
+    monkeypatch.setattr(projection, "_fragment", counted)
+    reads: list[int] = []
+    stamps = service.repository.connectors.stamps
+    monkeypatch.setattr(service.repository.connectors, "stamps", lambda: reads.append(1) or stamps())
+    service.set_enabled("one", False)
+    service.set_enabled("one", True)  # every workspace again, one encoding of "one" for all
+    assert encoded == ["one"]
+    assert len(reads) == 2  # once per change, not once per workspace: nothing moved in between
+    service.grant("two", "u", "deny")  # b's "two" has its own project grant: encoded apart
+    assert sorted(encoded[1:]) == ["two", "two"]
+    snapshots = [snapshot_of(path)["servers"] for path in workspaces]
+    assert [s["two"]["allowed_tools"] for s in snapshots] == [[], ["t"], []]
+    assert all(s["two"]["exclude_tools"] == ["u"] and s["one"] == snapshots[0]["one"] for s in snapshots)
+
+
+def test_a_fresh_projector_reads_many_connectors_at_once_and_then_only_what_changed(
+    service: ConnectorService, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = service.stdio_target(sys.executable, ["-c", "pass"], cwd=None, workspace=workspace)
+    names = [f"c{index:02d}" for index in range(40)]
+    service.repository.connectors.create_many(
+        [{"name": n, "display_name": n, "target": target, "settings": ConnectorSettings()} for n in names]
+    )
+    prj = service.queries.project(workspace)
+    fresh = projection.Projector(service.queries, home=service.settings.home)  # another process's
+    fresh.project(prj)
+    assert list(snapshot_of(workspace)["servers"]) == names
+
+    read: list[str] = []
+    get = service.repository.connectors.get
+
+    def counted(connector_id: str):
+        read.append(connector_id)
+        return get(connector_id)
+
+    monkeypatch.setattr(service.repository.connectors, "get", counted)
+    service.set_enabled("c07", False)  # the service's projector: a first projection, all at once
+    assert read == []
+    fresh.project(prj)
+    assert "c07" not in snapshot_of(workspace)["servers"] and len(snapshot_of(workspace)["servers"]) == 39
+    assert read == [service.get("c07").connector_id]  # fresh read only the one that changed
+
+
+def test_a_change_another_process_commits_between_two_projections_is_projected(
+    service: ConnectorService, tmp_path: Path
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for path in (a, b):
+        path.mkdir()
+        service.queries.project(path)
+    connector = add(service, "conn", a)
+    assert snapshot_of(b)["servers"]["conn"]["approval_mode"] == "ask"
+    other = open_store(service.settings)  # another process's store: it writes, nothing projects
+    try:
+        other.connectors.update_settings(connector.connector_id, connector.settings.revision, approval_mode="allow_all")
+    finally:
+        other.close()
+    service.projector.project(service.queries.project(b))
+    assert snapshot_of(b)["servers"]["conn"]["approval_mode"] == "allow_all"
 
 
 # -- re-projection --------------------------------------------------------------------------

@@ -14,9 +14,19 @@ import pytest
 
 from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ConfigError, NotFoundError, ToolCallError
+from patchbay.core.models import ToolSummary
+from patchbay.core.policy import risk_of
 from patchbay.runtime import Runtime
 from patchbay.runtime import snapshot as snapshot_module
-from patchbay.runtime.snapshot import load_snapshot, parse_snapshot, snapshot_path
+from patchbay.runtime.snapshot import (
+    load_snapshot,
+    parse_snapshot,
+    seal_snapshot,
+    seal_snapshot_parts,
+    snapshot_path,
+    snapshot_tool,
+    verify_snapshot,
+)
 from tests.support.snapshots import rogue_server, write_sealed_snapshot
 
 pytestmark = pytest.mark.anyio
@@ -337,3 +347,36 @@ def test_the_lifecycle_survives_the_snapshot(service: ConnectorService, workspac
     ):
         (server,) = config.servers
         assert server.options.lifecycle == lifecycle
+
+
+def test_a_body_sealed_in_parts_is_the_same_file_as_sealed_whole() -> None:
+    key, bound = os.urandom(32), {"project_id": "prj_0123456789abcdef", "workspace": "/w/ü"}
+    parts = [b'{"version":1,"servers":{', b'"a":{}', b",", b'"b":{}', b"}\n}\n"]
+    whole = seal_snapshot(b"".join(parts), key=key, **bound)
+
+    sealed = seal_snapshot_parts(parts, key=key, **bound)
+    assert b"".join(sealed) == whole and sealed[:-1] == parts[:-1]
+    assert verify_snapshot(whole, key=key, **bound) == b"".join(parts)
+    with pytest.raises(ValueError):  # the closing must be in the last part
+        seal_snapshot_parts([b'{"servers":{}\n}', b"\n"], key=key, **bound)
+    with pytest.raises(ValueError):
+        seal_snapshot_parts([], key=key, **bound)
+
+
+@pytest.mark.parametrize("read_only", [None, False, True, "yes", 0])
+@pytest.mark.parametrize("destructive", [None, False, True, 1])
+def test_a_snapshot_tool_keeps_its_name_and_exactly_the_risk_its_annotations_give(
+    read_only: object, destructive: object
+) -> None:
+    annotations = {"title": "T", "openWorldHint": True}
+    for hint, value in (("readOnlyHint", read_only), ("destructiveHint", destructive)):
+        if value is not None:
+            annotations[hint] = value
+    tool = ToolSummary(name="t", description="d", input_schema={"type": "object"}, annotations=annotations)
+
+    kept = snapshot_tool(tool)
+    assert kept.name == "t" and (kept.description, kept.input_schema) == (None, {})
+    assert risk_of(kept.annotations) == risk_of(tool.annotations)
+    assert kept.annotations in (None, {"readOnlyHint": True}, {"destructiveHint": True})
+    assert snapshot_tool(ToolSummary(name="bare")).annotations is None
+    assert snapshot_tool(kept) is kept  # already reduced: kept as it is

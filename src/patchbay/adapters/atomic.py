@@ -9,20 +9,28 @@ one, never a mix; a failed write leaves the old file and no temporary file behin
 
 Writers of one file take an exclusive ``flock`` on a sibling lock file first
 (:func:`lock_exclusive`), so the last writer to take it writes the newest state. The caller owns
-``dir_fd`` and the lock file's descriptor; paths are names inside the directory.
+``dir_fd`` and the lock file's descriptor; paths are names inside the directory. Content is
+bytes, or a sequence of bytes written one after another (``writev``) without joining them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import secrets
 import time
+from collections.abc import Sequence
 
-__all__ = ["lock_exclusive", "replace_file", "write_new"]
+__all__ = ["Content", "lock_exclusive", "replace_file", "write_new"]
 
 _LOCK_POLL_SECONDS = 0.01
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 16
+"""Most buffers one ``writev`` takes (POSIX guarantees at least 16)."""
+
+Content = bytes | Sequence[bytes]
+"""A file's whole content: bytes, or parts whose concatenation it is."""
 
 
 def lock_exclusive(fd: int, timeout: float) -> bool:
@@ -45,13 +53,13 @@ def lock_exclusive(fd: int, timeout: float) -> bool:
             time.sleep(_LOCK_POLL_SECONDS)  # another writer holds it
 
 
-def write_new(dir_fd: int, name: str, data: bytes, mode: int) -> None:
+def write_new(dir_fd: int, name: str, data: Content, mode: int) -> None:
     """Create ``name`` in ``dir_fd`` (never an existing file or symlink), write ``data``, fsync.
 
     Args:
         dir_fd: an open directory.
         name: a file name inside it.
-        data: the whole content.
+        data: the whole content (:data:`Content`).
         mode: the file's permission bits, set exactly (whatever the umask).
 
     Raises:
@@ -60,22 +68,37 @@ def write_new(dir_fd: int, name: str, data: bytes, mode: int) -> None:
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
     try:
         os.fchmod(fd, mode)  # exactly this mode, whatever the umask
-        with os.fdopen(fd, "wb", closefd=False) as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        _write_all(fd, (data,) if isinstance(data, bytes) else data)
+        os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def replace_file(dir_fd: int, name: str, data: bytes, mode: int, *, strict_dir_sync: bool = True) -> None:
+def _write_all(fd: int, parts: Sequence[bytes]) -> None:
+    """Write ``parts`` in order to ``fd``, as few ``writev`` calls as the kernel allows."""
+    pending = [memoryview(part) for part in parts if part]
+    first = 0
+    while first < len(pending):
+        written = os.writev(fd, pending[first : first + _IOV_MAX])
+        if written == 0:  # a regular file takes at least one byte or raises (ENOSPC, EIO)
+            raise OSError(errno.EIO, "the write made no progress")
+        while written:  # a short write: skip what went out, resume inside the part it stopped in
+            size = len(pending[first])
+            if written < size:
+                pending[first] = pending[first][written:]
+                break
+            written -= size
+            first += 1
+
+
+def replace_file(dir_fd: int, name: str, data: Content, mode: int, *, strict_dir_sync: bool = True) -> None:
     """Atomically replace ``name`` in ``dir_fd`` with ``data``: a temporary ``.<name>.<hex>.tmp``,
     fsync, rename over ``name``, fsync of the directory.
 
     Args:
         dir_fd: an open directory (the caller keeps it open and closes it).
         name: the target's file name inside it.
-        data: the whole new content.
+        data: the whole new content (:data:`Content`).
         mode: the new file's permission bits.
         strict_dir_sync: when false, a failing fsync of the directory after the rename is ignored
             (the new content is already in place; only the rename's durability is at stake).

@@ -60,6 +60,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import pydantic
+
 from patchbay.adapters.atomic import lock_exclusive, replace_file, write_new
 from patchbay.adapters.snapshot_key import load_or_create_key
 from patchbay.control.queries import ConnectorQueries, ScopeGrants, catalog_fingerprint, runtime_server
@@ -82,8 +84,9 @@ from patchbay.runtime.snapshot import (
     SNAPSHOT_VERSION,
     RuntimeSnapshot,
     SnapshotServer,
-    seal_snapshot,
+    seal_snapshot_parts,
     snapshot_path,
+    snapshot_tool,
 )
 from patchbay.runtime.snapshot import runtime_server as snapshot_runtime_server
 
@@ -167,11 +170,7 @@ def project_server(server: RuntimeServer) -> tuple[str, SnapshotServer]:
         approve_tools=True if settings.approval_mode != "allow_all" else tuple(asked),
         allowed_tools=tuple(allowed),
         project_overrides=tuple(overrides),
-        tools=tuple(
-            ToolSummary(name=t.name, annotations=t.annotations)
-            for t in server.tools
-            if is_visible(t.name, settings.include_tools, exclude)
-        ),
+        tools=tuple(snapshot_tool(t) for t in server.tools if is_visible(t.name, settings.include_tools, exclude)),
         global_resource_grant=server.global_resource_grant,
         project_resource_grant=server.project_resource_grant,
         global_prompt_grants=_prompt_grants(server.global_prompt_grants),
@@ -197,32 +196,38 @@ def build_snapshot(config: RuntimeConfig, *, generated_at: int) -> RuntimeSnapsh
     )
 
 
-_TOOL_DEFAULTS = {"tools": {"__all__": {"title", "description", "input_schema", "output_schema"}}}
-"""Tool fields the snapshot leaves out: always their defaults there (:func:`project_server` keeps a
-tool's name and annotations, all a runtime reads before it connects)."""
+_TOOLS = pydantic.TypeAdapter(tuple[ToolSummary, ...])
+_TOOL_DEFAULTS = {"__all__": {"title", "description", "input_schema", "output_schema"}}
+"""Tool fields a snapshot leaves out: always their defaults there (:func:`project_server` keeps a
+tool's name and risk hint, all a runtime reads before it connects; :func:`snapshot_tool`)."""
 
 
 def _fragment(name: str, server: SnapshotServer) -> bytes:
-    """One ``"name":{...}`` member of ``servers``, compact JSON."""
-    return (
-        json.dumps(name, ensure_ascii=False).encode("utf-8")
-        + b":"
-        + server.model_dump_json(exclude=_TOOL_DEFAULTS).encode("utf-8")
-    )
+    """One ``"name":{...}`` member of ``servers``, compact JSON; a tool without annotations is
+    written as ``{"name": ...}`` alone (most tools, and a catalog is most of a snapshot)."""
+    entry = server.model_dump_json(exclude={"tools"}).encode("utf-8")
+    tools = _TOOLS.dump_json(server.tools, exclude=_TOOL_DEFAULTS, exclude_none=True)
+    return json.dumps(name, ensure_ascii=False).encode("utf-8") + b":" + entry[:-1] + b',"tools":' + tools + b"}"
 
 
-def _body(project_id: str, generated_at: int, fragments: Iterable[bytes]) -> bytes:
-    """The snapshot document (compact JSON) from its ``servers`` members, laid out as
-    :func:`~patchbay.runtime.snapshot.seal_snapshot` takes it (closing brace on its own line)."""
+def _body(project_id: str, generated_at: int, fragments: Iterable[bytes]) -> list[bytes]:
+    """The snapshot document (compact JSON) in parts, from its ``servers`` members, laid out as
+    :func:`~patchbay.runtime.snapshot.seal_snapshot_parts` takes it (closing brace on its own line)."""
     head = json.dumps(
         {"version": SNAPSHOT_VERSION, "project_id": project_id, "generated_at": generated_at}, separators=(",", ":")
     )
-    return head[:-1].encode("utf-8") + b',"servers":{' + b",".join(fragments) + b"}\n}\n"
+    parts = [head[:-1].encode("utf-8") + b',"servers":{']
+    for fragment in fragments:
+        if len(parts) > 1:
+            parts.append(b",")
+        parts.append(fragment)
+    parts.append(b"}\n}\n")
+    return parts
 
 
-def _sealed(body: bytes, *, project_id: str, home: Path, workspace: Path) -> bytes:
-    data = seal_snapshot(body, key=load_or_create_key(home), project_id=project_id, workspace=str(workspace))
-    if len(data) > MAX_SNAPSHOT_BYTES:
+def _sealed(body: list[bytes], *, project_id: str, home: Path, workspace: Path) -> list[bytes]:
+    data = seal_snapshot_parts(body, key=load_or_create_key(home), project_id=project_id, workspace=str(workspace))
+    if sum(map(len, data)) > MAX_SNAPSHOT_BYTES:
         raise ConfigError("snapshot", f"the projection is larger than {MAX_SNAPSHOT_BYTES} bytes; not written")
     return data
 
@@ -276,7 +281,7 @@ def _snapshot_dir(root: Path) -> Iterator[int]:
         os.close(dir_fd)
 
 
-def _locked_write(root: Path, project_id: str, make: Callable[[], bytes], *, home: Path) -> Path:
+def _locked_write(root: Path, project_id: str, make: Callable[[], list[bytes]], *, home: Path) -> Path:
     """Under the workspace lock, build the snapshot document with ``make()`` and replace the file
     with it, sealed with ``home``'s snapshot key for ``project_id`` and the canonical workspace ``root``."""
     with _snapshot_dir(root) as dir_fd:
@@ -366,6 +371,9 @@ class ProjectionReport:
 
 
 _Stamp = tuple[int, str, int, int]
+_BULK_READ = 32
+"""Above this many connectors changed since the last projection (and a quarter of them all),
+they are read in one query rather than one by one."""
 
 
 @dataclass(slots=True)
@@ -394,9 +402,10 @@ class Projector:
         report = projector.reproject("prj_0123456789abcdef")                   # only that one
 
     Each projection reads the connectors, the grants in the project's scope and the stamps of
-    the cached catalogs (a few queries whatever their number); a connector whose row, grants and
-    catalog stamp are what its last projection saw keeps its encoded entry, and a catalog is
-    parsed again only when its stamp changed. Writers in other processes are seen the same way,
+    the cached catalogs (a few queries whatever their number; the connectors and stamps only when
+    the store's change counter moved since they were last read); a connector whose row, grants and
+    catalog stamp are what its last projection (of this project or another) saw keeps its encoded
+    entry, and a catalog is parsed again only when its stamp changed. Writers in other processes are seen the same way,
     since everything is compared against the store as committed now.
 
     Args:
@@ -416,22 +425,46 @@ class Projector:
         """connector id → (stamp, fresh catalog reduced to what a snapshot keeps)."""
         self._connectors: dict[str, tuple[tuple[int, int], Connector]] = {}
         """connector id → ((revision, settings revision), the connector as read then)."""
+        self._alike: tuple[int, list[Connector], dict[str, _Stamp]] | None = None
+        """(store change counter, enabled connectors, catalog stamps) as read at that count."""
+
+    def _committed_alike(self) -> tuple[list[Connector], dict[str, _Stamp]]:
+        """The enabled connectors (by name) and the catalog stamps as committed now: what every
+        project reads alike, so read again only once the store's change counter moved (the
+        projections of the workspaces after one global change read it once)."""
+        repository = self.queries.repository
+        version = repository.state_version()  # before the reads: a commit during them moves it
+        with self._lock:
+            alike = self._alike
+        if alike is not None and alike[0] == version:
+            return alike[1], alike[2]
+        connectors = [c for c in self._current_connectors() if c.settings.enabled]
+        stamps = repository.tool_cache.stamps()
+        with self._lock:
+            self._alike = (version, connectors, stamps)
+        return connectors, stamps
 
     def _current_connectors(self) -> list[Connector]:
-        """Every connector as committed now, by name; only those whose revisions moved are read."""
+        """Every connector as committed now, by name; only those whose revisions moved are read
+        (one by one, or all in one query when most did, as on a process's first projection)."""
         repository = self.queries.repository
         stamps = repository.connectors.stamps()
         with self._lock:
             known = dict(self._connectors)
-        current: dict[str, tuple[tuple[int, int], Connector]] = {}
-        for connector_id, stamp in stamps.items():
-            seen = known.get(connector_id)
-            if seen is None or seen[0] != stamp:
+        moved = [cid for cid, stamp in stamps.items() if (seen := known.get(cid)) is None or seen[0] != stamp]
+        if len(moved) > max(_BULK_READ, len(stamps) // 4):
+            # Stamped with what each row says, not the earlier stamps: a row changed in between
+            # is then read again next time.
+            current = {c.connector_id: ((c.revision, c.settings.revision), c) for c in repository.connectors.list_all()}
+        else:
+            current = {cid: known[cid] for cid in stamps if cid in known}
+            for connector_id in moved:
                 try:
-                    seen = (stamp, repository.connectors.get(connector_id))
+                    connector = repository.connectors.get(connector_id)
                 except NotFoundError:
+                    current.pop(connector_id, None)
                     continue  # removed since the stamps were read
-            current[connector_id] = seen
+                current[connector_id] = ((connector.revision, connector.settings.revision), connector)
         with self._lock:
             self._connectors = current
         return sorted((c for _, c in current.values()), key=lambda c: c.name)
@@ -447,20 +480,18 @@ class Projector:
             and entry.config_revision == connector.revision
             and entry.fingerprint == catalog_fingerprint(connector)
         )
-        tools = (
-            tuple(ToolSummary(name=t.name, annotations=t.annotations) for t in entry.tools) if fresh and entry else ()
-        )
+        tools = tuple(map(snapshot_tool, entry.tools)) if fresh and entry else ()
         with self._lock:
             self._catalogs[connector.connector_id] = (stamp, tools)
         return tools
 
     def _pieces_of(self, project: Project) -> list[_Piece]:
         """``project``'s entries as committed now, by connector name; unchanged ones reused."""
-        connectors = [c for c in self._current_connectors() if c.settings.enabled]
+        connectors, stamps = self._committed_alike()
         grants = self.queries.scope_grants(project)
-        stamps = self.queries.repository.tool_cache.stamps()
         with self._lock:
             before = self._pieces.get(project.project_id, {})
+            others = [known for prj, known in self._pieces.items() if prj != project.project_id]
         pieces: dict[str, _Piece] = {}
         for connector in connectors:
             cid = connector.connector_id
@@ -468,6 +499,10 @@ class Projector:
             key = (connector, grants.get(cid, ()), stamp)
             piece = before.get(cid)
             if piece is None or piece.key != key:
+                # A connector without project grants reads alike in every project: encode a global
+                # change once, not once per workspace.
+                piece = next((p for known in others if (p := known.get(cid)) is not None and p.key == key), None)
+            if piece is None:
                 fresh = (
                     stamp is not None and stamp[0] == connector.revision and stamp[1] == catalog_fingerprint(connector)
                 )
@@ -496,7 +531,7 @@ class Projector:
         if not root.is_dir() or os.path.realpath(root) != project.path:
             raise ConfigError("project", f"the workspace {project.path} no longer exists (or moved)")
 
-        def body() -> bytes:
+        def body() -> list[bytes]:
             pieces = self._pieces_of(project)
             return _body(project.project_id, self.clock(), (p.fragment for p in pieces))
 

@@ -23,7 +23,6 @@ from patchbay.core.models import (
     Connector,
     ConnectorTarget,
     GrantDecision,
-    GrantKind,
     ProbeOutcome,
     Project,
     RuntimeConfig,
@@ -266,17 +265,12 @@ class ConnectorQueries:
 
     def scope_grants(self, project: Project) -> dict[str, ScopeGrants]:
         """Every grant that applies in ``project``'s scope (global ones and the project's), by
-        connector id; a connector without grants has no entry. Six ``SELECT``s whatever the number
+        connector id; a connector without grants has no entry. Two ``SELECT``s whatever the number
         of connectors."""
         found: dict[str, list[tuple[str, str, str, GrantDecision]]] = {}
-        kind: GrantKind
-        for kind in ("tool", "resource", "prompt"):
-            for scope, grants in (
-                ("global", self.repository.grants.list_global(kind=kind)),
-                ("project", self.repository.grants.list_for_project(project.project_id, kind=kind)),
-            ):
-                for g in grants:
-                    found.setdefault(g.connector_id, []).append((scope, kind, g.tool_name, g.decision))
+        for g in self.repository.grants.in_scope(project.project_id):
+            scope = "global" if g.project_id is None else "project"
+            found.setdefault(g.connector_id, []).append((scope, g.kind, g.tool_name, g.decision))
         return {connector_id: tuple(sorted(items)) for connector_id, items in found.items()}
 
     def runtime_config(self, workspace: Path | Project) -> RuntimeConfig:

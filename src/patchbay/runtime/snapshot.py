@@ -24,7 +24,8 @@ The file (version 1; shown indented, written as compact JSON)::
           "approve_tools": ["send_mail"],             # true for ask/custom; exact Ask names for allow_all
           "allowed_tools": ["get_issue"],             # exact explicit Allow names (global or project)
           "project_overrides": ["get_issue"],         # which explicit entries came from the project
-          "tools": [...]                              # the cached catalog of the visible tools
+          "tools": [{"name": "get_issue", "annotations": {"readOnlyHint": true}}, {"name": "send_mail"}]
+                                                      # the visible cached tools: name, risk hint
         }
       },
       "mac": "hmac-sha256:<64 hex digits>"           # always the last member
@@ -60,6 +61,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
@@ -84,6 +86,7 @@ from patchbay.core.models import (
 )
 from patchbay.core.names import validate_connector_name
 from patchbay.core.oauth import oauth_from_config
+from patchbay.core.policy import risk_of
 from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target
 
 __all__ = [
@@ -97,8 +100,10 @@ __all__ = [
     "parse_snapshot",
     "runtime_server",
     "seal_snapshot",
+    "seal_snapshot_parts",
     "snapshot_config",
     "snapshot_path",
+    "snapshot_tool",
     "verify_snapshot",
 ]
 
@@ -117,6 +122,30 @@ _Pattern = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
 def snapshot_path(workspace: Path | str) -> Path:
     """``<workspace>/.patchbay/mcp-runtime.json`` (the path is not resolved or checked)."""
     return Path(workspace) / SNAPSHOT_DIR / SNAPSHOT_FILE
+
+
+_RISK_HINTS: Final[dict[str, dict[str, Any]]] = {
+    "read": {"readOnlyHint": True},
+    "destructive": {"destructiveHint": True},
+}
+
+
+_KEPT_FIELDS: Final = frozenset({"name", "annotations"})
+
+
+def snapshot_tool(tool: ToolSummary) -> ToolSummary:
+    """What a snapshot keeps of a cached tool: its name (bare names route before the server is
+    connected) and the one annotation that sets its risk, if any.
+
+    The runtime reads a cached tool's annotations only through
+    :func:`~patchbay.core.policy.risk_of`, so ``risk_of(snapshot_tool(t).annotations) ==
+    risk_of(t.annotations)`` and every decision from the snapshot is the same; a tool whose
+    annotations claim nothing keeps none (``annotations`` None).
+    """
+    hints = _RISK_HINTS.get(risk_of(tool.annotations))
+    if tool.annotations == hints and tool.model_fields_set <= _KEPT_FIELDS:
+        return tool  # already what a snapshot keeps (a projection reduces each catalog once)
+    return ToolSummary(name=tool.name, annotations=dict(hints) if hints is not None else None)
 
 
 class _Strict(BaseModel):
@@ -154,8 +183,8 @@ class SnapshotServer(_Strict):
     """Names in ``allowed_tools``/``approve_tools`` whose decision comes from the project's grant
     rather than a global one; attribution for events only, it grants nothing."""
     tools: tuple[ToolSummary, ...]
-    """The cached catalog's visible tools, name and annotations only: names route bare tool names
-    before the server is connected, annotations feed risk and the destructive rule."""
+    """The cached catalog's visible tools as :func:`snapshot_tool` keeps them: names route bare
+    tool names before the server is connected, the risk hint feeds risk and the destructive rule."""
     global_resource_grant: GrantDecision | None = None
     """The connector's resource-read grants, global and the project's, as stored: resource reads
     are their own key space, so they are never spelled as a tool name in the lists above."""
@@ -273,12 +302,15 @@ _BODY_END = b"\n}\n"
 _TRAILER = re.compile(rb',\n  "mac": "hmac-sha256:([0-9a-f]{64})"\n}\n\Z')
 
 
-def _mac(body: bytes, *, key: bytes, project_id: str, workspace: str) -> str:
+def _mac(parts: Iterable[bytes], *, key: bytes, project_id: str, workspace: str) -> str:
     # The project and the canonical workspace path are bound in, as a JSON array (unambiguous
     # whatever characters the path holds): a signed snapshot copied into another workspace, or
     # signed for another project, does not verify there.
     context = json.dumps([_MAC_CONTEXT, project_id, workspace], ensure_ascii=True).encode("ascii") + b"\n"
-    return hmac.new(key, context + body, hashlib.sha256).hexdigest()
+    mac = hmac.new(key, context, hashlib.sha256)
+    for part in parts:
+        mac.update(part)
+    return mac.hexdigest()
 
 
 def seal_snapshot(body: bytes, *, key: bytes, project_id: str, workspace: str) -> bytes:
@@ -298,10 +330,29 @@ def seal_snapshot(body: bytes, *, key: bytes, project_id: str, workspace: str) -
     Raises:
         ValueError: ``body`` is not laid out that way (a programming error, not user input).
     """
-    if not body.endswith(_BODY_END):
+    return b"".join(seal_snapshot_parts((body,), key=key, project_id=project_id, workspace=workspace))
+
+
+def seal_snapshot_parts(parts: Sequence[bytes], *, key: bytes, project_id: str, workspace: str) -> list[bytes]:
+    """:func:`seal_snapshot` of ``b"".join(parts)``, left in parts: the same file bytes, never
+    joined, for a writer that writes them one after another (a snapshot of many connectors is
+    megabytes; each copy of it costs as much as its MAC).
+
+    Args:
+        parts: the body in pieces; the last one holds the whole closing ``"\\n}\\n"``.
+        key / project_id / workspace: as for :func:`seal_snapshot`.
+
+    Returns:
+        ``parts`` with the last one replaced by its sealed end (the other parts are the same objects).
+
+    Raises:
+        ValueError: the last part does not end the body that way (or there is none).
+    """
+    if not parts or not parts[-1].endswith(_BODY_END):
         raise ValueError("a snapshot body must end with a closing brace on its own line")
-    mac = _mac(body, key=key, project_id=project_id, workspace=workspace)
-    return body[: -len(_BODY_END)] + f',\n  "mac": "{_MAC_SCHEME}:{mac}"\n}}\n'.encode("ascii")
+    mac = _mac(parts, key=key, project_id=project_id, workspace=workspace)
+    end = parts[-1][: -len(_BODY_END)] + f',\n  "mac": "{_MAC_SCHEME}:{mac}"\n}}\n'.encode("ascii")
+    return [*parts[:-1], end]
 
 
 def verify_snapshot(data: bytes, *, key: bytes, project_id: str, workspace: str) -> bytes:
@@ -321,7 +372,7 @@ def verify_snapshot(data: bytes, *, key: bytes, project_id: str, workspace: str)
             "is not signed by this data home's control plane; refusing it (re-project the workspace)",
         )
     body = data[: found.start()] + _BODY_END
-    expected = _mac(body, key=key, project_id=project_id, workspace=workspace).encode("ascii")
+    expected = _mac((body,), key=key, project_id=project_id, workspace=workspace).encode("ascii")
     if not hmac.compare_digest(expected, found.group(1)):
         raise ConfigError(
             "snapshot",

@@ -28,6 +28,7 @@ from patchbay.core.models import (
     SocketTarget,
     StdioTarget,
     ToolCacheEntry,
+    ToolGrant,
     ToolSummary,
 )
 
@@ -397,6 +398,22 @@ def test_tool_resource_and_prompt_grants_are_separate_key_spaces(any_repo: Repos
     assert any_repo.grants.list_global(cid, kind="resource") == [reads]
     assert any_repo.grants.clear_for_project(project.project_id, cid, "*") is False
     assert any_repo.grants.clear_for_project(project.project_id, cid, "*", kind="resource") is True
+
+
+def test_the_grants_in_a_projects_scope_are_the_global_ones_and_its_own_of_every_kind(
+    any_repo: Repository, tmp_path: Path
+) -> None:
+    cid = any_repo.connectors.create("evil", "Evil", STDIO).connector_id
+    here, there = any_repo.projects.ensure(tmp_path / "a"), any_repo.projects.ensure(tmp_path / "b")
+    tool = any_repo.grants.set_global(cid, "t", "allow")
+    prompt = any_repo.grants.set_global(cid, "*", "deny", kind="prompt")
+    local = any_repo.grants.set_for_project(here.project_id, cid, "*", "ask", kind="resource")
+    any_repo.grants.set_for_project(there.project_id, cid, "t", "deny")
+
+    def key(grant: ToolGrant) -> tuple[str, str, str]:
+        return (grant.project_id or "", grant.kind, grant.tool_name)
+
+    assert sorted(any_repo.grants.in_scope(here.project_id), key=key) == sorted([tool, prompt, local], key=key)
 
 
 def test_grants_a_key_space_cannot_hold_are_refused(sqlite_repo: Repository) -> None:

@@ -139,6 +139,15 @@ class GrantStore:
         with self._tx.read() as conn:
             return [grant_from_row(row) for row in conn.execute(query).mappings()]
 
+    def in_scope(self, project_id: str) -> list[ToolGrant]:
+        """Every grant of every kind that applies in ``project_id``'s scope: the global ones, then
+        the project's; one read transaction of two ``SELECT``s whatever the number of connectors."""
+        with self._tx.read() as conn:
+            rows = [*conn.execute(select(mcp_global_tool_grants)).mappings()]
+            t = mcp_project_tool_grants
+            rows += conn.execute(select(t).where(t.c.project_id == project_id)).mappings()
+        return [grant_from_row(row) for row in rows]
+
     def _values(self, connector_id: str, tool_name: str, decision: str, kind: str) -> dict[str, Any]:
         kind = check_choice("kind", kind, GRANT_KINDS)
         name = check_text("tool_name", tool_name)
