@@ -1,28 +1,18 @@
 """The credential store: ``<data home>/credentials.json``, mode 0600 (DESIGN.md "Where things
 live").
 
-File contract:
-
-* one JSON document ``{"version": 1, "credentials": [record, ...]}``; a record is a
-  :class:`~patchbay.core.credentials.Credential` plus ``value`` (a managed credential's value: a
-  string, or an object for an OAuth token bundle). An ``environment`` credential stores only its
-  variable's NAME, never a value;
-* every change is read-modify-write under an exclusive ``fcntl.flock`` on the sibling
-  ``credentials.json.lock`` (so concurrent writers, threads or processes, never lose an update),
-  and the file is replaced atomically: a temporary file in the same directory (mode 0600),
-  ``fsync``, ``os.replace``, then ``fsync`` of the directory. Readers need no lock: they see the
-  old document or the new one, never a mix;
-* :meth:`CredentialStore.transaction` holds that lock across several steps (a store write and
-  the database commit that references it), so no other writer, and no repair pass, ever sees one
-  without the other;
-* the file is opened with ``O_NOFOLLOW`` (a symlink planted in its place is refused) and a file
-  found readable by others is put back to 0600.
+:class:`CredentialStore` reads and writes the JSON document of credential records (a managed
+credential's value included; an ``environment`` credential only names its variable) under an
+exclusive file lock, replacing the file atomically; :meth:`CredentialStore.transaction` holds the
+lock across a store write and the database commit that references it.
 
 Errors: an unreadable or corrupt store, or a lock held past :data:`LOCK_TIMEOUT`, raises
 :class:`~patchbay.core.errors.CanonicalStateUnavailable` (``canonical_state_unavailable``) from
 control-plane methods, and :class:`~patchbay.core.errors.CredentialUnavailable`
 (``auth_required``, problem ``unreadable``) from :meth:`CredentialStore.resolve`; an unknown id is
 ``NotFoundError`` (``not_found``). No message ever quotes a value.
+
+Design: docs/credentials.md (the file contract)
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """The snapshot key: ``<data home>/snapshot.key``, 32 random bytes, mode 0600.
 
-The control plane signs every runtime snapshot it writes with this key and a runtime verifies the
-snapshot with it before using anything in it (:mod:`patchbay.runtime.snapshot`). The key lives in
-the data home, not in the workspace: whatever can write the workspace (every stdio server runs
-there) cannot read or replace it, so it cannot forge a snapshot. A runtime in another process of
-the same user reads the same key from the same data home.
-
-File rules (those of the credential store, :mod:`patchbay.adapters.credentials`):
-
-* created atomically on first use: the bytes go to a temporary file (0600, fsynced) that is then
-  hard-linked to ``snapshot.key``; a link never replaces an existing file, so two processes
-  creating it at once end up with one key, and no reader ever sees a partial key;
-* opened with ``O_NOFOLLOW``: a symlink in its place is refused, never followed;
-* a key found readable or writable by others is put back to 0600;
-* a key that is not a regular file of exactly :data:`KEY_BYTES` bytes is refused, never replaced
-  (replacing it would silently invalidate every snapshot and hide the tampering).
+The control plane signs every runtime snapshot with this key and a runtime verifies it before use
+(:mod:`patchbay.runtime.snapshot`). The key is created atomically on first use, opened with
+``O_NOFOLLOW``, put back to 0600 when others may read it, and refused (never replaced) when it is
+not a regular file of exactly :data:`KEY_BYTES` bytes.
 
 Errors are :class:`~patchbay.core.errors.ConfigError` (``invalid_config``, field
 ``snapshot_key``); no message quotes key bytes.
+
+Design: docs/security.md
 """
 
 from __future__ import annotations

@@ -1,31 +1,14 @@
 """The credential service: bindings of connectors to credentials, and the credentials themselves.
 
-The control plane is the only writer of the credential store (DESIGN.md "Layers"); values enter here
-and leave only through :meth:`patchbay.adapters.credentials.CredentialStore.resolve` at connect
-time.
+The control plane is the only writer of the credential store; values enter here and leave only
+through :meth:`patchbay.adapters.credentials.CredentialStore.resolve` at connect time. A binding
+request (:class:`BindingSpec`) is parsed from ``--env``, ``--header`` and ``--bearer`` values by
+:func:`parse_env`, :func:`parse_header` and :func:`parse_bearer` (``VALUE``, ``@env:VAR``,
+``@credential:ID``; ``@@`` escapes a leading ``@``). :class:`CredentialService` applies bindings,
+deletes credentials nothing binds any more, and :meth:`CredentialService.repair` cleans up after a
+crash.
 
-What a binding request looks like (:class:`BindingSpec`, parsed from the command line by
-:func:`parse_env`, :func:`parse_header` and :func:`parse_bearer`)::
-
-    --env KEY=VALUE              a managed credential owned by the connector, delivered as $KEY
-    --env KEY=@env:VAR           an environment reference: Patchbay's $VAR, read at connect time
-    --env KEY=@credential:ID     a credential the connector owns or that was shared with it
-    --header 'Name: VALUE'       the same for an HTTP header (VALUE may be @env:/@credential: too)
-    --bearer VALUE               Authorization: Bearer VALUE (or @env:VAR, @credential:ID)
-
-A value that starts with ``@`` is written ``@@…``. Rules:
-
-* binding a managed value to a place the connector already fills with a credential it owns
-  changes that credential's value in place (same id, no connector revision change);
-* a credential a connector no longer binds, that it owns and that no other connector binds, is
-  deleted; removing a connector deletes every credential it owns (addendum 2026-09-07);
-* changes to the store and the database are compensated: when the database write fails, the store is
-  put back as it was;
-* crash consistency: a change writes the store first and then commits the database, both under
-  the store's lock (:meth:`~patchbay.adapters.credentials.CredentialStore.transaction`), so a
-  crash between them leaves at worst credentials no connector refers to. :meth:`CredentialService.repair`,
-  run whenever a service opens the store, deletes those whose owning connector does not exist
-  and reports (never deletes) connectors bound to a credential that is missing.
+Design: docs/credentials.md (the binding syntax and rules, compensation and crash consistency)
 """
 
 from __future__ import annotations

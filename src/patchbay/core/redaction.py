@@ -2,39 +2,11 @@
 
 Applied to every text Patchbay stores or prints that could carry a secret: session event payloads,
 stderr tails, probe results, error messages, CLI output and Python log records
-(:class:`RedactingFilter`). It is a safety net, not the primary defence: secrets are kept out by
-reference in the first place.
-
-What is masked (the name stays visible, only the value becomes ``[REDACTED]``):
-
-* header values of ``Authorization``/``Proxy-Authorization`` (the scheme stays:
-  ``Authorization: Bearer [REDACTED]``) and ``Cookie``/``Set-Cookie``, in header, JSON
-  (``"Cookie": "..."``), Python-repr and ``name=value`` form;
-* values of keys named like a secret (``*token*``, ``*secret*``, ``*password*``, ``*api_key*``,
-  ``*credential*``, ``*private_key*``, ``*access_key*``) in ``k=v``, ``k: v`` and ``"k": "v"``
-  form, URL query values of such keys (``?access_token=...``) included;
-* the OAuth ``code``/``state`` (and ``oauth_verifier``, ``sig``/``signature``) query values of
-  URLs such as callback URLs (``?code=...&state=...``);
-* well-known key shapes: ``sk-…``/``pk-…``/``rk-…``, Stripe ``sk_live_…``, GitHub ``ghp_…``
-  (``gho_``/``ghu_``/``ghs_``/``ghr_``) and ``github_pat_…``, GitLab ``glpat-…``, Slack
-  ``xox?-…``/``xapp-…``, AWS access key ids (``AKIA…``/``ASIA…``), Google ``AIza…`` keys, JWTs
-  (``eyJ….….…``) and ``Bearer``/``Basic`` credentials anywhere;
-* URL userinfo with a password (``https://user:pw@host`` → ``https://[REDACTED]@host``);
-* an input a pydantic validation error quotes cut in the middle (``input_value='ab...yz'``),
-  whose pieces no other rule would recognise;
-* the exact value of every secret the process knows: the ``known_secrets`` a caller passes and
-  every value given to :func:`register_secret` (configured credential values, registered when the
-  credential store is opened, and transient ones such as rotated OAuth tokens), also in their
-  URL-encoded and JSON-escaped forms. Values shorter than :data:`MIN_SECRET_LENGTH` and common
-  configuration words (``production``, ``localhost``…) are never masked by value: they would
-  mask ordinary text. Identifiers a caller names in ``keep`` (connector names in events) are
-  never masked by such a value.
-
-Cost: a rule's regex only runs when a cheap substring test says it could match, and every pattern
-is linear in the length of the text, so hostile input cannot make it quadratic.
-
-Every rule is idempotent, so redacted text is a fixed point: ``redact_text(redact_text(t)) ==
-redact_text(t)`` (the event log relies on it).
+(:class:`RedactingFilter`). Header values, values of secret-named keys, OAuth callback parameters,
+well-known key shapes, URL passwords and the exact value of every secret the process knows
+(:func:`register_secret`, ``known_secrets``) become ``[REDACTED]``; the name stays visible. Values
+shorter than :data:`MIN_SECRET_LENGTH` are never masked by value. Every rule is linear in the text
+and idempotent: ``redact_text(redact_text(t)) == redact_text(t)``.
 
 Design: docs/security.md
 """

@@ -1,31 +1,15 @@
 """Authorization code + PKCE S256 on the SDK's ``OAuthClientProvider``, behind Patchbay's egress
 guard and token rules.
 
-Discovery (protected-resource and authorization-server metadata), the strict issuer check,
-dynamic client registration or CIMD, PKCE, RFC 8707 ``resource``, scope selection and step-up
-are the SDK's. What :class:`PatchbayOAuthProvider` adds around its flow:
+The SDK does discovery, the issuer check, client registration, PKCE, ``resource`` and scopes.
+:class:`PatchbayOAuthProvider` adds: egress through
+:class:`~patchbay.adapters.oauth.guarded.GuardedFlow`; grants pinned to the connector's origin and
+the issuing authorization server; no login without an :data:`Authorizer` (a 401 or step-up 403
+raises :class:`~patchbay.core.errors.AuthorizationRequired` /
+:class:`~patchbay.core.errors.AuthorizationExpired`), and at most ``max_authorizations`` logins per
+connection with one; single-flight refresh; and same-origin issuers for 2025-03-26 servers.
 
-* **Egress**: as every provider here, through :class:`~patchbay.adapters.oauth.guarded.GuardedFlow`
-  (see :mod:`patchbay.adapters.oauth.guarded`, also home of the machine-to-machine grants): OAuth
-  requests reach only the resource, the authorization server the metadata names (the pinned one
-  once a grant exists) and its issuer-checked endpoints, each tagged for the egress audit.
-* **Pinning**: a grant is bound to the connector URL's origin (the storage ignores a bundle of
-  another origin) and to the authorization server that issued it: a different server in the
-  metadata voids the grant (a runtime then reports ``auth_required``).
-* **No surprise logins**: without an :data:`Authorizer` (a runtime with nobody to ask) a 401 or a
-  step-up 403 raises :class:`~patchbay.core.errors.AuthorizationRequired` /
-  :class:`~patchbay.core.errors.AuthorizationExpired` instead of starting a login; with one, at
-  most ``max_authorizations`` logins happen per connection (the SDK itself has no cap).
-* **Refresh**: single-flight per credential (one lock per connector per event loop; the store is
-  read again under it, so a refresh done meanwhile is reused); a refused refresh token
-  (``invalid_grant``) voids the grant (``needs_auth``); a transient failure (HTTP 429/5xx, a
-  network error) keeps it. A stored token's expiry survives restarts, so an expired token is
-  refreshed rather than sent.
-* **2025-03-26 servers**: without protected-resource metadata the SDK reads the server origin's
-  authorization-server metadata and insists its ``issuer`` be that origin; 2025-03-26 servers
-  commonly publish an issuer under a path of the same origin (``https://host/oauth``). The
-  metadata came from the MCP server itself, so Patchbay accepts an issuer on the *same origin*
-  as that origin (and pins the published one); any other issuer is still refused.
+Design: docs/oauth.md
 """
 
 from __future__ import annotations

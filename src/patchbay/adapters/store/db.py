@@ -1,29 +1,13 @@
 """Engines, migrations and opening the canonical store.
 
-SQLite (the default, ``sqlite:///<home>/patchbay.db``) gets, on every new DBAPI connection::
+SQLite (the default, ``sqlite:///<home>/patchbay.db``) gets WAL, foreign keys, a 30 s busy timeout
+and SQLAlchemy-emitted ``BEGIN``; connections carrying :data:`WRITE_OPTION` begin with ``BEGIN
+IMMEDIATE``. PostgreSQL URLs (``postgresql+psycopg://...``) get a pooled engine with
+``pool_pre_ping``. Schema changes happen only through :func:`upgrade_to_head` (Alembic). Failures to
+create, open or migrate the store raise ``CanonicalStateUnavailable`` with a one-line message
+(:mod:`patchbay.adapters.store._errors`).
 
-    PRAGMA busy_timeout=30000     -- wait up to 30 s for a lock instead of failing at once
-    PRAGMA foreign_keys=ON        -- enforce the schema's ON DELETE CASCADE
-    PRAGMA journal_mode=WAL       -- readers never block the single writer
-    PRAGMA synchronous=NORMAL     -- durable at checkpoints; safe with WAL
-
-and SQLAlchemy, not the ``sqlite3`` module, emits ``BEGIN`` so that DDL, SELECTs and savepoints
-are really transactional (SQLAlchemy's documented "sqlite_transactions" recipe). Connections
-carrying the execution option :data:`WRITE_OPTION` begin with ``BEGIN IMMEDIATE``: a writer
-takes the write lock up front (waiting on ``busy_timeout``) rather than failing with
-``SQLITE_BUSY`` when a read inside the transaction later turns into a write.
-
-The data home (the database file's directory) is created with mode 0700 and the database file
-with mode 0600 when Patchbay creates them; SQLite gives the ``-wal`` and ``-shm`` files the
-database file's mode. Existing directories and files keep their modes.
-
-PostgreSQL URLs (``postgresql+psycopg://...``) get a plain pooled engine with ``pool_pre_ping``.
-
-Failures to create, open or migrate the store surface as ``CanonicalStateUnavailable`` with a
-one-line message (:mod:`patchbay.adapters.store._errors`), never as a raw SQLAlchemy error.
-
-Schema changes happen only through :func:`upgrade_to_head` (Alembic); nothing here calls
-``metadata.create_all``.
+Design: docs/store.md (the pragmas, transactions and file modes)
 """
 
 from __future__ import annotations

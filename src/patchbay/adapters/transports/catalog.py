@@ -1,26 +1,13 @@
 """Reading a server's catalog: every page of tools/list (and resources/list), within bounds.
 
-The SDK returns one page per call (shared/notes/mcp-sdk-2.3-client.md, section 1.8); this walks
-``next_cursor`` under a page budget and a metadata byte budget. Both the probe and the runtime's
-connections list through here, so they agree on what a server offers.
+:func:`walk_pages` follows ``next_cursor`` under a page budget and a metadata byte budget, for the
+probe and the runtime's connections alike. Misbehaving pagination keeps what was listed and yields
+a :class:`ListingWarning`; the metadata byte cap fails the listing (``tool_list_failed``). A tool
+whose schemas break :mod:`patchbay.core.schema_bounds` is left out with a :class:`ToolDiagnostic`
+on :attr:`Catalog.diagnostics`; a tool whose name breaks MCP's rule is kept and flagged on
+:attr:`Catalog.name_flags` (:func:`flag_tool_name`).
 
-Pagination that misbehaves never costs a server what it did list (:func:`walk_pages`): the walk
-stops at the first cursor the server hands out a second time (a repeated page, a cycle) and at
-the page cap (endless pages, empty or not), keeps the items listed so far, drops later listings
-of a name already listed (the first wins), and reports each of these as a
-:class:`ListingWarning` -- not as a failure. The metadata byte cap still fails the listing
-(``tool_list_failed``): it bounds what a server can make Patchbay hold.
-
-Each listed tool's schemas are screened one by one: a tool whose
-``inputSchema`` + ``outputSchema`` break a bound of :mod:`patchbay.core.schema_bounds` (depth,
-JSON values, compact-JSON bytes), or whose schemas are malformed, is left out with one
-:class:`ToolDiagnostic` on :attr:`Catalog.diagnostics`; every other tool is kept.
-
-A kept tool whose name breaks MCP's tool-name rule (1-128 characters of ``[A-Za-z0-9_.-]``:
-spaces, zero-width characters, lookalike letters such as Cyrillic ``а``) or starts with ``mcp.``
-is flagged, not left out: one :class:`ToolDiagnostic` with ``problem`` ``"name"`` on
-:attr:`Catalog.name_flags` (:func:`flag_tool_name`). Grants and excludes still match it exactly;
-the flag is there for the person who reads a tool list or an approval question.
+Design: docs/connections.md
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """Streamable HTTP sessions that outlive the server forgetting them.
 
-A server that restarts, or expires a session, answers ``404 Not Found`` to every later request
-carrying the old ``Mcp-Session-Id``. The SDK's transport keeps that id for as long as it lives
-(shared/notes/mcp-sdk-2.3-client.md, section 1.4), so without help every later call fails. The MCP
-specification says what a client must do instead: start a new session with a fresh ``initialize``
-(sent without a session id) and go on.
+A server that restarts or expires a session answers 404 to the old ``Mcp-Session-Id``, which the
+SDK's transport keeps. :func:`renewing_streamable_http` relays between the SDK ``Client`` and one
+SDK transport at a time; on such a 404 (noted by the :class:`SessionExpiry` response hook) it opens
+a new transport, replays ``initialize`` and ``notifications/initialized`` and resends the failed
+request once. A second 404 or a failed ``initialize`` fails the request; other requests in flight
+on the old session fail with an error naming the expiry, never resent.
 
-:func:`renewing_streamable_http` does that below the SDK's ``Client``, so the client and the
-supervised connection above it never notice:
-
-* it relays messages between the ``Client`` and one SDK ``streamable_http_client`` at a time,
-  remembering the client's ``initialize`` request and ``notifications/initialized``;
-* an httpx2 response hook (:class:`SessionExpiry`) notes each request whose POST was answered 404
-  while it carried a session id (only legacy-era connections have session ids; the 2026-07-28 era
-  is stateless, so nothing changes there);
-* when such a request's error comes back, the relay closes that SDK transport, opens a new one,
-  replays ``initialize`` (under an id of its own; its answer is not passed up) and
-  ``notifications/initialized``, and sends the failed request once more;
-* if the resent request is answered 404 again, or the new ``initialize`` fails, the request fails
-  with an error that says so: the session is not renewed in a loop.
-
-Requests still in flight on the old session when it is replaced (not answered 404 yet) fail with
-an error naming the expiry; they are not re-sent, because the server may have acted on them.
+Design: docs/connections.md
 """
 
 from __future__ import annotations

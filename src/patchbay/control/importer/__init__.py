@@ -17,6 +17,8 @@ Usage::
     service = ConnectorService(open_store(settings), settings)
     report = preview_import(service, workspace=Path("."), home=Path.home())
     commit_import(service, select=["github"], workspace=Path("."), home=Path.home())
+
+Design: docs/importer.md
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """Import commit: only the selected definitions, all or nothing.
 
-Commit never trusts an earlier preview: it scans again and imports what the files say now.
-Every selected entry must be importable (no problem, no name conflict, not shadowed); a
-malformed, unreadable or missing file stops the commit (a definition there could have been the
-one that should win). Then, for each entry:
+Commit scans the files again (never trusting an earlier preview), refuses unless every selected
+entry is importable, then stores the connectors (``source = "imported"``, references only) and
+their new credentials in one transaction, and re-projects every known workspace.
 
-* ``${VAR}``-style references become environment-reference credentials (``@env:VAR``);
-* plaintext values become managed credentials in the mode-0600 credential store, or, with
-  ``references_only``, the whole commit is refused naming their fields (never their values);
-* the connector is stored with ``source = "imported"``, references only.
-
-One transaction: every connector row is inserted in one database transaction
-(:meth:`~patchbay.adapters.store.connectors.ConnectorStore.create_many`); the credentials are written in one
-atomic store replace just before it commits, both under the store's lock
-(:meth:`~patchbay.control.credentials.CredentialService.create_with`). A failure before the commit
-leaves neither; a failed commit after the store write removes the credentials again (compensation);
-a crash in between leaves credentials the next start deletes. After the commit, every known
-workspace is re-projected, as after any connector mutation. Credential records come from the
-credential service (:meth:`CredentialService.prepare_new`), as for ``patchbay connector add --env
-KEY=@env:VAR``.
+Design: docs/importer.md
 """
 
 from __future__ import annotations

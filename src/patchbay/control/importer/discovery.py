@@ -1,24 +1,10 @@
 """Where legacy MCP config files are found, and how one is read.
 
-Standard locations, scanned when no file is named (in precedence order: the first definition
-of a name wins, as in the hosts, project before user):
+Scans the standard project and user locations in precedence order when no file is named; host
+files (:data:`HOST_KEYWORDS`) are read only when named. The home directory is always passed in.
+Reading is bounded by :data:`MAX_FILE_BYTES`, follows only regular files and never writes.
 
-1. ``<workspace>/.mcp.json``
-2. ``<workspace>/.pi/mcp.json``
-3. ``<workspace>/.cursor/mcp.json``
-4. ``<workspace>/.vscode/mcp.json``
-5. ``~/.config/mcp/mcp.json``
-6. ``~/.agents/mcp.json``
-7. ``~/.agents/mcp/mcp.json``
-
-Host-specific files are never scanned automatically; they are read only when the user names them, by
-path or by keyword (:data:`HOST_KEYWORDS`): Claude Desktop's ``claude_desktop_config.json``, Claude
-Code's ``~/.claude.json`` (its user scope and the per-project scopes inside it), Cursor's
-``~/.cursor/mcp.json`` and VS Code's user ``mcp.json``.
-
-The home directory is always passed in (tests use a fake one; nothing here reads ``$HOME``).
-Reading never follows into anything but a regular file (a FIFO would block), is bounded by
-:data:`MAX_FILE_BYTES`, and never writes: a malformed file is reported, never rewritten.
+Design: docs/importer.md
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
-"""JSONC: JSON with ``//`` and ``/* */`` comments and trailing commas (the format of VS Code,
-Cursor, Claude Code and pi-mcp-adapter config files, shared/notes/host-config-formats.md).
+"""JSONC: JSON with ``//`` and ``/* */`` comments and trailing commas, as host config files use.
 
-How it works: :func:`strip_jsonc` blanks every comment and every trailing comma with spaces,
-keeping every newline and the length of every line, so the result is plain JSON whose line and
-column numbers are exactly those of the original text. ``json.loads`` then parses it, and its
-error position is reported as the original file's. Text inside strings is never touched, so a
-``"https://host/x"`` or ``"// not a comment"`` value stays as written.
+:func:`strip_jsonc` blanks comments and trailing commas with spaces, keeping line and column
+numbers, so ``json.loads`` reports positions in the original file. Errors:
+:class:`MalformedConfigError` (code ``invalid_config``, ``details`` ``{"field": "file", "path",
+"line", "column"}``); the message never quotes the file's content.
 
-Why not a JSON5 library: JSON5 accepts much more than the hosts do (single quotes, unquoted keys,
-hex numbers, ``Infinity``), and the maintained Python parsers report positions only inside their
-message text. A malformed file must be reported with its line and column (never treated as
-missing), so the strictness and the position both matter.
-
-Errors: :class:`MalformedConfigError` (code ``invalid_config``) with ``details`` ``{"field":
-"file", "path", "line", "column"}``; its message never quotes the file's content (it may hold a
-secret), only what was expected.
+Design: docs/importer.md
 """
 
 from __future__ import annotations

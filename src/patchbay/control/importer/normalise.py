@@ -1,36 +1,11 @@
-"""One legacy server definition → the connector Patchbay would store (the host differences listed in
-shared/notes/host-config-formats.md).
+"""One legacy server definition → the connector Patchbay would store (:class:`~.values.Draft`).
 
-What each difference maps to:
+Reads the host differences (transport names, ``${VAR}``-style references, ``envFile``, path
+variables, enabled flags, tool filters) into a draft and says what cannot be imported or would be
+lost, naming fields, never values. Nothing here runs a command or a helper, resolves a variable
+from the environment, or connects.
 
-* root key ``mcpServers`` / ``servers`` / ``mcp.servers``: read alike (:mod:`.discovery`);
-* ``type`` or ``transport``: either names the transport; both must agree. ``stdio`` → stdio;
-  ``http``, ``streamable-http``, ``streamableHttp``, ``STREAMABLEHTTP`` (any case, ``-``/``_``
-  ignored) → ``streamable_http``; ``sse`` → ``sse``; ``socket``/``unix`` → ``socket``;
-* no type: ``command`` → stdio, ``url`` → ``streamable_http``, but a URL whose path ends in
-  ``/sse`` → ``sse``; ``socket`` → socket (pi-mcp-adapter). Several of them → not importable;
-* ``${VAR}``, ``${env:VAR}``, ``$env:VAR``, ``{env:VAR}`` as a whole env/header value → an
-  environment-reference credential (``--env KEY=@env:VAR``); ``${VAR:-default}`` the same, the
-  default dropped (a loss); ``Authorization: Bearer ${VAR}`` → a bearer binding to ``$VAR``; a value
-  mixing text and a variable → not importable; a variable in ``command``, ``args`` or ``url`` → not
-  importable (Patchbay passes them literally);
-* a plaintext env/header value → a managed credential (a suspected secret is flagged);
-* ``${input:id}`` (VS Code ``inputs``) → needs user input: not importable unless
-  ``--input id=VAR`` maps it to an environment variable;
-* ``!command`` (pi helper) → never run; not importable;
-* ``envFile`` → its ``KEY=VALUE`` lines read (not run) and bound like plaintext ``env`` values
-  (``env`` wins on the same key); a loss: later edits of the file are not seen;
-* ``${workspaceFolder}``/``${userHome}``/``${pathSeparator}`` → substituted with the workspace,
-  the home directory, ``/``. In ``cwd`` this is exact (a stdio cwd is workspace-relative); in
-  ``command``, ``args`` and env values the path is fixed at import time (a loss);
-* ``cwd`` outside the workspace → not importable; a ``socket`` or ``envFile`` outside it is reported
-  only;
-* ``disabled``/``enabled`` → the connector's enabled flag; ``includeTools``/``excludeTools``/
-  ``disabledTools`` → include/exclude globs; ``lifecycle`` → the lifecycle option;
-* tool approvals (``autoApprove``, ``alwaysAllow``), OAuth (``auth``, ``oauth``), timeouts and
-  any other key → not imported (a loss, named by key).
-
-Nothing here runs a command or a helper, resolves a variable from the environment, or connects.
+Design: docs/importer.md (the mapping of each host difference)
 """
 
 from __future__ import annotations

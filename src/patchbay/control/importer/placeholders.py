@@ -1,26 +1,11 @@
-"""The value syntaxes of host config files (shared/notes/host-config-formats.md).
-
-A string value in a host file may hold, besides literal text:
-
-==========================  =====================================  ==============================
-syntax                      where it comes from                    parsed as
-==========================  =====================================  ==============================
-``${VAR}``                  Claude Code, Copilot, pi, MetaMCP      :class:`EnvRef`
-``${VAR:-default}``         Claude Code                            :class:`EnvRef` with a default
-``${VAR-default}``          (shell)                                :class:`EnvRef` with a default
-``${env:VAR}``              VS Code, Cursor                        :class:`EnvRef`
-``$env:VAR``                pi-mcp-adapter                         :class:`EnvRef`
-``{env:VAR}``               pi-mcp-adapter                         :class:`EnvRef`
-``${input:id}``             VS Code (prompted from ``inputs``)     :class:`InputRef`
-``${workspaceFolder}``      VS Code, Cursor                        :class:`PathVar`
-``${userHome}``             VS Code, Cursor                        :class:`PathVar`
-``${pathSeparator}``/``${/}``  VS Code                             :class:`PathVar`
-any other ``${…}``          e.g. ``${command:…}``, ``${config:…}``   :class:`Unsupported`
-``!command`` (whole value)  pi-mcp-adapter helper (``!!`` escapes)  ``ParsedValue.helper``
-==========================  =====================================  ==============================
+"""The value syntaxes of host config files: ``${VAR}``, ``${env:VAR}``, ``$env:VAR``, ``{env:VAR}``
+(:class:`EnvRef`), ``${input:id}`` (:class:`InputRef`), ``${workspaceFolder}`` and friends
+(:class:`PathVar`), other ``${…}`` (:class:`Unsupported`) and ``!command`` helpers.
 
 Nothing here runs a helper or reads the environment: parsing only says what a value refers to.
 Literal text and defaults are kept with ``repr=False`` so they never reach a log by accident.
+
+Design: docs/importer.md (the table of syntaxes and the hosts they come from)
 """
 
 from __future__ import annotations

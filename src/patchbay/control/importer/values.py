@@ -1,6 +1,6 @@
 """What normalising one definition produces (:class:`Draft`), and how single values are read:
 literal-only fields (command, args, cwd, url, paths) and credential-bearing values (env, headers,
-bearer tokens), see the table in :mod:`.normalise`. Messages name fields, never values.
+bearer tokens), see docs/importer.md. Messages name fields, never values.
 """
 
 from __future__ import annotations

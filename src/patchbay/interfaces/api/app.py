@@ -11,18 +11,14 @@ response models), errors in :mod:`~patchbay.interfaces.api.errors`, routes by ar
 compatibility projections). Routes only translate: the connector service
 (:class:`~patchbay.control.connectors.ConnectorService`) validates, writes and decides.
 
-Who may call: a control plane on loopback can start local commands (a stdio connector is a
-command line), so neither a web page nor another user of the machine may drive it. Before any
-route runs, in this order: a request whose ``Host`` is malformed, duplicated or not a loopback
-name (DNS rebinding), or whose ``Origin`` is not exactly this server's own, is refused with 403
-``origin_refused`` (with ``allowed_hosts=None``, ``serve --allow-remote``, any well-formed Host
-passes); a body over ``Settings.api_max_body_bytes`` is 413 ``payload_too_large``, declared or
-streamed (:mod:`~patchbay.interfaces.api.limits`); a request without the data home's API token
-or its session cookie is 401 ``unauthorized`` (:mod:`~patchbay.interfaces.api.auth`). No CORS
-headers are sent, so browsers keep cross-origin pages out of the JSON routes. ``/docs`` and
-``/redoc`` load their scripts from this server only.
+Before any route runs: a bad ``Host`` or foreign ``Origin`` is 403 ``origin_refused``, a body over
+``Settings.api_max_body_bytes`` is 413 ``payload_too_large``
+(:mod:`~patchbay.interfaces.api.limits`), and a request without the API token or session cookie is
+401 ``unauthorized`` (:mod:`~patchbay.interfaces.api.auth`). No CORS headers are sent.
 
 The app's state and its session host: :class:`~patchbay.interfaces.api.context.ApiContext`.
+
+Design: docs/security.md
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 """What a host hands its model: transcript, tool results, included resources, within a budget.
 
-Resources are never added automatically; a user includes them, and they share a budget of their own.
-A :class:`Session` keeps, for one :class:`~patchbay.runtime.Runtime`, the items a model may see, in
-order:
+A :class:`Session` keeps, for one :class:`~patchbay.runtime.Runtime`, the items a model may see
+(transcript messages, tool results of governed calls, explicitly included resources, expanded
+prompt messages), screens every MCP item for injection (:mod:`patchbay.runtime.screening`) as it
+enters, and :meth:`Session.build_context` fits them into a token budget and records
+``context.built``. Tokens are counted by :func:`estimate_tokens`, an estimate that errs high.
 
-* transcript messages (``user``/``assistant``) the host adds;
-* tool results of calls made through the session (the governed path);
-* resources the user explicitly included (never one the server merely listed);
-* messages of expanded prompts (``user`` role, never ``system``).
-
-Every MCP item is screened for injection (:mod:`patchbay.runtime.screening`) when it enters the
-session: a flagged item is recorded as a ``content.screened`` event and enters under
-``Settings.screening_policy`` (labelled as untrusted, or withheld). Every MCP item's text starts
-with ``[mcp:<server>:<tool, uri or prompt>]`` and carries ``source: {"mcp": {...}}``.
-
-:meth:`Session.build_context` fits the items into a token budget (resources only in their own
-bucket), newest first within each bucket, the latest user message always kept, and records
-``context.built`` with the sources used and what was left out.
-
-Tokens are counted by :func:`estimate_tokens`, a documented estimate: no tokenizer fits here
-(each model family has its own, and the maintained BPE libraries fetch their vocabularies from
-the internet at first use), so the estimate errs high on purpose -- a budget it respects is
-respected by real tokenizers of the common model families too.
+Design: docs/context.md (buckets, labels and why no tokenizer)
 """
 
 from __future__ import annotations

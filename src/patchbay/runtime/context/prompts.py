@@ -1,29 +1,12 @@
 """MCP prompts: listing, local argument checks, ``/prompt`` parsing and expansion.
 
-A prompt is a parameterised template a user triggers explicitly (``/prompt NAME key=value``). Its
-arguments are checked against what the server declared in ``prompts/list`` *before* anything is
-sent (the client accepts no unknown argument): an unknown argument, or a required one missing or
-empty, is refused locally with ``validation_error`` and ``prompts/get`` never reaches the server.
-Values are sent as given, so multi-word values arrive whole.
+:func:`list_prompts` lists what a user may trigger (``/prompt NAME key=value``);
+:func:`expand_prompt` checks the arguments against the server's declaration before anything is
+sent (``validation_error``), refuses a denied prompt (``permission_denied``), logs
+``mcp.prompt.invoked`` and ``mcp.prompt.expanded``, and returns the messages as *user* messages
+with ``source: {mcp: {server, prompt}}``. A failed ``prompts/get`` raises its ``ToolCallError``.
 
-The chain of one expansion (``promptCallId`` is ``pc_<seq of mcp.prompt.invoked>``)::
-
-    mcp.prompt.invoked   {server, prompt, arguments}
-    mcp.prompt.expanded  {server, prompt, promptCallId, messages: [{role: "user", serverRole,
-                          source: {mcp: {server, prompt}}, content: <type, a text preview>, size}]}
-
-A ``prompts/get`` that fails logs ``mcp.call.failed {server, promptCallId, method: "prompts/get",
-durationMs, reason, error}`` and raises its ``ToolCallError``. The expanded messages are *user*
-messages, never system ones (they may not jump the queue into the system prompt), whatever role the
-server gave them (kept as ``server_role``); each carries ``source: {mcp: {server, prompt}}``, so an
-audit can tell a prompt expansion from what the user typed. They are untrusted text like any MCP
-output.
-
-Prompts are governed in their own key space (:func:`~patchbay.core.policy.decide_prompt`): a
-person triggers a prompt, so that trigger is its approval and nothing asks; a prompt grant
-``deny`` (of the prompt's name, or ``*`` for all of a connector's prompts) hides the prompt from
-:func:`list_prompts` and makes :func:`expand_prompt` refuse it with ``permission_denied`` before
-anything is sent. Tool grants and ``include_tools``/``exclude_tools`` never apply to prompts.
+Design: docs/context.md (the event chain, roles and how prompts are governed)
 """
 
 from __future__ import annotations

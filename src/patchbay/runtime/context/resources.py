@@ -1,28 +1,14 @@
 """MCP resources: listing, URI templates, and the explicit include.
 
-A resource is something an agent *may* read; it never enters a model's context by itself. Listing
-(``resources/list``, ``resources/templates/list``; every page, within the catalog's bounds) reads
-metadata only. Content is read only by :func:`include_resource`, the explicit include a user or a
-policy makes, and every include passes the :class:`~patchbay.runtime.calls.permissions.PermissionEngine`
-in the resource key space (the connector's resource-read grant, never a tool's) with risk ``read``. The
-chain of one include (``includeId`` is ``ri_<seq of mcp.resource.requested>``)::
+Listing reads metadata only; content is read only by :func:`include_resource`, the explicit
+include, which passes the
+:class:`~patchbay.runtime.calls.permissions.PermissionEngine` in the resource key space and logs
+the ``mcp.resource.requested`` → ``permission.*`` → ``mcp.resource.fetched`` chain. A denial raises
+``ToolCallError`` ``permission_denied`` / ``approval_unavailable``; a failed read raises its
+``ToolCallError``. Templates are expanded with
+:func:`~patchbay.runtime.context.resource_uris.expand_uri_template`.
 
-    mcp.resource.requested  {server, uri}
-    permission.requested    {server, uri, includeId, riskAtDecision: "read",
-                             sourcedFrom: "user_explicit_include", policySource}
-    permission.resolved     {server, uri, includeId, decision, actor, sourcedFrom[, reason]}
-    mcp.resource.fetched    {server, uri, includeId, sizeBytes, contentHash: "sha256:<hex>"}
-
-A denial ends the chain at ``permission.resolved`` (the server never sees the read) and raises
-``ToolCallError`` ``permission_denied`` / ``approval_unavailable``. A read that fails after it was
-allowed logs ``mcp.call.failed {server, includeId, method: "resources/read", durationMs, reason,
-error}`` and raises its ``ToolCallError``. Each event is written before the next await, so
-nothing is sent before it is logged; the content itself never goes into the log.
-
-Resources are read by URI, never by name. A template (RFC 6570) is expanded with
-:func:`~patchbay.runtime.context.resource_uris.expand_uri_template` (the maintained ``uritemplate``
-library: level 1 percent-encodes every reserved character, ``{id}`` with ``a b/c`` →
-``a%20b%2Fc``) and the expanded URI is included.
+Design: docs/context.md (the event chain and URI templates)
 """
 
 from __future__ import annotations

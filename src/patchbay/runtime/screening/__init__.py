@@ -1,6 +1,5 @@
-"""Injection screening: a scanner for prompt expansions, resource contents and tool results before
-they reach a model's context: expanded prompts must pass prompt-injection detection, and MCP output
-enters the context as untrusted text.
+"""Injection screening: scans prompt expansions, resource contents and tool results before they reach
+a model's context, and applies the screening policy to what it finds.
 
 Usage::
 
@@ -9,28 +8,19 @@ Usage::
         event_log.append(CONTENT_SCREENED, screened_event_payload(result, settings.screening_policy))
     context_text = apply_policy(text, result, settings.screening_policy)
 
-Rules (:data:`RULES`; each finding carries its rule name and code-point spans, never text):
+Each finding carries its rule name (:data:`RULES`) and code-point spans, never text. At most
+``max_bytes`` (``Settings.screening_max_bytes``, default 256 KiB) of an item is read; a longer item
+gets the ``scan_limit`` finding.
 
-* phrase rules over normalised text, in English, Chinese (simplified and traditional), Spanish,
-  French, German, Italian, Portuguese, Russian, Japanese and Korean (what each covers, and how it
-  avoids flagging security writing that *discusses* injection: ``_phrases``) —
-  ``instruction_override``, ``role_switch``, ``system_prompt_request``, ``secret_request``,
-  ``ai_directive``, ``concealment``;
-* Unicode rules over the original text (``_unicode``) — ``unicode_tags``, ``bidi_control``,
-  ``invisible_characters``; text smuggled in tag characters or variation selectors is decoded and
-  scanned by the phrase rules;
-* hidden channels (``_channels``): HTML comment bodies, base64 runs that decode to text and the
-  decoded queries of URLs are scanned by the phrase rules; findings say ``via="html_comment"``,
-  ``via="base64"`` or ``via="url"`` and, for base64 and URLs, span the encoded run;
-* ``scan_limit``: the item is over ``Settings.screening_max_bytes``; only its head and tail were
-  scanned.
+Modules:
 
-Normalisation before matching (``_normalize``): NFKC + case folding, whitespace collapsed,
-zero-width and other format characters dropped, look-alike Cyrillic/Greek letters inside Latin
-words read as Latin; spans map back to the original text.
-
-Cost: every pass is linear in the scanned text, and at most ``max_bytes``
-(``Settings.screening_max_bytes``, default 256 KiB) of an item is read.
+* ``_scanner``: :func:`screen`, :class:`ScreeningResult`, :class:`Finding`; runs every rule.
+* ``_policy``: the ``content.screened`` event payload and :func:`apply_policy`.
+* ``_phrases``: the phrase rules (``instruction_override``, ``role_switch``, ...), in eleven languages.
+* ``_rules_en``, ``_rules_intl``: the phrase-rule patterns; ``_groups``: their building blocks.
+* ``_unicode``: ``unicode_tags``, ``bidi_control``, ``invisible_characters``.
+* ``_channels``: HTML comments, base64 runs and URL queries, scanned by the phrase rules.
+* ``_normalize``: normalisation before matching, with spans mapped back to the original.
 
 Design: docs/screening.md
 """

@@ -1,24 +1,11 @@
-"""Hidden channels: HTML comments and base64 runs, found in bounded linear passes.
+"""Hidden channels: HTML comments, base64 runs and URL queries, found in bounded linear passes.
 
-HTML comments (``<!-- ... -->``) are invisible when a page is rendered but a model reading the
-source sees them. Each comment body (an unterminated one runs to the end of the text, as browsers
-read it) is scanned by the phrase rules on its own (``via="html_comment"``); a finding's span is
-the span of the matched words inside the comment. Ordinary comments (``<!-- TODO -->``,
-conditional comments, lint directives) match no phrase rule and so are not findings: a comment is
-never flagged for being a comment.
+Comment bodies (``via="html_comment"``), base64 runs that decode to plausible text
+(``via="base64"``, capped by :data:`MAX_RUN_CHARS`, :data:`MAX_RUNS` and :data:`MAX_DECODED_BYTES`)
+and decoded URL queries (:func:`url_query_texts`, ``via="url"``) are scanned by the phrase rules.
+A comment is never flagged for being a comment.
 
-URLs: the query and fragment of each ``http(s)`` URL are decoded (``%20`` and ``+`` become spaces)
-and scanned (``via="url"``) when they hold words: :func:`url_query_texts`.
-
-Base64: every run of 20 or more base64 characters (standard or URL-safe alphabet, optional ``=``
-padding) is a candidate. A candidate is decoded (at most :data:`MAX_RUN_CHARS` of it, at most
-:data:`MAX_RUNS` candidates and :data:`MAX_DECODED_BYTES` decoded bytes per item) and kept only
-when it decodes to plausible text: valid UTF-8, almost no control characters, mostly letters. So
-images, fonts, keys, hashes and identifiers that happen to use the alphabet are skipped after one
-cheap decode of their first 96 characters. Plausible text is scanned by the phrase rules
-(``via="base64"``), and again for base64 inside it, once (``base64>base64``); a finding reports
-the span of the *encoded* run. A base64 run split over several lines (MIME) is decoded line by
-line, so a phrase cut by a line break is not seen.
+Design: docs/screening.md
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """Text normalisation for matching, with a map from every normalised span back to the original.
 
-What :func:`normalize` does to a text before the phrase rules see it:
+:func:`normalize` applies NFKC and case folding, folds typographic quotes, collapses whitespace,
+drops format characters and reads look-alike Cyrillic/Greek letters inside Latin words as Latin.
+The per-character classification is memoised process-wide.
 
-* NFKC, then case folding, then NFKC again (fullwidth ``ＩＧＮＯＲＥ``, mathematical bold letters and
-  circled letters become ``ignore``; ``ß`` becomes ``ss``). A base character and the combining marks
-  after it are folded together, so decomposed accents compose;
-* typographic quotes fold to ASCII (``‘’‚‛`` → ``'``, ``“”„‟`` → ``"``), so quote pairing is simple;
-* every run of whitespace becomes one space;
-* format characters are dropped: zero-width characters, soft hyphens, bidi controls, Unicode tag
-  characters, variation selectors, Hangul fillers (so ``ig\\u200bnore`` reads ``ignore``);
-* a Cyrillic or Greek letter that looks like a Latin one is read as that Latin letter when its word
-  also holds an ASCII letter (``ignоre`` with a Cyrillic ``о``); words wholly in Cyrillic or Greek
-  are left alone, so Russian text is matched as Russian.
-
-Cost: runs of ordinary characters are folded with ``str.lower`` (ASCII) or two ``unicodedata``
-normalisations and a ``casefold`` (C speed); only characters whose fold is not one character or
-needs context (whitespace other than a single space, combining marks, look-alike letters, curly
-quotes, dropped characters) are handled one by one in Python. The per-character classification is
-memoised process-wide (bounded: at most the distinct characters ever seen).
+Design: docs/screening.md
 """
 
 from __future__ import annotations

@@ -1,38 +1,12 @@
 """Invisible, bidirectional and tag characters: the three Unicode rules and the hidden text they carry.
 
-Rules (names are stable; tool output is untrusted text):
+Rules (names are stable): ``unicode_tags`` (tag characters, decoded and scanned by the phrase rules
+as ``via="unicode_tags"``), ``bidi_control`` (embeddings, overrides and isolates outside RTL text or
+left open) and ``invisible_characters`` (zero-width runs that do not join letters, and runs of
+variation selectors, decoded as ``via="variation_selectors"``). Every pass is bounded; the scan
+stops after :data:`MAX_HITS` flagged runs.
 
-``unicode_tags``
-    Characters of the tag block U+E0000–U+E007F. They render as nothing, yet models read them as
-    the ASCII they mirror ("ASCII smuggling"). The one legitimate use, an emoji tag sequence (a
-    subdivision flag: U+1F3F4, 1–32 tag letters or digits, U+E007F CANCEL TAG), is not flagged.
-    The tag characters of a flagged run are decoded to ASCII and that text is scanned by the
-    phrase rules too (``via="unicode_tags"``).
-
-``bidi_control``
-    Embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069) that can make text display in
-    an order other than the one it is read in ("Trojan Source"). Flagged when the line holding the
-    control has no right-to-left letter (Hebrew, Arabic, Syriac, Thaana, N'Ko, ...), or when an
-    embedding, override or isolate opened in the line is not closed in it. The directional *marks*
-    (LRM U+200E, RLM U+200F, ALM U+061C) are never flagged: RTL text uses them routinely.
-    Trade-off: balanced isolates around Latin words in an RTL line pass, although an attacker can
-    use them too; reordering inside an RTL line is what RTL authors do every day.
-
-``invisible_characters``
-    Zero-width and other invisible characters (ZWSP, ZWNJ, ZWJ, WORD JOINER, invisible operators,
-    a BOM that is not the first character, Mongolian vowel separator, Hangul fillers, interlinear
-    annotation and other deprecated format characters). A run of them is flagged when it is three
-    or more long (steganography), or when neither neighbouring visible character is one that joins
-    legitimately: a letter of a script that uses joiners (Arabic, Persian, Indic, Thai, CJK, ...),
-    a combining mark, or an emoji or symbol. So ``ig\\u200bnore`` and ``You\\u200d are`` are flagged;
-    Persian ``می\\u200cخواهم``, Devanagari conjuncts and emoji ZWJ sequences are not. Runs of two or
-    more variation selectors (U+FE00–FE0F, U+E0100–E01EF) are flagged too: a single selector after
-    a character is ordinary, a run of them can carry bytes, which are decoded and scanned
-    (``via="variation_selectors"``). The soft hyphen (U+00AD) is never flagged (it is ordinary in
-    German and in hyphenated HTML); it is still dropped before matching.
-
-Cost: one regex pass finds every candidate run; per-run work is bounded (a line is looked at once,
-at most 4,096 characters of it), and the scan stops after :data:`MAX_HITS` flagged runs.
+Design: docs/screening.md
 """
 
 from __future__ import annotations

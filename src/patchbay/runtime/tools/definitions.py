@@ -1,33 +1,15 @@
 """Tool definitions for model APIs: the visible tools in the shape a model API wants.
 
-A host hands its model either every visible tool directly (this module), or the one small ``mcp``
-proxy tool that searches, describes and calls the catalog (:mod:`patchbay.runtime.tools.proxy`),
-so the model does not pay for hundreds of schemas up front. The proxy tool is the default: direct
-tools are off unless a host asks for them (``"directTools": false`` in the projected snapshot).
+Formats (:data:`DefinitionFormat`): ``"mcp"`` (the MCP ``Tool`` shape), ``"openai"`` (Chat
+Completions function tools), ``"openai-responses"`` (the Responses API's flat function tool),
+``"anthropic"`` (tool use; the default) and ``"proxy"`` (the one ``mcp`` proxy tool,
+:mod:`patchbay.runtime.tools.proxy`, which hosts get unless they ask for direct tools). Every
+``name`` is the tool's wire name, which :meth:`Runtime.call_wire` maps back. Input schemas for the
+model APIs go through :func:`patchbay.core.schema_convert.convert_input_schema`; a tool whose
+schema cannot be made acceptable is left out and reported in :attr:`ToolDefinitions.diagnostics`
+as ``{tool, format, reason}``; denied tools are left out without a diagnostic.
 
-Formats (:data:`DefinitionFormat`); every ``name`` is the tool's wire name (DESIGN.md "Names":
-``mcp__<connector>__<tool>``, at most 64 characters of ``[A-Za-z0-9_-]``, hash-shortened when
-longer), which :meth:`Runtime.call_wire` maps back through the runtime's table:
-
-* ``"mcp"``: the MCP ``Tool`` shape, ``{name, title?, description?, inputSchema, outputSchema?,
-  annotations?}``; the input schema is the server's own, only its top level made ``type: "object"``.
-* ``"openai"``: Chat Completions function tools, ``{"type": "function", "function": {name,
-  description, parameters}}``, non-strict (Chat Completions' default ``strict: false``).
-* ``"openai-responses"``: the Responses API's flat function tool, ``{"type": "function", name,
-  description, parameters, "strict": false}``; ``strict`` is written out because the Responses
-  API defaults to strict mode, which these schemas are not made for.
-* ``"anthropic"``: tool use, ``{name, description, input_schema}`` (the default; the shape
-  ``tool_definitions()`` always returned).
-* ``"proxy"``: one tool named ``mcp``, in the MCP shape unless another ``shape`` is asked for
-  (:mod:`patchbay.runtime.tools.proxy`).
-
-For ``openai``/``openai-responses``/``anthropic`` the input schema goes through
-:func:`patchbay.core.schema_convert.convert_input_schema` (local ``$ref``s inlined, cycles
-expanded a bounded number of times, draft-07 forms rewritten, top level made an object). A tool
-whose schema cannot be made acceptable is left out and reported in
-:attr:`ToolDefinitions.diagnostics` as ``{tool, format, reason}``. Tools whose decision is
-``deny`` are left out without a diagnostic (offering them would only produce refusals); they stay
-denied whichever way they are called.
+Design: docs/tool-definitions.md
 """
 
 from __future__ import annotations
