@@ -1,7 +1,15 @@
-"""OAuth 2.1 in the runtime, against a real authorization server + MCP server (tests/fixtures/
-oauth_server.py): no surprise logins, a login through the host's authorizer, pinning of the resource
-origin and the authorization server, single-flight refresh, ``invalid_grant`` versus a transient
-refresh failure. What the official conformance suite does not check."""
+"""patchbay.adapters.oauth.provider, the runtime's OAuth 2.1 provider.
+
+Sections, in this order:
+
+- Login, pinning and refresh against a real authorization server: OAuth 2.1 in the runtime, against
+  a real authorization server + MCP server (tests/fixtures/ oauth_server.py): no surprise logins, a
+  login through the host's authorizer, pinning of the resource origin and the authorization server,
+  single-flight refresh, ``invalid_grant`` versus a transient refresh failure. What the official
+  conformance suite does not check.
+- The origins the provider opens in the egress guard: The OAuth provider opens the egress guard only
+  for the origins it trusts, written the way the guard writes them (an authorization server at a
+  default port is the usual production layout)."""
 
 from __future__ import annotations
 
@@ -9,12 +17,21 @@ import dataclasses
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 
+from patchbay.adapters.credentials import CredentialStore
+from patchbay.adapters.oauth.provider import PatchbayOAuthProvider
+from patchbay.adapters.oauth.storage import BundleStorage
+from patchbay.adapters.transports.egress import EgressGuard, EgressPolicy
 from patchbay.core.errors import ToolCallError
+from patchbay.core.oauth import OAuthConfig
 from tests.support.oauth import HeadlessBrowser, add_oauth_connector, control_plane, oauth_server, whoami
 
 pytestmark = pytest.mark.anyio
+
+
+# --- Login, pinning and refresh against a real authorization server ---
 
 NAME = "svc"
 
@@ -262,3 +279,33 @@ async def test_a_slow_authorization_server_does_not_use_up_the_connect_timeout(
         assert anyio.current_time() - started > connect_timeout  # the fault really outlasted the old deadline
         counts = fixture.counts("main")
         assert counts["client_credentials"] == 1 and counts["metadata"] >= 1
+
+
+# --- The origins the provider opens in the egress guard ---
+
+
+def provider(tmp_path: Path, url: str) -> PatchbayOAuthProvider:
+    storage = BundleStorage(
+        CredentialStore(tmp_path), connector_id="con_x", resource_url=url, grant="authorization_code"
+    )
+    return PatchbayOAuthProvider(url, config=OAuthConfig(), storage=storage, connector="x")
+
+
+def test_an_authorization_server_on_another_origin_at_the_default_port_is_permitted(tmp_path: Path) -> None:
+    oauth = provider(tmp_path, "https://mcp.example.com/mcp")
+    guard = EgressGuard(EgressPolicy(), origins=["https://mcp.example.com/mcp"])
+    oauth.bind_guard(guard)
+    oauth.context.auth_server_url = "https://auth.example.com"  # named by protected-resource metadata
+    request = httpx2.Request("GET", "https://auth.example.com/.well-known/oauth-authorization-server")
+    oauth._prepare(request)
+    assert "https://auth.example.com:443" in guard.origins
+    assert request.extensions["patchbay.egress_note"] == "mcp_oauth_discovery"
+
+
+def test_an_origin_nothing_named_stays_refused(tmp_path: Path) -> None:
+    oauth = provider(tmp_path, "https://mcp.example.com/mcp")
+    guard = EgressGuard(EgressPolicy(), origins=["https://mcp.example.com/mcp"])
+    oauth.bind_guard(guard)
+    oauth.context.auth_server_url = "https://auth.example.com"
+    oauth._prepare(httpx2.Request("POST", "https://evil.example.net/token"))
+    assert guard.origins == {"https://mcp.example.com:443"}

@@ -1,11 +1,19 @@
-"""The API as a whole: one error shape with stable codes for FastAPI's own failures too, the
-OpenAPI document (contracts, error responses, deprecated projections), who may call it
-(Host/Origin), and redaction of every string on the way out."""
+"""patchbay.interfaces.api.app, the API application.
+
+Sections, in this order:
+
+- The API as a whole: The API as a whole: one error shape with stable codes for FastAPI's own
+  failures too, the OpenAPI document (contracts, error responses, deprecated projections), who may
+  call it (Host/Origin), and redaction of every string on the way out.
+- The offline documentation pages: ``/docs`` and ``/redoc`` work offline: their pages reference only
+  this server's own URLs (the fastapi-offline package's assets), each answering 200 behind the
+  token."""
 
 from __future__ import annotations
 
 import ast
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -17,6 +25,9 @@ from patchbay.interfaces.api.errors import STATUS, TOOL_STATUS
 from tests.support.api import Api, error_of
 
 pytestmark = pytest.mark.anyio
+
+
+# --- The API as a whole ---
 
 TIME = {"transport": "stdio", "command": "mcp-server-time"}
 
@@ -229,3 +240,34 @@ def test_every_code_the_api_can_answer_with_is_a_stable_code_and_documented() ->
 def test_no_api_module_spells_an_error_code_as_a_bare_string_in_a_response() -> None:
     _, literals = _codes_in_api_source()
     assert literals == ["runtime_reload_failed"]  # a contract's Literal type; every response uses the enums
+
+
+# --- The offline documentation pages ---
+
+
+class _References(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.urls += [value for name, value in attrs if name in ("src", "href", "spec-url") and value]
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+async def test_a_docs_page_references_only_local_urls_that_answer(api: Api, page: str) -> None:
+    response = await api.client.get(page)
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
+    assert not re.search(r"(https?:)?//[a-z0-9]", response.text, re.I), response.text  # no other site at all
+    parser = _References()
+    parser.feed(response.text)
+    urls = parser.urls + re.findall(r"url: '([^']+)'", response.text)  # Swagger UI's document
+    assert "/openapi.json" in urls and any(u.endswith(".js") for u in urls)
+    for url in urls:
+        assert url.startswith("/") and not url.startswith("//"), url
+        asset = await api.client.get(url)
+        assert asset.status_code == 200, url
+        if url.endswith(".css"):  # a stylesheet fetches nothing from elsewhere either
+            for target in re.findall(r"url\(\s*['\"]?([^'\")]+)", asset.text):
+                assert target.startswith(("data:", "/", "#")) or "//" not in target, target
+        assert (await api.client.get(url, headers={"Authorization": "Bearer nope"})).status_code == 401

@@ -1,8 +1,23 @@
-"""What the CLI prints of untrusted text: no terminal control sequences, one-line errors."""
+"""patchbay.interfaces.cli._context, the CLI's context and output.
+
+Sections, in this order:
+
+- Untrusted text in the output: What the CLI prints of untrusted text: no terminal control
+  sequences, one-line errors.
+- The data home the CLI creates: A data home the CLI creates (``--home`` / ``PATCHBAY_HOME``) is
+  private, like the default one."""
 
 from __future__ import annotations
 
+import stat
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from patchbay.interfaces.cli import app
 from patchbay.interfaces.cli._context import one_line, safe_text
+
+# --- Untrusted text in the output ---
 
 
 def test_terminal_escape_sequences_from_a_server_are_made_visible() -> None:
@@ -18,3 +33,17 @@ def test_error_messages_become_one_bounded_line() -> None:
     line = one_line(message)
     assert "\n" not in line and line.startswith("1 validation error timezone Field required")
     assert len(line) == 500 and line.endswith("…")
+
+
+# --- The data home the CLI creates ---
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_a_home_named_by_patchbay_home_is_created_0700(tmp_path: Path) -> None:
+    home = tmp_path / "new" / "home"
+    result = CliRunner().invoke(app, ["connector", "list"], env={"PATCHBAY_HOME": str(home)}, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert mode(home) == 0o700

@@ -1,7 +1,18 @@
-"""structuredContent against outputSchema: isError results are never checked; a successful result
-that is missing or violates the schema fails with ``tool_error`` naming the tool and the JSON path.
-Unit level with real ``CallToolResult`` objects, then through a real SDK client against
-tests/fixtures/schema_server.py."""
+"""patchbay.runtime.output.schema_check, results against outputSchema.
+
+Sections, in this order:
+
+- The check itself: structuredContent against outputSchema: isError results are never checked; a
+  successful result that is missing or violates the schema fails with ``tool_error`` naming the tool
+  and the JSON path. Unit level with real ``CallToolResult`` objects, then through a real SDK client
+  against tests/fixtures/schema_server.py.
+- On the governed call path: The governed call path applies the outputSchema rules end to end,
+  against the real stdio fixture tests/fixtures/schema_server.py: over-bound tools never reach the
+  router, an ``isError`` result is a ``tool_error`` whatever its structuredContent, and a successful
+  result that violates the outputSchema fails with ``tool_error`` naming the tool and the JSON path.
+  Needs ServerConnection (src/patchbay/runtime/connection/server_connection.py) to turn the SDK's
+  own check off and call :func:`patchbay.runtime.output.schema_check.check_tool_result` on every
+  result."""
 
 from __future__ import annotations
 
@@ -15,13 +26,19 @@ import mcp_types as types
 import pytest
 
 import patchbay.runtime.output.schema_check as output_schema_module
+from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallError
 from patchbay.adapters.transports import open_client
 from patchbay.adapters.transports.catalog import list_catalog
-from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
+from patchbay.core.errors import ErrorCode, FailureReason
+from patchbay.core.models import ConnectorSettings
+from patchbay.runtime import read_events
 from patchbay.runtime.output.schema_check import check_tool_result, turn_off_sdk_output_validation
 from tests.support.servers import fixture_server
 
 pytestmark = pytest.mark.anyio
+
+
+# --- The check itself ---
 
 COUNT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -234,3 +251,66 @@ async def test_the_sdk_path_with_its_check_turned_off_and_ours_applied(tmp_path:
     )
     assert outcomes["count_missing"][:2] == ("structured_content_missing", None)
     assert outcomes["bad_output_schema"][:2] == ("output_schema_invalid", None)
+
+
+# --- On the governed call path ---
+
+
+def runtime_for(tmp_path: Path) -> Runtime:
+    server = RuntimeServer(
+        connector_id="con_schema",
+        name="schema",
+        target=fixture_server("schema_server.py"),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+    )
+    config = RuntimeConfig(project_id="prj_test", workspace=str(tmp_path), servers=(server,))
+    return Runtime(config, settings=Settings(home=tmp_path / "home"), session_id="ses_schema")
+
+
+async def outcome(runtime: Runtime, tool: str) -> Any:
+    try:
+        return await runtime.call(f"mcp.schema.{tool}", {})
+    except ToolCallError as exc:
+        return exc
+
+
+async def test_schema_rules_on_the_governed_call_path(tmp_path: Path) -> None:
+    with anyio.fail_after(30):
+        async with runtime_for(tmp_path) as runtime:
+            names = [tool.name for tool in await runtime.list_tools()]
+            results = {
+                tool: await outcome(runtime, tool)
+                for tool in ("count_ok", "count_error", "count_wrong", "count_missing", "bad_output_schema")
+            }
+        events = read_events(runtime.event_log_path)
+
+    # Over-bound tools are not offered at all; the others are.
+    assert names == [
+        f"mcp.schema.{tool}"
+        for tool in ("echo", "bad_output_schema", "count_error", "count_wrong", "count_ok", "count_missing")
+    ]
+
+    assert results["count_ok"].structured_content == {"count": 3}
+
+    error = results["count_error"]
+    assert isinstance(error, ToolCallError) and error.reason is FailureReason.TOOL_ERROR
+    assert error.result.structured_content == {"count": "many"}  # type: ignore[attr-defined]
+    assert "counting failed" in error.message
+
+    wrong = results["count_wrong"]
+    assert isinstance(wrong, ToolCallError) and wrong.reason is FailureReason.TOOL_ERROR
+    assert wrong.message == (
+        "schema: 'count_wrong' returned structuredContent that does not match its outputSchema at $.count: "
+        "'many' is not of type 'integer'"
+    )
+    assert (wrong.details["problem"], wrong.details["jsonPath"]) == ("output_schema_mismatch", "$.count")
+
+    missing = results["count_missing"]
+    assert isinstance(missing, ToolCallError) and missing.details["problem"] == "structured_content_missing"
+    invalid = results["bad_output_schema"]
+    assert isinstance(invalid, ToolCallError) and invalid.details["problem"] == "output_schema_invalid"
+
+    failed = [event["payload"] for event in events if event["type"] == "mcp.call.failed"]
+    assert [event["reason"] for event in failed] == ["tool_error"] * 4
+    assert any("$.count" in event["error"] for event in failed)
+    assert [event["type"] for event in events].count("tool.completed") == 1
