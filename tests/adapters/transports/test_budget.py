@@ -27,7 +27,9 @@ from patchbay.adapters.transports.budget import ByteBudget, ResultClaim, holding
 from patchbay.adapters.transports.socket import ndjson_streams
 from patchbay.core.errors import FailureReason, ToolCallError
 from patchbay.core.models import ConnectorSettings
+from patchbay.runtime.events.log import read_events
 from tests.support.servers import fixture_server
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -310,18 +312,28 @@ def fresh_budget(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def call_all(tmp_path: Path, names: list[str], size: int, budget_bytes: int) -> list[str]:
+    """Call every server's ``text`` at once; the servers answer together, once every call was sent
+    (they wait for one release file), so their results race for the budget whatever the scheduling."""
     config = RuntimeConfig(project_id="prj_budget", workspace=str(tmp_path), servers=[big(n) for n in names])
     settings = Settings(home=tmp_path / "home", inflight_budget_bytes=budget_bytes, request_timeout=120)
+    release = tmp_path / "release"
     texts: dict[str, str] = {}
     async with Runtime(config, settings=settings) as runtime:
         await runtime.list_tools()  # every server up before the results race
 
         async def one(name: str) -> None:
-            texts[name] = (await runtime.call(f"mcp.{name}.text", {"size": size})).text
+            arguments = {"size": size, "wait_for": str(release)}
+            texts[name] = (await runtime.call(f"mcp.{name}.text", arguments)).text
+
+        def all_sent() -> bool:
+            started = [e for e in read_events(runtime.event_log_path) if e["type"] == "mcp.call.started"]
+            return len(started) == len(names)
 
         async with anyio.create_task_group() as group:
             for name in names:
                 group.start_soon(one, name)
+            await wait_until(all_sent)
+            release.touch()
     return [texts[name] for name in names]
 
 
