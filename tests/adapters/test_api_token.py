@@ -1,5 +1,5 @@
-"""The data home's API token file: created once (0600, atomically), read back the same, a symlink
-or a malformed file refused, a widened mode put back."""
+"""The data home's API token file: created once (0600, atomically), read back the same, a symlink,
+a hard link or a malformed file refused, a widened mode put back."""
 
 from __future__ import annotations
 
@@ -54,6 +54,31 @@ def test_a_symlink_in_its_place_is_refused_and_never_written_through(tmp_path: P
     with pytest.raises(CanonicalStateUnavailable, match="symlink"):
         api_token(home)
     assert not target.exists()
+
+
+def test_a_hard_link_in_its_place_is_refused_and_its_mode_left_alone(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("A" * 43 + "\n")
+    os.chmod(elsewhere, 0o644)
+    os.link(elsewhere, home / API_TOKEN_FILE)
+    with pytest.raises(CanonicalStateUnavailable, match="hard-linked"):
+        api_token(home)
+    assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o644  # not touched through the link
+    os.unlink(elsewhere)  # its only name now: accepted
+    assert api_token(home) == "A" * 43
+
+
+def test_a_token_read_while_it_is_being_created_is_accepted(tmp_path: Path) -> None:
+    """Between the creator's link and its unlink of the temporary name the file has two links."""
+    home = tmp_path / "home"
+    token = api_token(home)
+    os.link(home / API_TOKEN_FILE, home / f".{API_TOKEN_FILE}.0123456789abcdef.tmp")
+    assert read_api_token(home) == token
+    os.link(home / API_TOKEN_FILE, home / "copy")
+    with pytest.raises(CanonicalStateUnavailable, match="hard-linked"):
+        read_api_token(home)
 
 
 def test_a_widened_mode_is_put_back_to_0600(tmp_path: Path) -> None:

@@ -11,8 +11,9 @@ here, everyone else cannot. Usage::
 File contract: 43 URL-safe characters (:func:`secrets.token_urlsafe` of 32 bytes) and a newline.
 It is created atomically (written to a temporary file, then hard-linked under its name, so two
 processes creating it at once agree on one token and nobody ever reads a half-written one),
-opened with ``O_NOFOLLOW`` (a symlink planted in its place is refused), and a file found readable
-by others is put back to 0600. Delete the file to rotate the token; running servers keep the old
+opened with ``O_NOFOLLOW`` (a symlink planted in its place is refused), a file with another
+name elsewhere (a hard link: its link count is not 1) is refused, and a file found readable by
+others is put back to 0600. Delete the file to rotate the token; running servers keep the old
 one until restarted.
 """
 
@@ -34,6 +35,7 @@ __all__ = ["API_TOKEN_FILE", "api_token", "read_api_token"]
 API_TOKEN_FILE = "api-token"
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{32,128}")
 _MAX_BYTES = 1024
+_TEMPORARY = re.compile(rf"\.{re.escape(API_TOKEN_FILE)}\.[0-9a-f]{{16}}\.tmp")
 
 
 def _unavailable(home: Path, exc: OSError | str) -> CanonicalStateUnavailable:
@@ -44,6 +46,23 @@ def _unavailable(home: Path, exc: OSError | str) -> CanonicalStateUnavailable:
     return CanonicalStateUnavailable(f"the API token file {home / API_TOKEN_FILE} cannot be used: {reason}")
 
 
+def _being_created(home: Path, info: os.stat_result) -> bool:
+    """Whether the file's one other name is the temporary one :func:`api_token` links it from
+    (and unlinks next): a reader that comes in between sees two links."""
+    if info.st_nlink != 2:
+        return False
+    try:
+        with os.scandir(home) as entries:
+            return any(
+                _TEMPORARY.fullmatch(entry.name) is not None
+                and entry.inode() == info.st_ino
+                and entry.stat(follow_symlinks=False).st_dev == info.st_dev
+                for entry in entries
+            )
+    except OSError:
+        return False
+
+
 def read_api_token(home: Path) -> str | None:
     """The data home's API token, or None when there is none yet.
 
@@ -51,8 +70,9 @@ def read_api_token(home: Path) -> str | None:
         home: the data home (``Settings.home``).
 
     Raises:
-        CanonicalStateUnavailable: ``canonical_state_unavailable`` when the file is a symlink, not
-            a regular file, unreadable or malformed (the message never quotes its content).
+        CanonicalStateUnavailable: ``canonical_state_unavailable`` when the file is a symlink, a
+            hard link, not a regular file, unreadable or malformed (the message never quotes its
+            content).
     """
     path = Path(home) / API_TOKEN_FILE
     try:
@@ -65,6 +85,8 @@ def read_api_token(home: Path) -> str | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise _unavailable(Path(home), "it is not a regular file")
+        if info.st_nlink != 1 and not _being_created(Path(home), info) and os.fstat(fd).st_nlink != 1:
+            raise _unavailable(Path(home), "it is hard-linked (it has another name too)")
         if info.st_mode & 0o077:
             os.fchmod(fd, 0o600)  # someone widened it: put it back
         data = os.read(fd, _MAX_BYTES + 1)

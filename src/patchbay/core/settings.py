@@ -99,6 +99,9 @@ class Settings(BaseSettings):
     """Address ``patchbay serve`` binds; anything but loopback also needs ``--allow-remote``."""
     api_port: int = Field(default=8765, ge=0, le=65535)
     """TCP port ``patchbay serve`` binds (0: any free port, printed at start)."""
+    api_session_max_age: int = Field(default=12 * 60 * 60, ge=1)
+    """Seconds the browser session cookie of a login URL is accepted (its ``Max-Age``); a cookie
+    also stops working when ``serve`` restarts."""
     api_max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
     """Most bytes of one REST API request body (declared or streamed); a bigger one is refused with
     413 ``payload_too_large`` before more of it is read."""

@@ -17,10 +17,15 @@ from typing import Any
 import httpx2
 import pytest
 import requests
+from starlette.responses import PlainTextResponse
+from starlette.types import Message, Receive, Scope, Send
 from typer.testing import CliRunner
 
 from patchbay.adapters.api_token import api_token
 from patchbay.core.redaction import redact_text
+from patchbay.core.settings import Settings
+from patchbay.interfaces.api import create_app
+from patchbay.interfaces.api.auth import TokenAuthMiddleware
 from patchbay.interfaces.cli import app as cli_app
 from patchbay.interfaces.cli import serve
 from tests.support.api import Api, error_of
@@ -110,7 +115,7 @@ async def test_the_login_url_sets_a_strict_httponly_cookie_and_redirects_without
     attributes = [part.strip().lower() for part in cookie.split(";")]
     name, _, value = attributes[0].partition("=")
     assert name.startswith("patchbay_") and value and token.lower() not in cookie.lower()
-    assert {"httponly", "samesite=strict", "path=/"} <= set(attributes[1:])
+    assert {"httponly", "samesite=strict", "path=/", "max-age=43200"} <= set(attributes[1:])
     assert redact_text(value) != value  # registered: no log line or response shows it
     # the cookie alone now lets this browser in (httpx2 keeps it in its cookie jar)
     assert (await anonymous.get("/api/mcp/connectors")).json() == {"connectors": []}
@@ -129,6 +134,128 @@ async def test_a_login_url_without_the_token_sets_no_cookie(
     response = await anonymous.get("/login" + query.format(token=api_token(api.home)))
     _assert_unauthorized(response)
     assert (await anonymous.get("/api/mcp/connectors")).status_code == 401
+
+
+class _Clock:
+    """Monotonic seconds that move only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _ok(scope: Scope, receive: Receive, send: Send) -> None:
+    await PlainTextResponse("ok")(scope, receive, send)
+
+
+def _client(app: Any) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1:8765")
+
+
+TOKEN = "t" * 43
+
+
+async def _login(guard: TokenAuthMiddleware) -> str:
+    """The ``Cookie`` header a browser sends after opening ``guard``'s login URL."""
+    async with _client(guard) as browser:
+        login = await browser.get(f"/login?token={TOKEN}")
+    assert login.status_code == 303
+    return login.headers["set-cookie"].split(";")[0]
+
+
+async def test_each_login_gets_its_own_random_cookie_refused_after_its_max_age() -> None:
+    clock = _Clock()
+    guard = TokenAuthMiddleware(_ok, token=TOKEN, session_max_age=60, clock=clock)
+    first, second = await _login(guard), await _login(guard)
+    assert first != second and first.startswith(guard.cookie_name + "=")
+    async with _client(guard) as client:
+        clock.now += 59
+        assert (await client.get("/x", headers={"Cookie": first})).text == "ok"
+        clock.now += 1  # 60 s after the login: expired, whatever the browser still sends
+        _assert_unauthorized(await client.get("/x", headers={"Cookie": first}))
+        _assert_unauthorized(await client.get("/x", headers={"Cookie": second}))
+        assert (await client.get("/x", headers={"Authorization": f"Bearer {TOKEN}"})).text == "ok"
+        third = await _login(guard)  # logging in again starts a new session
+        assert (await client.get("/x", headers={"Cookie": third})).text == "ok"
+
+
+async def test_a_cookie_of_an_earlier_serve_is_refused_after_a_restart(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", api_session_max_age=600)
+    token = api_token(settings.home)
+    before, after = create_app(settings, workspace=tmp_path), create_app(settings, workspace=tmp_path)
+    async with _client(before) as browser:
+        login = await browser.get(f"/login?token={token}")
+        assert "max-age=600" in login.headers["set-cookie"].lower()
+        cookie = login.headers["set-cookie"].split(";")[0]
+        assert token not in cookie
+    async with _client(after) as browser:  # same data home and token, a new process
+        _assert_unauthorized(await browser.get("/openapi.json", headers={"Cookie": cookie}))
+    async with _client(before) as browser:
+        assert (await browser.get("/openapi.json", headers={"Cookie": cookie})).status_code == 200
+    for app in (before, after):
+        app.state.context.close()
+
+
+@pytest.mark.parametrize("order", ["good-first", "bad-first"])
+async def test_the_session_cookie_sent_twice_is_refused_in_either_order(order: str) -> None:
+    guard = TokenAuthMiddleware(_ok, token=TOKEN, clock=_Clock())
+    good = await _login(guard)
+    bad = f"{guard.cookie_name}=forged"
+    pairs = [good, bad] if order == "good-first" else [bad, good]
+    async with _client(guard) as client:
+        assert (await client.get("/x", headers={"Cookie": good})).text == "ok"
+        assert (await client.get("/x", headers={"Cookie": f"other=1; {good}; x=y"})).text == "ok"
+        _assert_unauthorized(await client.get("/x", headers={"Cookie": "; ".join(pairs)}))
+        _assert_unauthorized(await client.get("/x", headers=[("Cookie", pairs[0]), ("Cookie", pairs[1])]))
+        _assert_unauthorized(await client.get("/x", headers={"Cookie": f"{good}; {good}"}))
+
+
+async def _websocket(app: Any, headers: list[tuple[bytes, bytes]]) -> list[Message]:
+    """Open a websocket to ``app`` with a raw ASGI scope; what the app sent back."""
+    sent: list[Message] = []
+    scope = {
+        "type": "websocket",
+        "asgi": {"version": "3.0"},
+        "scheme": "ws",
+        "path": "/api/mcp/connectors",
+        "raw_path": b"/api/mcp/connectors",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8765),
+        "subprotocols": [],
+        "state": {},
+    }
+    messages = [{"type": "websocket.connect"}]
+
+    async def receive() -> Message:
+        return messages.pop(0) if messages else {"type": "websocket.disconnect", "code": 1000}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return sent
+
+
+@pytest.mark.parametrize("require_token", [True, False])
+async def test_a_websocket_is_closed_as_a_policy_violation_before_it_is_accepted(
+    tmp_path: Path, require_token: bool
+) -> None:
+    settings = Settings(home=tmp_path / "home")
+    app = create_app(settings, workspace=tmp_path, require_token=require_token)
+    token = api_token(settings.home)
+    for headers in (
+        [(b"host", b"127.0.0.1:8765"), (b"authorization", f"Bearer {token}".encode())],
+        [(b"host", b"127.0.0.1:8765"), (b"origin", b"http://evil.example")],
+        [(b"host", b"evil.example")],
+    ):
+        sent = await _websocket(app, headers)
+        assert [m["type"] for m in sent] == ["websocket.close"] and sent[0]["code"] == 1008
+    app.state.context.close()
 
 
 def test_no_auth_is_refused_with_allow_remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,8 +301,20 @@ def test_api_token_prints_the_token_login_url_and_header(tmp_path: Path) -> None
         "header": f"Authorization: Bearer {token}",
         "file": str(home / "api-token"),
     }
-    text = CliRunner().invoke(cli_app, ["--home", str(home), "api-token"])
+    text = CliRunner().invoke(cli_app, ["--home", str(home), "api-token", "--port", "8765"])
     assert f"Login URL: http://127.0.0.1:8765/login?token={token}\n" in text.stdout
+
+
+def test_api_token_prints_no_login_url_while_no_serve_runs(tmp_path: Path) -> None:
+    """Whatever listens on the default port then is not ours: it would get the token."""
+    home = tmp_path / "home"
+    shown = CliRunner().invoke(cli_app, ["--home", str(home), "api-token", "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["login_url"] is None
+    text = CliRunner().invoke(cli_app, ["--home", str(home), "api-token"])
+    assert text.exit_code == 0, text.output
+    assert "Login URL: none (no serve is running on this data home; start one with `patchbay serve`" in text.stdout
+    assert "/login?token=" not in text.stdout and f"Token: {api_token(home)}\n" in text.stdout
 
 
 def test_api_token_names_the_port_the_running_serve_really_listens_on(tmp_path: Path) -> None:
@@ -192,7 +331,7 @@ def test_api_token_names_the_port_the_running_serve_really_listens_on(tmp_path: 
     assert served.process.returncode == 0
     assert not (home / serve.SERVING_FILE).exists()  # gone with the serve that wrote it
     after = CliRunner().invoke(cli_app, ["--home", str(home), "api-token", "--json"])
-    assert json.loads(after.stdout)["login_url"].startswith("http://127.0.0.1:8765/")
+    assert json.loads(after.stdout)["login_url"] is None  # no serve: no login URL
 
 
 _INTRUDER = """

@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -152,6 +153,69 @@ def test_allow_remote_warns_and_answers_any_host(tmp_path: Path, monkeypatch: py
 def test_loopback_names() -> None:
     assert all(serve.is_loopback(h) for h in ("127.0.0.1", "127.8.0.1", "::1", "[::1]", "localhost", "LOCALHOST"))
     assert not any(serve.is_loopback(h) for h in ("0.0.0.0", "::", "10.0.0.1", "example.com", "localhost.evil"))
+
+
+@contextlib.contextmanager
+def _sleeper(*prefix: str) -> Any:
+    """A process that waits until the block ends (``prefix`` runs it as someone else), yielded once
+    it runs the interpreter (it said so)."""
+    script = "import sys; print('ready', flush=True); sys.stdin.read()"
+    process = subprocess.Popen(
+        [*prefix, sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "ready\n"
+        yield process
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=30)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def _write_serves(home: Path, serves: list[dict[str, Any]]) -> None:
+    home.mkdir(exist_ok=True)
+    (home / serve.SERVING_FILE).write_text(json.dumps({"serves": serves}))
+
+
+def test_stopping_one_of_two_serves_keeps_the_other_named(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    with _sleeper() as other:
+        started = psutil.Process(other.pid).create_time()
+        _write_serves(home, [{"url": "http://127.0.0.1:4001", "pid": other.pid, "started": started}])
+        serve._record_serving(home, "http://127.0.0.1:4002")  # this process: the newest
+        assert serve.running_url(home) == "http://127.0.0.1:4002"
+        serve._forget_serving(home)  # this one stops; the other goes on
+        assert serve.running_url(home) == "http://127.0.0.1:4001"
+    serve._record_serving(home, "http://127.0.0.1:4003")  # the other is gone: its record too
+    assert [s["url"] for s in json.loads((home / serve.SERVING_FILE).read_text())["serves"]] == [
+        "http://127.0.0.1:4003"
+    ]
+    serve._forget_serving(home)
+    assert not (home / serve.SERVING_FILE).exists() and serve.running_url(home) is None
+
+
+def test_a_serving_record_of_another_users_or_a_reused_pid_is_not_a_running_serve(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    own = psutil.Process(os.getpid()).create_time()
+    _write_serves(home, [{"url": "http://127.0.0.1:4001", "pid": os.getpid(), "started": own - 3600}])
+    assert serve.running_url(home) is None  # the pid now names a process started later
+    _write_serves(home, [{"url": "http://127.0.0.1:4001", "pid": os.getpid(), "started": own}])
+    assert serve.running_url(home) == "http://127.0.0.1:4001"
+    if os.getuid() != 0:
+        foreign = psutil.Process(1)  # init: root's
+        _write_serves(home, [{"url": "http://127.0.0.1:4001", "pid": 1, "started": foreign.create_time()}])
+        assert serve.running_url(home) is None
+        return
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv to run a process as another user")
+    with _sleeper("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups") as other:
+        foreign = psutil.Process(other.pid)  # setpriv execs in place: the same pid
+        assert foreign.uids().real == 65534
+        _write_serves(home, [{"url": "http://127.0.0.1:4001", "pid": other.pid, "started": foreign.create_time()}])
+        assert serve.running_url(home) is None
 
 
 def test_a_store_it_cannot_use_is_a_warning_and_503_not_a_crash(tmp_path: Path) -> None:

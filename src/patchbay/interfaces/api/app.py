@@ -38,7 +38,7 @@ from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ErrorCode
 from patchbay.core.settings import Settings
 from patchbay.core.version import __version__
-from patchbay.interfaces.api.auth import TokenAuthMiddleware
+from patchbay.interfaces.api.auth import TokenAuthMiddleware, refuse_other_scopes
 from patchbay.interfaces.api.context import ApiContext
 from patchbay.interfaces.api.errors import error_response, install_error_handlers
 from patchbay.interfaces.api.limits import BodyLimitMiddleware
@@ -100,7 +100,8 @@ class LocalOnlyMiddleware:
     bracketed IPv6 address, an optional port 1-65535) and at most one ``Origin``; an ``Origin``
     must name this server exactly: the request's scheme, ``Host``'s name and port (default ports
     filled in). Anything else is 403 ``origin_refused``; the refused values are quoted (cut to
-    200 characters, redacted) so a user can see what was sent.
+    200 characters, redacted) so a user can see what was sent. A websocket is closed with 1008
+    (policy violation) before it is accepted.
 
     Args:
         app: the ASGI app.
@@ -138,6 +139,9 @@ class LocalOnlyMiddleware:
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # a websocket is refused here too: with --no-auth this is the only check there is
+        if await refuse_other_scopes(scope, receive, send):
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -220,7 +224,7 @@ def create_app(
     # the last added runs first: Host/Origin, then the body size, then the token
     if require_token:
         assert token is not None
-        app.add_middleware(TokenAuthMiddleware, token=token)
+        app.add_middleware(TokenAuthMiddleware, token=token, session_max_age=settings.api_session_max_age)
         _document_security(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.api_max_body_bytes)
     app.add_middleware(LocalOnlyMiddleware, allowed_hosts=allowed_hosts)

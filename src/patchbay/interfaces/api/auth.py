@@ -7,33 +7,45 @@ every request must prove it can read the data home's 0600 token file
 * ``Authorization: Bearer <token>`` (scripts, the library, the CLI), or
 * the session cookie a browser gets from the login URL ``/login?token=<token>``: the answer is a
   303 redirect to ``/docs`` (a URL without the token) that sets ``patchbay_<id>=<value>``
-  (``HttpOnly; SameSite=Strict; Path=/``). The value is an HMAC of the token, not the token; the
-  name carries a short hash so servers of different data homes on one host keep their own.
+  (``HttpOnly; SameSite=Strict; Path=/; Max-Age=<Settings.api_session_max_age>``). The value is
+  random, made at each login and known only to this process's memory: it stops working when it
+  expires or the server restarts. Browsers send a cookie to every port of a host, so another
+  listener on 127.0.0.1 may see it; what it sees is worth no more than that one session. The
+  name carries a short hash so servers of different data homes on one host keep their own. A
+  request carrying the cookie more than once is refused, whatever the copies say.
 
 Anything else is 401 ``unauthorized`` in the one error shape with ``WWW-Authenticate: Bearer``,
-before any route runs or any body is read. Comparisons take constant time; no answer, message or
-log line quotes what was sent.
+before any route runs or any body is read; a websocket is closed with 1008 (policy violation)
+before it is accepted, as no route speaks it. Comparisons take constant time; no answer, message
+or log line quotes what was sent.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-from http.cookies import SimpleCookie
+import secrets
+import time
+from collections.abc import Callable
 from urllib.parse import parse_qs
 
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocketClose
 
 from patchbay.core.errors import ErrorCode
 from patchbay.core.redaction import register_secret
 from patchbay.interfaces.api.errors import error_response
 
-__all__ = ["LOGIN_PATH", "TokenAuthMiddleware", "login_url"]
+__all__ = ["LOGIN_PATH", "SESSION_MAX_AGE", "TokenAuthMiddleware", "login_url", "refuse_other_scopes"]
 
 LOGIN_PATH = "/login"
 """``GET /login?token=...`` logs a browser in (sets the session cookie) and redirects to ``/docs``."""
 AFTER_LOGIN = "/docs"
+SESSION_MAX_AGE = 12 * 60 * 60
+"""Seconds a login's session cookie is accepted (``Settings.api_session_max_age``'s default)."""
+_MAX_SESSIONS = 1024
+"""Live sessions kept; past it the oldest login's cookie is forgotten (only token holders log in)."""
 
 
 def login_url(base_url: str, token: str) -> str:
@@ -46,6 +58,36 @@ def login_url(base_url: str, token: str) -> str:
     return f"{base_url.rstrip('/')}{LOGIN_PATH}?token={token}"
 
 
+async def refuse_other_scopes(scope: Scope, receive: Receive, send: Send) -> bool:
+    """Answer an ASGI connection that is neither HTTP nor the lifespan, and say whether it was.
+
+    A websocket is closed with 1008 (policy violation) before it is accepted, so the server
+    answers its handshake 403; no route of the API speaks it, and none is checked like HTTP.
+
+    Raises:
+        RuntimeError: for a scope type ASGI servers do not send (nothing to answer it with).
+    """
+    if scope["type"] in ("http", "lifespan"):
+        return False
+    if scope["type"] != "websocket":
+        raise RuntimeError(f"unsupported ASGI scope type {scope['type']!r}")
+    await WebSocketClose(code=1008)(scope, receive, send)
+    return True
+
+
+def _cookie_values(headers: list[tuple[bytes, bytes]], name: str) -> list[str]:
+    """Every value the ``Cookie`` headers give ``name``, in order (``a=1; a=2`` is two)."""
+    values = []
+    for key, value in headers:
+        if key.lower() != b"cookie":
+            continue
+        for pair in value.decode("latin-1").split(";"):
+            cookie_name, equals, cookie_value = pair.partition("=")
+            if equals and cookie_name.strip() == name:
+                values.append(cookie_value.strip().strip('"'))
+    return values
+
+
 def _unauthorized(message: str) -> Response:
     response = error_response(401, ErrorCode.UNAUTHORIZED, message)
     response.headers["WWW-Authenticate"] = "Bearer"
@@ -53,24 +95,46 @@ def _unauthorized(message: str) -> Response:
 
 
 class TokenAuthMiddleware:
-    """Answer 401 ``unauthorized`` to every request without the token or its session cookie.
+    """Answer 401 ``unauthorized`` to every request without the token or a live session cookie.
 
     Args:
         app: the ASGI app.
         token: the API token (:func:`~patchbay.adapters.api_token.api_token`); registered for
-            redaction, with the cookie value derived from it.
+            redaction, as is each session cookie value.
+        session_max_age: seconds a login's cookie is accepted (and its ``Max-Age``), > 0.
+        clock: monotonic seconds (``time.monotonic``); sessions expire on it.
     """
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str,
+        session_max_age: int = SESSION_MAX_AGE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if session_max_age <= 0:
+            raise ValueError("session_max_age must be > 0 seconds")
         self.app = app
         self._token = token.encode("ascii")
         self.cookie_name = "patchbay_" + hashlib.sha256(b"patchbay-cookie-name\0" + self._token).hexdigest()[:12]
-        self._cookie = hmac.new(self._token, b"patchbay-api-session", hashlib.sha256).hexdigest()
+        self.session_max_age = session_max_age
+        self._clock = clock
+        # value -> monotonic expiry; only token holders can add one (each login), and the
+        # expired ones go at the next login
+        self._sessions: dict[str, float] = {}
         register_secret(token)
-        register_secret(self._cookie)
 
     def _valid_token(self, supplied: str) -> bool:
         return hmac.compare_digest(supplied.encode("utf-8", "replace"), self._token)
+
+    def _live_session(self, supplied: str) -> bool:
+        now = self._clock()
+        encoded = supplied.encode("latin-1", "replace")
+        live = False
+        for value, expires in self._sessions.items():  # every one compared, in constant time
+            matches = hmac.compare_digest(encoded, value.encode("ascii"))
+            live = live or (matches and now < expires)
+        return live
 
     def _authenticated(self, headers: list[tuple[bytes, bytes]]) -> bool:
         authorizations = [v for k, v in headers if k.lower() == b"authorization"]
@@ -79,21 +143,14 @@ class TokenAuthMiddleware:
             return scheme.lower() == "bearer" and self._valid_token(credentials.strip())
         if authorizations:  # two Authorization headers: which one a proxy looked at is unknowable
             return False
-        found = False
-        for key, value in headers:
-            if key.lower() != b"cookie":
-                continue
-            cookies = SimpleCookie()
-            try:
-                cookies.load(value.decode("latin-1"))
-            except Exception:  # a malformed Cookie header is no credential
-                continue
-            morsel = cookies.get(self.cookie_name)
-            if morsel is not None:
-                found = found or hmac.compare_digest(morsel.value.encode("latin-1"), self._cookie.encode("ascii"))
-        return found
+        cookies = _cookie_values(headers, self.cookie_name)
+        # two copies of the cookie: which one a browser or proxy meant is unknowable, and the
+        # outcome must not hang on their order
+        return len(cookies) == 1 and self._live_session(cookies[0])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if await refuse_other_scopes(scope, receive, send):
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -114,8 +171,21 @@ class TokenAuthMiddleware:
         tokens = query.get("token", [])
         if len(tokens) != 1 or not self._valid_token(tokens[0]):
             return _unauthorized("the login URL needs the API token as its one 'token' query parameter")
+        now = self._clock()
+        live = [(value, expires) for value, expires in self._sessions.items() if now < expires]
+        self._sessions = dict(live[-(_MAX_SESSIONS - 1) :])
+        session = secrets.token_hex(32)  # lower-case hex, as the cookie value always was
+        self._sessions[session] = now + self.session_max_age
+        register_secret(session, transient=True)
         response = RedirectResponse(AFTER_LOGIN, status_code=303)
-        response.set_cookie(self.cookie_name, self._cookie, path="/", httponly=True, samesite="strict")
+        response.set_cookie(
+            self.cookie_name,
+            session,
+            max_age=self.session_max_age,
+            path="/",
+            httponly=True,
+            samesite="strict",
+        )
         # the login URL holds the token: keep it out of caches and of the next page's Referer
         response.headers["Cache-Control"] = "no-store"
         response.headers["Referrer-Policy"] = "no-referrer"

@@ -9,8 +9,9 @@ serves without it, on loopback only, with a loud warning. At start it prints the
 URL (the one line that shows the token), the data home and the database (``--json``: one JSON
 object with ``token`` and ``login_url``), then serves until interrupted (Ctrl-C or SIGTERM).
 
-``patchbay api-token`` prints the token, the login URL and the header for the data home, whether
-or not a server runs (the token is created on first use).
+``patchbay api-token`` prints the token and the header for the data home, whether or not a server
+runs (the token is created on first use), and the login URL of the serve running on it (none when
+no serve runs, unless ``--host``/``--port`` name one).
 
 Stopping is bounded: calls in flight get ``shutdown_grace`` seconds
 (``PATCHBAY_SHUTDOWN_GRACE``, default 5), then are cancelled and answered ``cancelled``, and every
@@ -22,7 +23,6 @@ since the command began: loading the API, opening the store (and migrating it), 
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
 import os
@@ -237,53 +237,103 @@ def serve(
 
 
 SERVING_FILE = "serving.json"
-"""``{"url", "pid"}`` of the ``serve`` running on this data home (0600), so ``api-token`` can
-name the port it really listens on (``--port 0`` included); removed when that serve stops."""
+"""``{"serves": [{"url", "pid", "started"}, ...]}``, oldest first: the ``serve`` processes running
+on this data home (0600), so ``api-token`` can name the port one really listens on (``--port 0``
+included). Each serve adds itself at start and takes itself out when it stops, under a lock of
+the data home; the file goes with the last one."""
+
+_SERVING_LOCK_SECONDS = 5.0
 
 
-def _record_serving(home: Path, url: str) -> None:
-    from patchbay.adapters.atomic import replace_file
+def _started(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch), or None when it is gone or not
+    this user's: a pid alone may have been reused, or be another user's process."""
+    import psutil
 
-    data = json.dumps({"url": url, "pid": os.getpid()}).encode()
     try:
-        dir_fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
+        process = psutil.Process(pid)
+        with process.oneshot():
+            if process.uids().real != os.getuid():
+                return None
+            return process.create_time()
+    except (psutil.Error, OSError):
+        return None
+
+
+def _alive(record: dict[str, Any]) -> bool:
+    """Whether the serve ``record`` names still runs: its pid is a live process of this user
+    that started when the record says (within the second, as the clock ticks coarsely)."""
+    pid, started = record.get("pid"), record.get("started")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    actual = _started(pid)
+    if actual is None:
+        return False
+    return not isinstance(started, (int, float)) or abs(actual - started) < 1.0
+
+
+def _serving_records(home: Path) -> list[dict[str, Any]]:
+    try:
+        document = json.loads((home / SERVING_FILE).read_bytes())
+    except (OSError, ValueError):
+        return []
+    if isinstance(document, dict) and "serves" not in document:
+        document = {"serves": [document]}  # the single record of earlier versions
+    serves = document.get("serves") if isinstance(document, dict) else None
+    if not isinstance(serves, list):
+        return []
+    return [
+        record
+        for record in serves
+        if isinstance(record, dict) and isinstance(record.get("url"), str) and record["url"].startswith("http://")
+    ]
+
+
+def _update_serving(home: Path, *, add: str | None = None) -> None:
+    """Under the data home's lock: drop the records of serves that are gone and this process's
+    own, then add this process at ``add`` (a URL) when given; remove the file when none is left."""
+    from patchbay.adapters.atomic import lock_exclusive, replace_file
+
+    try:
+        dir_fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return  # a hint for api-token only: serving goes on without it
     try:
-        replace_file(dir_fd, SERVING_FILE, data, 0o600, strict_dir_sync=False)
+        if not lock_exclusive(dir_fd, _SERVING_LOCK_SECONDS):
+            return
+        serves = [r for r in _serving_records(home) if r.get("pid") != os.getpid() and _alive(r)]
+        if add is not None:
+            serves.append({"url": add, "pid": os.getpid(), "started": _started(os.getpid())})
+        if serves:
+            data = json.dumps({"serves": serves}).encode()
+            replace_file(dir_fd, SERVING_FILE, data, 0o600, strict_dir_sync=False)
+        else:
+            os.unlink(SERVING_FILE, dir_fd=dir_fd)
     except OSError:
         pass
     finally:
-        os.close(dir_fd)
+        os.close(dir_fd)  # releases the lock
+
+
+def _record_serving(home: Path, url: str) -> None:
+    _update_serving(home, add=url)
 
 
 def _forget_serving(home: Path) -> None:
-    if _serving_record(home).get("pid") == os.getpid():
-        with contextlib.suppress(OSError):
-            (home / SERVING_FILE).unlink()
-
-
-def _serving_record(home: Path) -> dict[str, Any]:
-    try:
-        record = json.loads((home / SERVING_FILE).read_bytes())
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
+    # only this process's record goes: another serve on the same home stays named
+    _update_serving(home)
 
 
 def running_url(home: Path) -> str | None:
-    """The URL of the ``serve`` running on ``home`` (a live process wrote it), else None."""
-    record = _serving_record(home)
-    pid, url = record.get("pid"), record.get("url")
-    if not isinstance(pid, int) or not isinstance(url, str) or not url.startswith("http://"):
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        pass  # alive, someone else's: still the one on this home
-    return url
+    """The URL of the newest ``serve`` running on ``home`` as this user, else None.
+
+    Args:
+        home: the data home (``Settings.home``).
+    """
+    for record in reversed(_serving_records(home)):
+        if _alive(record):
+            return str(record["url"])
+    return None
 
 
 def _interrupt(_signum: int, _frame: object) -> None:
@@ -307,35 +357,35 @@ def api_token_command(
 ) -> None:
     """Print the REST API's token for this data home (created on first use), its login URL and header.
 
-    The login URL names the running ``serve`` of this data home when there is one (its real
-    port), else ``--host``/``--port`` or the settings."""
+    The login URL names the running ``serve`` of this data home (its real port). With
+    ``--host``/``--port`` it names that address instead; without them and no serve running
+    there is no login URL (whatever listens on the default port then would get the token)."""
     from patchbay.adapters.api_token import API_TOKEN_FILE, api_token
     from patchbay.interfaces.api.auth import login_url
 
     settings = state.settings
     token = api_token(settings.home)
-    running = running_url(settings.home) if host is None and port is None else None
-    if running is not None:
-        base = running
+    base: str | None
+    if host is None and port is None:
+        base = running_url(settings.home)
     else:
         host = host if host is not None else settings.api_host
         port = port if port is not None else (settings.api_port or 8765)
         base = f"http://[{host.strip('[]')}]:{port}" if ":" in host else f"http://{host}:{port}"
     document = {
         "token": token,
-        "login_url": login_url(base, token),
+        "login_url": login_url(base, token) if base is not None else None,
         "header": f"Authorization: Bearer {token}",
         "file": str(settings.home / API_TOKEN_FILE),
     }
     if as_json:
         _write_raw(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         return
-    _write_raw(
-        "".join(
-            f"{label}: {document[key]}\n"
-            for label, key in (("Token", "token"), ("Login URL", "login_url"), ("Header", "header"), ("File", "file"))
-        )
+    login = document["login_url"] or (
+        "none (no serve is running on this data home; start one with `patchbay serve`, which prints "
+        "its login URL, or name one with --port)"
     )
+    _write_raw(f"Token: {token}\nLogin URL: {login}\nHeader: {document['header']}\nFile: {document['file']}\n")
 
 
 _ANSWER_GRACE = 5.0
