@@ -23,7 +23,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, event, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from patchbay.adapters.store._errors import CANDIDATES, database_label, is_unavailable, unavailable
@@ -42,7 +41,14 @@ def now_ms() -> int:
 
 def upsert(conn: Connection, table: Any) -> Any:
     """The dialect's ``INSERT`` that supports ``ON CONFLICT`` (SQLite and PostgreSQL)."""
-    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(table)
+    # Imported here: the PostgreSQL dialect (with its asyncpg module) costs every CLI start ~50 ms.
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert(table)
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert(table)
 
 
 _CHANGED = "patchbay_rows_changed"
