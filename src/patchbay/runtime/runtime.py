@@ -249,6 +249,12 @@ class Runtime:
                 keep=tuple(s.name for s in self.config.servers),
             )
             stack.callback(self._log.close)
+            for rejected in self.config.rejected:
+                # Left out of this runtime (its entry failed its checks); said once per session.
+                self._log.append(
+                    "mcp.server.rejected",
+                    {"server": rejected.name, "field": rejected.field, "message": rejected.message},
+                )
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             self._tg.start_soon(self._log.run_writer)
             # Runs before the task group waits for its tasks: the writer ends, and what follows
