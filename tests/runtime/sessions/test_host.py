@@ -30,8 +30,9 @@ import pytest
 
 from patchbay.adapters.store import open_store
 from patchbay.control.connectors import ConnectorService
-from patchbay.core.errors import ErrorCode, FailureReason, NotFoundError, PatchbayError, ToolCallError
+from patchbay.core.errors import ConfigError, ErrorCode, FailureReason, NotFoundError, PatchbayError, ToolCallError
 from patchbay.core.models import Project
+from patchbay.runtime import snapshot as snapshot_module
 from patchbay.runtime.calls.permissions import ApprovalRequest
 from patchbay.runtime.events.log import read_events, session_log_path
 from patchbay.runtime.sessions import SessionHost, collect_reloads
@@ -447,6 +448,32 @@ def tamper(workspace: Path, marker: Path) -> None:
     document["servers"]["rogue"] = rogue_server(marker)
     document["mac"] = document.pop("mac")  # still the last member
     snapshot_path(workspace).write_text(json.dumps(document, indent=2) + "\n")
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+async def test_an_entry_that_fails_its_checks_is_left_out_with_a_warning_and_the_others_run(
+    service: ConnectorService, workspace: Path, monkeypatch: pytest.MonkeyPatch, loader: str
+) -> None:
+    add_server(service, "life", workspace)
+    add_server(service, "bad", workspace, "--marked")
+    real = snapshot_module.validate_stdio_target
+
+    def stricter(command: str, args: Any, cwd: Any) -> Any:  # a rule added after "bad" was stored
+        if "--marked" in args:
+            raise ConfigError("args", "an argument looks like a secret")
+        return real(command, args, cwd)
+
+    monkeypatch.setattr(snapshot_module, "validate_stdio_target", stricter)
+    with anyio.fail_after(60):
+        async with served_host_for(service, loader) as host:
+            session = await host.open(workspace)
+            assert "mcp.life.echo" in await tool_names(host, session)
+            assert host.session(session).warnings == (
+                {"server": "bad", "field": "servers.bad.args", "message": "an argument looks like a secret"},
+            )
+    events = read_events(session_log_path(service.settings.sessions_dir, session))
+    (rejected,) = [e for e in events if e["type"] == "mcp.server.rejected"]
+    assert (rejected["payload"]["server"], rejected["payload"]["field"]) == ("bad", "servers.bad.args")
 
 
 # -- a workspace writer ------------------------------------------------------------------------
