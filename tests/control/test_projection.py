@@ -20,8 +20,8 @@ from patchbay.control.credentials import parse_env
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import ConnectorSettings, ToolCacheEntry, ToolSummary
 from patchbay.core.policy import decide_for
-from patchbay.runtime.calls.permissions import PermissionEngine
 from patchbay.runtime import snapshot as snapshot_module
+from patchbay.runtime.calls.permissions import PermissionEngine
 from patchbay.runtime.snapshot import load_snapshot, snapshot_path
 
 pytestmark = pytest.mark.anyio
