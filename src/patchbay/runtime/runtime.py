@@ -250,10 +250,15 @@ class Runtime:
             )
             stack.callback(self._log.close)
             for rejected in self.config.rejected:
-                # Left out of this runtime (its entry failed its checks); said once per session.
+                # Left out of this runtime (its entry failed its checks): it never starts here.
                 self._log.append(
-                    "mcp.server.rejected",
-                    {"server": rejected.name, "field": rejected.field, "message": rejected.message},
+                    "mcp.server.permanently_failed",
+                    {
+                        "server": rejected.name,
+                        "reason": "invalid_config",
+                        "field": rejected.field,
+                        "message": rejected.message,
+                    },
                 )
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             self._tg.start_soon(self._log.run_writer)

@@ -279,7 +279,7 @@ async def test_a_failed_rebuild_keeps_the_committed_state_and_reports_runtime_re
             assert "mcp.life.pid" in names and "mcp.life.echo" not in names
 
 
-@pytest.mark.parametrize("damage", ["another project", "invalid option", "unsigned rewrite"])
+@pytest.mark.parametrize("damage", ["another project", "older file put back", "unsigned rewrite"])
 async def test_a_snapshot_that_cannot_be_loaded_fails_the_rebuild(
     service: ConnectorService, workspace: Path, damage: str
 ) -> None:
@@ -292,11 +292,12 @@ async def test_a_snapshot_that_cannot_be_loaded_fails_the_rebuild(
             if damage == "unsigned rewrite":  # what a workspace writer without the key can do
                 document.pop("mac")
                 snapshot_path(workspace).write_text(json.dumps(document))
+            elif damage == "older file put back":  # sealed, but from before a later projection
+                older = snapshot_path(workspace).read_bytes()
+                service.grant("life", "echo", "deny")
+                snapshot_path(workspace).write_bytes(older)
             else:
-                if damage == "another project":
-                    document["project_id"] = "prj_0000000000000000"
-                else:
-                    document["servers"]["life"]["runtime_config"]["request_timeout"] = -1
+                document["project_id"] = "prj_0000000000000000"
                 write_sealed_snapshot(workspace, document, home=service.settings.home, project_id=project_id)
 
             outcome = await host.reload()
@@ -306,7 +307,7 @@ async def test_a_snapshot_that_cannot_be_loaded_fails_the_rebuild(
             assert error["code"] == "invalid_config"
             expected = {
                 "another project": "project_id",
-                "invalid option": "servers.life.request_timeout",
+                "older file put back": "snapshot",
                 "unsigned rewrite": "snapshot",
             }
             assert error["details"]["field"] == expected[damage]
@@ -472,8 +473,13 @@ async def test_an_entry_that_fails_its_checks_is_left_out_with_a_warning_and_the
                 {"server": "bad", "field": "servers.bad.args", "message": "an argument looks like a secret"},
             )
     events = read_events(session_log_path(service.settings.sessions_dir, session))
-    (rejected,) = [e for e in events if e["type"] == "mcp.server.rejected"]
-    assert (rejected["payload"]["server"], rejected["payload"]["field"]) == ("bad", "servers.bad.args")
+    (rejected,) = [e for e in events if e["type"] == "mcp.server.permanently_failed"]
+    assert rejected["payload"] == {
+        "server": "bad",
+        "reason": "invalid_config",
+        "field": "servers.bad.args",
+        "message": "an argument looks like a secret",
+    }
 
 
 # -- a workspace writer ------------------------------------------------------------------------

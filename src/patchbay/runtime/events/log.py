@@ -68,7 +68,6 @@ EVENT_TYPES: frozenset[str] = frozenset(
         "mcp.server.restarting",
         "mcp.server.permanently_failed",
         "mcp.server.shutdown",
-        "mcp.server.rejected",
         "mcp.server.tools_changed",
         "mcp.resource.requested",
         "mcp.resource.fetched",
