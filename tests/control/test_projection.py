@@ -20,6 +20,7 @@ from patchbay.control.credentials import parse_env
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import ConnectorSettings, ToolCacheEntry, ToolSummary
 from patchbay.core.policy import decide_for
+from patchbay.runtime import snapshot as snapshot_module
 from patchbay.runtime.calls.permissions import PermissionEngine
 from patchbay.runtime.snapshot import load_snapshot, snapshot_path
 
@@ -162,7 +163,7 @@ def test_the_snapshot_carries_the_rules_in_the_seed_shape(service: ConnectorServ
     service.projector.project(service.queries.project(workspace))
 
     document = snapshot_of(workspace)
-    assert set(document) == {"version", "project_id", "generated_at", "servers", "mac"}
+    assert set(document) == {"version", "project_id", "generated_at", "state_version", "servers", "mac"}
     assert list(document)[-1] == "mac" and document["mac"].startswith("hmac-sha256:")
     assert document["version"] == 1 and document["project_id"] == service.queries.project(workspace).project_id
     assert isinstance(document["generated_at"], int)
@@ -427,12 +428,11 @@ def test_a_workspace_that_is_gone_is_skipped_and_reported_not_a_failure(
     assert exc.value.field == "project"
 
 
-def test_a_failed_write_keeps_the_previous_snapshot_and_leaves_no_temp_file(
+def test_a_failed_write_removes_the_previous_snapshot_and_leaves_no_temp_file(
     service: ConnectorService, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     prj = service.queries.project(workspace)
     add(service, "conn", workspace)
-    before = snapshot_path(workspace).read_bytes()
 
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
@@ -441,8 +441,84 @@ def test_a_failed_write_keeps_the_previous_snapshot_and_leaves_no_temp_file(
     with pytest.raises(ConfigError) as exc:
         service.projector.project(prj)
     assert exc.value.field == "snapshot" and "No space left" in exc.value.message
-    assert snapshot_path(workspace).read_bytes() == before
+    assert "older snapshot was removed" in exc.value.message
+    assert not snapshot_path(workspace).exists()  # the older file would still verify
     assert not [p for p in snapshot_path(workspace).parent.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("planted", ["lock", "key"])
+def test_a_failed_write_invalidates_the_older_snapshot_and_is_reported(
+    service: ConnectorService, workspace: Path, tmp_path: Path, planted: str
+) -> None:
+    prj = service.queries.project(workspace)
+    add(service, "conn", workspace)
+    older = snapshot_path(workspace).read_bytes()
+    if planted == "lock":  # the workspace owner plants a symlink where the lock goes
+        lock = snapshot_path(workspace).parent / projection.LOCK_FILE
+        lock.unlink()
+        lock.symlink_to(tmp_path / "elsewhere")
+    else:  # the data home's key became unusable
+        key = service.settings.home / "snapshot.key"
+        key.write_bytes(b"short")
+    service.grant("conn", "purge", "deny")  # committed whatever happens to the snapshot
+    assert [g.decision for g in service.repository.grants.list_global(service.get("conn").connector_id)] == ["deny"]
+    (failed,) = service.last_projection.skipped
+    assert (failed.workspace, failed.status, failed.code) == (str(workspace.resolve()), "failed", "invalid_config")
+    assert "older snapshot was removed" in failed.message
+    assert not snapshot_path(workspace).exists()
+    # Put back, the older sealed file (from before the deny) is refused.
+    if planted == "key":
+        key.unlink()
+        service.projector.project(prj)  # a new key...
+        key.write_bytes(b"short")
+    snapshot_path(workspace).write_bytes(older)
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
+    assert exc.value.field in ("snapshot", "snapshot_key")
+
+
+def test_an_older_sealed_snapshot_put_back_is_refused(service: ConnectorService, workspace: Path) -> None:
+    prj = service.queries.project(workspace)
+    add(service, "conn", workspace)
+    older = snapshot_path(workspace).read_bytes()
+    service.grant("conn", "purge", "deny")
+    newer = snapshot_path(workspace).read_bytes()
+    assert snapshot_of(workspace)["state_version"] > json.loads(older)["state_version"]
+    snapshot_path(workspace).write_bytes(older)  # replayed by whatever can write the workspace
+    with pytest.raises(ConfigError) as exc:
+        load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home)
+    assert exc.value.field == "snapshot" and "older than the last projection" in exc.value.message
+    snapshot_path(workspace).write_bytes(newer)
+    assert [
+        s.name for s in load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home).servers
+    ] == ["conn"]
+    # A change to another project moves the store's counter without re-projecting this one: its
+    # file is still current, so still accepted.
+    other = workspace.parent / "other"
+    other.mkdir()
+    service.queries.project(other)
+    service.grant("conn", "get", "allow", project=other)
+    assert load_snapshot(workspace, project_id=prj.project_id, home=service.settings.home).servers
+
+
+def test_an_entry_that_fails_the_runtime_checks_is_left_out_of_the_in_memory_config(
+    service: ConnectorService, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prj = service.queries.project(workspace)
+    target = service.stdio_target(sys.executable, ["-c", "pass", "--marked"], cwd=None, workspace=workspace)
+    service.add("bad", target)
+    add(service, "good", workspace)
+    real = snapshot_module.validate_stdio_target
+
+    def stricter(command, args, cwd):  # a rule added after "bad" was stored
+        if "--marked" in args:
+            raise ConfigError("args", "an argument looks like a secret")
+        return real(command, args, cwd)
+
+    monkeypatch.setattr(snapshot_module, "validate_stdio_target", stricter)
+    config = service.projector.runtime_config(prj)
+    assert [s.name for s in config.servers] == ["good"]
+    assert [(r.name, r.field) for r in config.rejected] == [("bad", "servers.bad.args")]
 
 
 def test_a_projection_waits_for_the_workspace_lock(

@@ -122,8 +122,16 @@ BAD_DOCUMENTS = {
     "allowed and asked at once": (_set("servers.time.allowed_tools", ["convert_time"]), "servers.time"),
     "override of nothing": (_set("servers.time.project_overrides", ["nope"]), "servers.time"),
     "unknown lifecycle": (_set("servers.time.lifecycle", "forever"), "servers.time.lifecycle"),
-    "unknown runtime option": (_set("servers.time.runtime_config", {"nope": 1}), "servers.time.nope"),
     "lifecycle repeated in options": (_set("servers.time.runtime_config", {"lifecycle": "eager"}), "servers.time"),
+    "binding carrying a value": (
+        _set("servers.time.bindings", [{"ref": "cred_" + "0" * 32, "delivery": "env", "name": "K", "value": "v"}]),
+        "servers.time.bindings",
+    ),
+}
+
+BAD_ENTRIES = {
+    # One entry that fails the runtime's own checks: left out, the others still load.
+    "unknown runtime option": (_set("servers.time.runtime_config", {"nope": 1}), "servers.time.nope"),
     "secret in args": (
         _set("servers.time.target.args", ["--api-key=sk-live-0123456789abcdefghij"]),
         "servers.time.args",
@@ -136,10 +144,6 @@ BAD_DOCUMENTS = {
     ),
     "header binding on stdio": (
         _set("servers.time.bindings", [{"ref": "cred_" + "0" * 32, "delivery": "header", "name": "X-Key"}]),
-        "servers.time.bindings",
-    ),
-    "binding carrying a value": (
-        _set("servers.time.bindings", [{"ref": "cred_" + "0" * 32, "delivery": "env", "name": "K", "value": "v"}]),
         "servers.time.bindings",
     ),
     "bad connector name": (
@@ -161,6 +165,24 @@ def test_a_malformed_snapshot_is_refused_with_the_field(
         load_snapshot(workspace, project_id=service.queries.project(workspace).project_id, home=service.settings.home)
     assert exc.value.code == "invalid_config"
     assert exc.value.field.startswith(field), exc.value.message
+
+
+@pytest.mark.parametrize("case", list(BAD_ENTRIES))
+def test_an_entry_that_fails_its_checks_is_left_out_and_the_others_load(
+    service: ConnectorService, workspace: Path, projected: dict, tmp_path: Path, case: str
+) -> None:
+    change, field = BAD_ENTRIES[case]
+    document = copy.deepcopy(projected)
+    document["servers"]["other"] = rogue_server(tmp_path / "never")
+    change(document)
+    rewrite(service, workspace, document)
+    config = load_snapshot(
+        workspace, project_id=service.queries.project(workspace).project_id, home=service.settings.home
+    )
+    assert [s.name for s in config.servers] == ["other"]
+    (rejected,) = config.rejected
+    assert rejected.field.startswith(field), rejected.message
+    assert "sk-live" not in rejected.message and "u:p@" not in rejected.message  # the rule, never the value
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,11 @@ not a regular file of exactly :data:`KEY_BYTES` bytes.
 Errors are :class:`~patchbay.core.errors.ConfigError` (``invalid_config``, field
 ``snapshot_key``); no message quotes key bytes.
 
+Beside the key, the data home keeps each project's projection generation
+(``<data home>/snapshot-generations/<project id>``, a decimal number): the store's change counter
+of the newest snapshot the control plane wrote, or tried to write, for that project. A sealed file
+older than it is a replay, and the loader refuses it.
+
 Design: docs/security.md
 """
 
@@ -16,18 +21,31 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
 
+from patchbay.adapters.atomic import replace_file
 from patchbay.core.errors import ConfigError
 
-__all__ = ["KEY_BYTES", "KEY_FILE", "load_key", "load_or_create_key"]
+__all__ = [
+    "GENERATIONS_DIR",
+    "KEY_BYTES",
+    "KEY_FILE",
+    "load_generation",
+    "load_key",
+    "load_or_create_key",
+    "record_generation",
+]
 
 KEY_FILE = "snapshot.key"
 KEY_BYTES = 32
 """Length of the key (bytes): an HMAC-SHA-256 key of the hash's own size."""
 _FIELD = "snapshot_key"
+GENERATIONS_DIR = "snapshot-generations"
+_PROJECT_ID = re.compile(r"prj_[0-9a-f]{16}")
+_MAX_GENERATION_BYTES = 32
 
 
 def _why(exc: OSError) -> str:
@@ -133,3 +151,71 @@ def load_or_create_key(home: Path | str) -> bytes:
             os.unlink(tmp, dir_fd=dir_fd)
         os.close(dir_fd)
     return load_key(home)
+
+
+def _generation_name(project_id: str) -> str:
+    if not _PROJECT_ID.fullmatch(project_id):
+        raise ConfigError("project_id", "is not a project id (prj_ and 16 hex digits)")
+    return project_id
+
+
+def load_generation(home: Path | str, project_id: str) -> int:
+    """The projection generation recorded for ``project_id`` in data home ``home``; 0 when none
+    was recorded yet.
+
+    Raises:
+        ConfigError: ``invalid_config``: field ``project_id`` for a malformed id; field
+            ``snapshot_key`` when the record is a symlink, not a regular file, unreadable or not
+            a number (refused rather than read as 0, which would accept any older file).
+    """
+    path = Path(home) / GENERATIONS_DIR / _generation_name(project_id)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise ConfigError(_FIELD, f"{path} cannot be opened ({_why(exc)})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(_FIELD, f"{path} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(_MAX_GENERATION_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(_FIELD, f"{path} cannot be read ({_why(exc)})") from None
+    finally:
+        os.close(fd)
+    text = data.decode("ascii", errors="replace").strip()
+    if len(data) > _MAX_GENERATION_BYTES or not text.isdigit():
+        raise ConfigError(_FIELD, f"{path} is corrupt (not a number); re-project the workspace")
+    return int(text)
+
+
+def record_generation(home: Path | str, project_id: str, generation: int) -> None:
+    """Raise ``project_id``'s projection generation in data home ``home`` to ``generation`` (a
+    record already higher is kept). Callers hold the workspace's projection lock, so records of
+    one project never race.
+
+    Args:
+        home: the data home (``Settings.home``); the directory is created 0700.
+        project_id: ``prj_`` and 16 hex digits.
+        generation: the store's change counter (``Repository.state_version()``), >= 0.
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``snapshot_key``) when the record cannot be read
+            or written; field ``project_id`` for a malformed id.
+    """
+    name = _generation_name(project_id)
+    if generation <= load_generation(home, project_id):
+        return
+    folder = Path(home) / GENERATIONS_DIR
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(_FIELD, f"{folder} cannot be used ({_why(exc)})") from None
+    try:
+        replace_file(dir_fd, name, f"{generation}\n".encode("ascii"), 0o600)
+    except OSError as exc:
+        raise ConfigError(_FIELD, f"{folder / name} cannot be written ({_why(exc)})") from None
+    finally:
+        os.close(dir_fd)

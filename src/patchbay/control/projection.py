@@ -40,6 +40,11 @@ URLs (possibly internal hosts), credential reference ids and tool catalogs; only
 same user read it, as with ``credentials.json``. A ``.gitignore`` of ``*`` is written when the
 directory is created, so the per-user state is not committed by accident.
 
+**A failed write invalidates.** When a workspace's snapshot cannot be written (a planted symlink,
+an unusable key, a full disk), the older sealed file would still verify; so the projection
+records the store's current change counter as the project's generation in the data home (the
+loader refuses any file older than it) and removes the old file, then reports the failure.
+
 Re-projection after a mutation (the reload of live runtimes is not here): a global change
 re-projects every known workspace (the projects table), a project grant only its own; a workspace
 that no longer exists, or cannot be written, is skipped and reported (:class:`ProjectionReport`),
@@ -63,7 +68,7 @@ from typing import Any, Literal
 import pydantic
 
 from patchbay.adapters.atomic import lock_exclusive, replace_file, write_new
-from patchbay.adapters.snapshot_key import load_or_create_key
+from patchbay.adapters.snapshot_key import load_or_create_key, record_generation
 from patchbay.control.queries import ConnectorQueries, ScopeGrants, catalog_fingerprint, runtime_server
 from patchbay.core.credentials import BINDINGS_KEY
 from patchbay.core.errors import ConfigError, NotFoundError, PatchbayError
@@ -71,6 +76,7 @@ from patchbay.core.models import (
     Connector,
     GrantDecision,
     Project,
+    RejectedServer,
     RuntimeConfig,
     RuntimeOptions,
     RuntimeServer,
@@ -84,11 +90,11 @@ from patchbay.runtime.snapshot import (
     SNAPSHOT_VERSION,
     RuntimeSnapshot,
     SnapshotServer,
+    check_server,
     seal_snapshot_parts,
     snapshot_path,
     snapshot_tool,
 )
-from patchbay.runtime.snapshot import runtime_server as snapshot_runtime_server
 
 __all__ = [
     "LOCK_FILE",
@@ -210,11 +216,17 @@ def _fragment(name: str, server: SnapshotServer) -> bytes:
     return json.dumps(name, ensure_ascii=False).encode("utf-8") + b":" + entry[:-1] + b',"tools":' + tools + b"}"
 
 
-def _body(project_id: str, generated_at: int, fragments: Iterable[bytes]) -> list[bytes]:
+def _body(project_id: str, generated_at: int, state_version: int, fragments: Iterable[bytes]) -> list[bytes]:
     """The snapshot document (compact JSON) in parts, from its ``servers`` members, laid out as
     :func:`~patchbay.runtime.snapshot.seal_snapshot_parts` takes it (closing brace on its own line)."""
     head = json.dumps(
-        {"version": SNAPSHOT_VERSION, "project_id": project_id, "generated_at": generated_at}, separators=(",", ":")
+        {
+            "version": SNAPSHOT_VERSION,
+            "project_id": project_id,
+            "generated_at": generated_at,
+            "state_version": state_version,
+        },
+        separators=(",", ":"),
     )
     parts = [head[:-1].encode("utf-8") + b',"servers":{']
     for fragment in fragments:
@@ -236,6 +248,10 @@ def _why(exc: OSError) -> str:
     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
         return "it is a symbolic link or not a directory"
     return exc.strerror or type(exc).__name__
+
+
+class _Locked(ConfigError):
+    """The workspace stayed locked by another projection (which is writing it now)."""
 
 
 @contextlib.contextmanager
@@ -273,7 +289,7 @@ def _snapshot_dir(root: Path) -> Iterator[int]:
             raise ConfigError("snapshot", f"{root / SNAPSHOT_DIR / LOCK_FILE} cannot be opened ({_why(exc)})") from None
         try:
             if not lock_exclusive(lock_fd, LOCK_TIMEOUT):  # another projection holds it
-                raise ConfigError("snapshot", f"{root / SNAPSHOT_DIR} stayed locked for {LOCK_TIMEOUT:g}s")
+                raise _Locked("snapshot", f"{root / SNAPSHOT_DIR} stayed locked for {LOCK_TIMEOUT:g}s")
             yield dir_fd
         finally:
             os.close(lock_fd)  # releases the lock
@@ -281,16 +297,39 @@ def _snapshot_dir(root: Path) -> Iterator[int]:
         os.close(dir_fd)
 
 
-def _locked_write(root: Path, project_id: str, make: Callable[[], list[bytes]], *, home: Path) -> Path:
-    """Under the workspace lock, build the snapshot document with ``make()`` and replace the file
-    with it, sealed with ``home``'s snapshot key for ``project_id`` and the canonical workspace ``root``."""
+def _locked_write(root: Path, project_id: str, make: Callable[[], tuple[int, list[bytes]]], *, home: Path) -> Path:
+    """Under the workspace lock, build the snapshot document with ``make()`` (its state version and
+    body) and replace the file with it, sealed with ``home``'s snapshot key for ``project_id`` and
+    the canonical workspace ``root``; then raise the project's generation to that state version."""
     with _snapshot_dir(root) as dir_fd:
-        data = _sealed(make(), project_id=project_id, home=home, workspace=root)
+        version, body = make()
+        data = _sealed(body, project_id=project_id, home=home, workspace=root)
         try:
             replace_file(dir_fd, SNAPSHOT_FILE, data, SNAPSHOT_MODE)
         except OSError as exc:
             raise ConfigError("snapshot", f"{snapshot_path(root)} cannot be written ({_why(exc)})") from None
+        record_generation(home, project_id, version)
     return snapshot_path(root)
+
+
+def _remove_stale(root: Path) -> str:
+    """Remove ``<root>/.patchbay/mcp-runtime.json`` without following a symlink; says what happened."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        root_fd = os.open(root, flags)
+        try:
+            dir_fd = os.open(SNAPSHOT_DIR, flags, dir_fd=root_fd)
+        finally:
+            os.close(root_fd)
+        try:
+            os.unlink(SNAPSHOT_FILE, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+    except FileNotFoundError:
+        return "no older snapshot was left"
+    except OSError as exc:
+        return f"the older snapshot could not be removed ({_why(exc)})"
+    return "the older snapshot was removed"
 
 
 def write_snapshot(workspace: Path | str, snapshot: RuntimeSnapshot, *, home: Path | str) -> Path:
@@ -308,8 +347,8 @@ def write_snapshot(workspace: Path | str, snapshot: RuntimeSnapshot, *, home: Pa
             it was; field ``snapshot_key`` when the key cannot be created or read.
     """
     fragments = [_fragment(name, server) for name, server in snapshot.servers.items()]
-    body = _body(snapshot.project_id, snapshot.generated_at, fragments)
-    return _locked_write(Path(workspace), snapshot.project_id, lambda: body, home=Path(home))
+    body = _body(snapshot.project_id, snapshot.generated_at, snapshot.state_version, fragments)
+    return _locked_write(Path(workspace), snapshot.project_id, lambda: (snapshot.state_version, body), home=Path(home))
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,22 +466,24 @@ class Projector:
         """connector id → ((revision, settings revision), the connector as read then)."""
         self._alike: tuple[int, list[Connector], dict[str, _Stamp]] | None = None
         """(store change counter, enabled connectors, catalog stamps) as read at that count."""
+        self._rejected: dict[tuple[str, str], tuple[_Piece, RejectedServer]] = {}
+        """(project id, connector id) → the entry whose runtime checks failed, and why."""
 
-    def _committed_alike(self) -> tuple[list[Connector], dict[str, _Stamp]]:
-        """The enabled connectors (by name) and the catalog stamps as committed now: what every
-        project reads alike, so read again only once the store's change counter moved (the
-        projections of the workspaces after one global change read it once)."""
+    def _committed_alike(self) -> tuple[int, list[Connector], dict[str, _Stamp]]:
+        """The store's change counter, then the enabled connectors (by name) and the catalog
+        stamps as committed at or after it: what every project reads alike, so read again only
+        once the counter moved (the projections of the workspaces after one global change read it once)."""
         repository = self.queries.repository
         version = repository.state_version()  # before the reads: a commit during them moves it
         with self._lock:
             alike = self._alike
         if alike is not None and alike[0] == version:
-            return alike[1], alike[2]
+            return version, alike[1], alike[2]
         connectors = [c for c in self._current_connectors() if c.settings.enabled]
         stamps = repository.tool_cache.stamps()
         with self._lock:
             self._alike = (version, connectors, stamps)
-        return connectors, stamps
+        return version, connectors, stamps
 
     def _current_connectors(self) -> list[Connector]:
         """Every connector as committed now, by name; only those whose revisions moved are read
@@ -485,9 +526,10 @@ class Projector:
             self._catalogs[connector.connector_id] = (stamp, tools)
         return tools
 
-    def _pieces_of(self, project: Project) -> list[_Piece]:
-        """``project``'s entries as committed now, by connector name; unchanged ones reused."""
-        connectors, stamps = self._committed_alike()
+    def _pieces_of(self, project: Project) -> tuple[int, list[_Piece]]:
+        """The store's change counter and ``project``'s entries as committed at or after it, by
+        connector name; unchanged ones reused."""
+        version, connectors, stamps = self._committed_alike()
         grants = self.queries.scope_grants(project)
         with self._lock:
             before = self._pieces.get(project.project_id, {})
@@ -514,45 +556,84 @@ class Projector:
             self._pieces[project.project_id] = pieces
             for gone in set(self._catalogs) - set(stamps):
                 del self._catalogs[gone]
-        return sorted(pieces.values(), key=lambda p: p.name)
+        return version, sorted(pieces.values(), key=lambda p: p.name)
 
     def project(self, project: Project) -> Path:
         """Write ``project``'s snapshot from the state committed now; returns its path.
 
         The state is read under the workspace's lock, so the last projection to finish wrote the
-        newest state even when several processes project at once.
+        newest state even when several processes project at once. When the write fails, the
+        older file is invalidated (module docstring) and the error's message says so.
 
         Raises:
             ConfigError: ``invalid_config``: field ``project`` when the workspace is gone or its
-                path no longer resolves to itself; field ``snapshot`` when it cannot be written.
+                path no longer resolves to itself; field ``snapshot`` when it cannot be written;
+                field ``snapshot_key`` when the key or the generation record is unusable.
             CanonicalStateUnavailable: the database cannot be read.
         """
         root = Path(project.path)
         if not root.is_dir() or os.path.realpath(root) != project.path:
             raise ConfigError("project", f"the workspace {project.path} no longer exists (or moved)")
 
-        def body() -> list[bytes]:
-            pieces = self._pieces_of(project)
-            return _body(project.project_id, self.clock(), (p.fragment for p in pieces))
+        def body() -> tuple[int, list[bytes]]:
+            version, pieces = self._pieces_of(project)
+            return version, _body(project.project_id, self.clock(), version, (p.fragment for p in pieces))
 
-        return _locked_write(root, project.project_id, body, home=self.home)
+        try:
+            return _locked_write(root, project.project_id, body, home=self.home)
+        except _Locked:
+            raise  # the projection holding the lock writes it
+        except ConfigError as exc:
+            raise ConfigError(exc.field, f"{exc.message.partition(': ')[2]}; {self._invalidate(project)}") from None
+        except PatchbayError as exc:  # e.g. the store became unreadable mid-projection
+            logger.warning("runtime snapshot of %s not written: %s; %s", project.path, exc, self._invalidate(project))
+            raise
+
+    def _invalidate(self, project: Project) -> str:
+        """Make every older sealed file of ``project`` unloadable after a failed write: the store's
+        counter now becomes its generation (the loader refuses older files), and the file is removed.
+        Best effort; returns what was done, for the failure's message."""
+        done = []
+        try:
+            record_generation(self.home, project.project_id, self.queries.repository.state_version())
+        except PatchbayError as exc:
+            logger.warning("the projection generation of %s was not recorded: %s", project.path, exc.message)
+            done.append("its generation could not be recorded")
+        done.append(_remove_stale(Path(project.path)))
+        return "; ".join(done)
 
     def runtime_config(self, project: Project) -> RuntimeConfig:
         """``project``'s runtime config as its snapshot would give it, built in memory from the
         state committed now; no file is written or read, so nothing that can write the workspace
         can change it. For runtimes hosted by the control plane's own process.
 
+        A connector whose stored option or target no longer passes the runtime's checks is left
+        out and listed in ``rejected`` (:func:`~patchbay.runtime.snapshot.check_server`).
+
         Raises:
-            ConfigError: ``invalid_config`` (a stored option or target no longer passes the
-                runtime's checks).
             CanonicalStateUnavailable: the database cannot be read.
         """
-        servers = []
-        for piece in self._pieces_of(project):
+        servers: list[RuntimeServer] = []
+        rejected: list[RejectedServer] = []
+        for piece in self._pieces_of(project)[1]:
             if piece.runtime is None:
-                piece.runtime = snapshot_runtime_server(piece.name, piece.server)
+                key = (project.project_id, piece.server.connector_id)
+                with self._lock:
+                    known = self._rejected.get(key)
+                if known is not None and known[0] is piece:
+                    rejected.append(known[1])
+                    continue
+                checked = check_server(piece.name, piece.server)
+                if isinstance(checked, RejectedServer):
+                    with self._lock:
+                        self._rejected[key] = (piece, checked)
+                    rejected.append(checked)
+                    continue
+                piece.runtime = checked
             servers.append(piece.runtime)
-        return RuntimeConfig(project_id=project.project_id, workspace=project.path, servers=tuple(servers))
+        return RuntimeConfig(
+            project_id=project.project_id, workspace=project.path, servers=tuple(servers), rejected=tuple(rejected)
+        )
 
     def reproject(self, project_id: str | None = None) -> ProjectionReport:
         """Re-project every known workspace, or only ``project_id``'s; never raises for a workspace.

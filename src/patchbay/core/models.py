@@ -36,6 +36,7 @@ __all__ = [
     "ResourceSummary",
     "ResourceLimits",
     "RestartPolicy",
+    "RejectedServer",
     "RuntimeConfig",
     "RuntimeOptions",
     "RuntimeServer",
@@ -428,6 +429,18 @@ class RuntimeServer(_Model):
         return RuntimeOptions.model_validate(self.runtime_config)
 
 
+class RejectedServer(_Model):
+    """A projected server the runtime refused to start: its entry no longer passes the runtime's
+    checks (e.g. an argument that now looks like a secret); the other servers run on."""
+
+    name: str
+    """The connector name (the entry's key in the snapshot)."""
+    field: str
+    """The dotted field that failed, e.g. ``servers.bad.args``."""
+    message: str
+    """Why, as the check says it (it names the rule, never the value)."""
+
+
 class RuntimeConfig(_Model):
     """Everything one workspace runtime may use: nothing else is ever loaded."""
 
@@ -436,3 +449,5 @@ class RuntimeConfig(_Model):
     workspace: str
     """The canonical workspace root."""
     servers: tuple[RuntimeServer, ...] = ()
+    rejected: tuple[RejectedServer, ...] = ()
+    """Entries of the snapshot left out because they failed their checks (warnings, not errors)."""

@@ -249,6 +249,17 @@ class Runtime:
                 keep=tuple(s.name for s in self.config.servers),
             )
             stack.callback(self._log.close)
+            for rejected in self.config.rejected:
+                # Left out of this runtime (its entry failed its checks): it never starts here.
+                self._log.append(
+                    "mcp.server.permanently_failed",
+                    {
+                        "server": rejected.name,
+                        "reason": "invalid_config",
+                        "field": rejected.field,
+                        "message": rejected.message,
+                    },
+                )
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             self._tg.start_soon(self._log.run_writer)
             # Runs before the task group waits for its tasks: the writer ends, and what follows

@@ -11,6 +11,7 @@ The file (version 1; shown indented, written as compact JSON)::
       "version": 1,
       "project_id": "prj_0123456789abcdef",
       "generated_at": 1757000000000,                 # Unix time, milliseconds
+      "state_version": 42,                           # the store's change counter it was projected at
       "servers": {
         "<connector name>": {
           "connector_id": "...", "revision": 3, "settings_revision": 2,
@@ -38,8 +39,15 @@ exact bytes of the document before it, bound to the project id and the canonical
 with the data home's key (:mod:`patchbay.adapters.snapshot_key`, 0600, never in the workspace).
 :func:`load_snapshot` verifies it before it parses anything; an unsigned, changed or foreign
 snapshot (another workspace, project or data home) is refused with ``invalid_config`` and
-nothing in it starts. Runtimes hosted by the control plane itself need no file: they use the
+nothing in it starts. ``state_version`` is inside the sealed bytes, so the MAC binds it too: the
+control plane records, per project in the data home, the counter of the newest snapshot it wrote or
+tried to write (:func:`~patchbay.adapters.snapshot_key.record_generation`), and the loader refuses
+a sealed file older than that record (an older file put back, e.g. from before a deny). Runtimes hosted by the control plane itself need no file: they use the
 projection in memory (:func:`snapshot_config`); the file is for runtimes in other processes.
+
+One entry that no longer passes the runtime's checks (:func:`runtime_server`) is left out and
+reported in :attr:`RuntimeConfig.rejected`; the others still run. A file that fails as a whole
+(unsigned, changed, foreign, stale, malformed) still fails as a whole.
 
 It holds no secret value: targets were checked to carry none when they were stored and credentials
 appear as bindings (references), resolved by the runtime when it starts a connector.
@@ -58,6 +66,7 @@ import errno
 import hashlib
 import hmac
 import json
+import logging
 import os
 import re
 import stat
@@ -68,7 +77,7 @@ from typing import Annotated, Any, Final, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from patchbay.adapters.snapshot_key import load_key
+from patchbay.adapters.snapshot_key import load_generation, load_key
 from patchbay.core.credentials import CredentialBinding, check_bindings
 from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.core.models import (
@@ -78,6 +87,7 @@ from patchbay.core.models import (
     GrantDecision,
     HttpTarget,
     Lifecycle,
+    RejectedServer,
     RuntimeConfig,
     RuntimeOptions,
     RuntimeServer,
@@ -96,6 +106,7 @@ __all__ = [
     "SNAPSHOT_VERSION",
     "RuntimeSnapshot",
     "SnapshotServer",
+    "check_server",
     "load_snapshot",
     "parse_snapshot",
     "runtime_server",
@@ -114,6 +125,8 @@ SNAPSHOT_FILE = "mcp-runtime.json"
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """Largest snapshot :func:`load_snapshot` reads (bytes): 32 connectors whose catalogs use the full
 ``probe_max_metadata_bytes`` (2 MiB each) fit."""
+
+logger = logging.getLogger(__name__)
 
 _ToolName = Annotated[str, StringConstraints(min_length=1, max_length=512)]
 _Pattern = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
@@ -218,6 +231,8 @@ class RuntimeSnapshot(_Strict):
     generated_at: int = Field(ge=0)
     """Unix time in milliseconds."""
     servers: dict[str, SnapshotServer]
+    state_version: int = Field(default=0, ge=0)
+    """The store's change counter read before the state this snapshot was projected from."""
 
 
 def runtime_server(name: str, server: SnapshotServer) -> RuntimeServer:
@@ -281,6 +296,16 @@ def runtime_server(name: str, server: SnapshotServer) -> RuntimeServer:
         global_prompt_grants=dict(server.global_prompt_grants),
         project_prompt_grants=dict(server.project_prompt_grants),
     )
+
+
+def check_server(name: str, server: SnapshotServer) -> RuntimeServer | RejectedServer:
+    """:func:`runtime_server`, or the :class:`RejectedServer` that says why the entry is left out
+    (logged as a warning; the message names the field and the rule, never the value)."""
+    try:
+        return runtime_server(name, server)
+    except ConfigError as exc:
+        logger.warning("snapshot entry %r left out: %s", name, exc.message)
+        return RejectedServer(name=name, field=exc.field, message=exc.message.partition(": ")[2] or exc.message)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -475,15 +500,18 @@ def _why(exc: OSError) -> str:
 def snapshot_config(snapshot: RuntimeSnapshot, workspace: str) -> RuntimeConfig:
     """The :class:`RuntimeConfig` a runtime uses for ``snapshot`` of canonical ``workspace``.
 
-    Every entry goes through :func:`runtime_server` (targets and options checked again), whether
-    the snapshot came from a verified file or was built in memory by the control plane.
-
-    Raises:
-        ConfigError: ``invalid_config`` with the field ``servers.<name>.<field>``.
+    Every entry goes through :func:`check_server` (targets and options checked again), whether
+    the snapshot came from a verified file or was built in memory by the control plane; one that
+    fails is left out and listed in ``rejected``, never failing the others.
     """
     # Names are lower case (validated per entry) and JSON keys are unique, so no two entries clash.
-    servers = tuple(runtime_server(name, server) for name, server in snapshot.servers.items())
-    return RuntimeConfig(project_id=snapshot.project_id, workspace=workspace, servers=servers)
+    checked = [check_server(name, server) for name, server in snapshot.servers.items()]
+    return RuntimeConfig(
+        project_id=snapshot.project_id,
+        workspace=workspace,
+        servers=tuple(s for s in checked if isinstance(s, RuntimeServer)),
+        rejected=tuple(s for s in checked if isinstance(s, RejectedServer)),
+    )
 
 
 def load_snapshot(workspace: Path | str, *, project_id: str, home: Path | str) -> RuntimeConfig:
@@ -491,8 +519,10 @@ def load_snapshot(workspace: Path | str, *, project_id: str, home: Path | str) -
 
     The file must verify (:func:`verify_snapshot`) with the snapshot key of data home ``home``, for
     ``project_id`` and the workspace's canonical path, before anything in it is used; then version,
-    ``project_id`` and schema are checked. No ambient MCP file is read. Neither ``.patchbay`` nor
-    the file may be a symlink.
+    ``project_id`` and schema are checked, and the file must be no older than the projection
+    generation ``home`` recorded for the project (a sealed file put back is refused). An entry that
+    fails its own checks is left out (``rejected``). No ambient MCP file is read. Neither
+    ``.patchbay`` nor the file may be a symlink.
 
     Args:
         workspace: the workspace directory (symlinks resolved here).
@@ -503,8 +533,9 @@ def load_snapshot(workspace: Path | str, *, project_id: str, home: Path | str) -
     Raises:
         NotFoundError: ``not_found`` when the workspace has no snapshot.
         ConfigError: ``invalid_config``: field ``workspace`` (not a directory), ``snapshot_key``
-            (no key in ``home``, a symlink or a corrupt key), ``snapshot`` (unreadable, unsigned,
-            tampered or foreign), ``version``, ``project_id`` or ``servers.<name>...``.
+            (no key in ``home``, a symlink or a corrupt key or generation record), ``snapshot``
+            (unreadable, unsigned, tampered, foreign, or older than the last projection),
+            ``version``, ``project_id`` or ``servers.<name>...`` (a schema error).
     """
     try:
         root = Path(os.path.realpath(workspace))
@@ -514,4 +545,14 @@ def load_snapshot(workspace: Path | str, *, project_id: str, home: Path | str) -
         raise ConfigError("workspace", f"{str(workspace)[:200]!r} cannot be used ({exc})") from None
     data = _read(root)
     body = verify_snapshot(data, key=load_key(home), project_id=project_id, workspace=str(root))
-    return snapshot_config(parse_snapshot(body, project_id=project_id), str(root))
+    snapshot = parse_snapshot(body, project_id=project_id)
+    expected = load_generation(home, project_id)
+    if snapshot.state_version < expected:
+        raise ConfigError(
+            "snapshot",
+            f"is older than the last projection of this workspace (state {snapshot.state_version}, "
+            f"expected at least {expected}): an earlier file was put back, or the last write failed; "
+            "refusing it and everything in it (re-project the workspace)",
+            details={"expected": expected, "found": snapshot.state_version},
+        )
+    return snapshot_config(snapshot, str(root))

@@ -30,8 +30,9 @@ import pytest
 
 from patchbay.adapters.store import open_store
 from patchbay.control.connectors import ConnectorService
-from patchbay.core.errors import ErrorCode, FailureReason, NotFoundError, PatchbayError, ToolCallError
+from patchbay.core.errors import ConfigError, ErrorCode, FailureReason, NotFoundError, PatchbayError, ToolCallError
 from patchbay.core.models import Project
+from patchbay.runtime import snapshot as snapshot_module
 from patchbay.runtime.calls.permissions import ApprovalRequest
 from patchbay.runtime.events.log import read_events, session_log_path
 from patchbay.runtime.sessions import SessionHost, collect_reloads
@@ -278,7 +279,7 @@ async def test_a_failed_rebuild_keeps_the_committed_state_and_reports_runtime_re
             assert "mcp.life.pid" in names and "mcp.life.echo" not in names
 
 
-@pytest.mark.parametrize("damage", ["another project", "invalid option", "unsigned rewrite"])
+@pytest.mark.parametrize("damage", ["another project", "older file put back", "unsigned rewrite"])
 async def test_a_snapshot_that_cannot_be_loaded_fails_the_rebuild(
     service: ConnectorService, workspace: Path, damage: str
 ) -> None:
@@ -291,11 +292,12 @@ async def test_a_snapshot_that_cannot_be_loaded_fails_the_rebuild(
             if damage == "unsigned rewrite":  # what a workspace writer without the key can do
                 document.pop("mac")
                 snapshot_path(workspace).write_text(json.dumps(document))
+            elif damage == "older file put back":  # sealed, but from before a later projection
+                older = snapshot_path(workspace).read_bytes()
+                service.grant("life", "echo", "deny")
+                snapshot_path(workspace).write_bytes(older)
             else:
-                if damage == "another project":
-                    document["project_id"] = "prj_0000000000000000"
-                else:
-                    document["servers"]["life"]["runtime_config"]["request_timeout"] = -1
+                document["project_id"] = "prj_0000000000000000"
                 write_sealed_snapshot(workspace, document, home=service.settings.home, project_id=project_id)
 
             outcome = await host.reload()
@@ -305,7 +307,7 @@ async def test_a_snapshot_that_cannot_be_loaded_fails_the_rebuild(
             assert error["code"] == "invalid_config"
             expected = {
                 "another project": "project_id",
-                "invalid option": "servers.life.request_timeout",
+                "older file put back": "snapshot",
                 "unsigned rewrite": "snapshot",
             }
             assert error["details"]["field"] == expected[damage]
@@ -447,6 +449,37 @@ def tamper(workspace: Path, marker: Path) -> None:
     document["servers"]["rogue"] = rogue_server(marker)
     document["mac"] = document.pop("mac")  # still the last member
     snapshot_path(workspace).write_text(json.dumps(document, indent=2) + "\n")
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+async def test_an_entry_that_fails_its_checks_is_left_out_with_a_warning_and_the_others_run(
+    service: ConnectorService, workspace: Path, monkeypatch: pytest.MonkeyPatch, loader: str
+) -> None:
+    add_server(service, "life", workspace)
+    add_server(service, "bad", workspace, "--marked")
+    real = snapshot_module.validate_stdio_target
+
+    def stricter(command: str, args: Any, cwd: Any) -> Any:  # a rule added after "bad" was stored
+        if "--marked" in args:
+            raise ConfigError("args", "an argument looks like a secret")
+        return real(command, args, cwd)
+
+    monkeypatch.setattr(snapshot_module, "validate_stdio_target", stricter)
+    with anyio.fail_after(60):
+        async with served_host_for(service, loader) as host:
+            session = await host.open(workspace)
+            assert "mcp.life.echo" in await tool_names(host, session)
+            assert host.session(session).warnings == (
+                {"server": "bad", "field": "servers.bad.args", "message": "an argument looks like a secret"},
+            )
+    events = read_events(session_log_path(service.settings.sessions_dir, session))
+    (rejected,) = [e for e in events if e["type"] == "mcp.server.permanently_failed"]
+    assert rejected["payload"] == {
+        "server": "bad",
+        "reason": "invalid_config",
+        "field": "servers.bad.args",
+        "message": "an argument looks like a secret",
+    }
 
 
 # -- a workspace writer ------------------------------------------------------------------------

@@ -119,7 +119,18 @@ class CliState:
                 settings.home.parent.mkdir(parents=True, exist_ok=True)
                 settings.home.mkdir(mode=0o700, exist_ok=True)
             self._service = ConnectorService(open_store(settings), settings)
+            self._service.on_committed(_warn_unwritten)
         return self._service
+
+
+def _warn_unwritten(project_id: str | None, report: Any) -> None:
+    """After a committed mutation: a warning on stderr per workspace whose snapshot could not be
+    re-written (the change stands; that workspace's runtimes refuse its older snapshot)."""
+    for workspace in report.skipped:
+        if workspace.status == "failed":
+            err_console.print(
+                Text(f"warning: the runtime snapshot of {workspace.workspace} was not written: {workspace.message}")
+            )
 
 
 state = CliState()

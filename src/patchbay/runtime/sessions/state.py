@@ -28,6 +28,8 @@ class SessionInfo:
         builds: how many times a runtime was built for it (1 after :meth:`SessionHost.open`).
         in_flight: calls running on its runtime now.
         error: ``{"code", "message", "details"}`` of the last failed build while ``failed``.
+        warnings: the servers its runtime left out, each ``{"server", "field", "message"}``
+            (:attr:`~patchbay.core.models.RuntimeConfig.rejected`); the others run.
     """
 
     session_id: str
@@ -37,6 +39,7 @@ class SessionInfo:
     builds: int
     in_flight: int
     error: dict[str, Any] | None
+    warnings: tuple[dict[str, str], ...] = ()
 
 
 @dataclass
@@ -75,6 +78,15 @@ class _Session:
 
     def info(self) -> SessionInfo:
         error = self.last_error.to_dict() if self.last_error is not None and self.runtime is None else None
+        rejected = self.runtime.config.rejected if self.runtime is not None else ()
+        warnings = tuple({"server": r.name, "field": r.field, "message": r.message} for r in rejected)
         return SessionInfo(
-            self.id, self.project.project_id, self.project.path, self.state, self.builds, self.in_flight, error
+            self.id,
+            self.project.project_id,
+            self.project.path,
+            self.state,
+            self.builds,
+            self.in_flight,
+            error,
+            warnings,
         )

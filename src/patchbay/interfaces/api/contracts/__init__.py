@@ -93,6 +93,7 @@ from patchbay.interfaces.api.contracts._sessions import (
     SessionTool,
     SessionTools,
     SessionView,
+    SessionWarning,
     ToolCallOutcome,
     ToolCallRequest,
 )
@@ -153,6 +154,7 @@ __all__ = [
     "SessionTool",
     "SessionTools",
     "SessionView",
+    "SessionWarning",
     "SettingsView",
     "SocketTargetBody",
     "SocketTargetView",

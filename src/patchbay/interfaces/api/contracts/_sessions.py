@@ -19,6 +19,7 @@ __all__ = [
     "SessionTool",
     "SessionTools",
     "SessionView",
+    "SessionWarning",
     "ToolCallOutcome",
     "ToolCallRequest",
 ]
@@ -35,6 +36,16 @@ class SessionOpen(_Request):
     """Absolute path of the workspace directory; default: where the server was started. It becomes a
     project if it is none yet, and its runtime snapshot is written there
     (``<cwd>/.patchbay/mcp-runtime.json``)."""
+
+
+class SessionWarning(_Response):
+    """One server a session's runtime left out."""
+
+    server: str
+    """The connector name."""
+    field: str
+    """The dotted field that failed (``servers.<name>.args``); never its value."""
+    message: str
 
 
 class SessionView(_Response):
@@ -54,6 +65,9 @@ class SessionView(_Response):
     """Calls running on its runtime now."""
     error: ErrorBody | None
     """Why the last build failed, while ``failed``."""
+    warnings: list[SessionWarning] = []
+    """Servers of the workspace its runtime left out (their entries failed the runtime's checks);
+    the other servers run."""
 
 
 class SessionList(_Response):

@@ -66,6 +66,7 @@ def _view(info: SessionInfo) -> c.SessionView:
         builds=info.builds,
         in_flight=info.in_flight,
         error=c.ErrorBody(**info.error) if info.error is not None else None,
+        warnings=[c.SessionWarning(**w) for w in info.warnings],
     )
 
 
