@@ -150,7 +150,9 @@ def test_a_background_line_is_byte_for_byte_the_line_written_directly(tmp_path: 
             audit.record("mcp_tool_call", connector_id="c_1", origin=origin, project_id="p_1", approved=approved)
     queued.flush()
     lines = [path.read_bytes().splitlines() for path in (direct.path, queued.path)]
-    assert [ISO_MS.sub("T", line.decode()) for line in lines[0]] == [ISO_MS.sub("T", line.decode()) for line in lines[1]]
+    assert [ISO_MS.sub("T", line.decode()) for line in lines[0]] == [
+        ISO_MS.sub("T", line.decode()) for line in lines[1]
+    ]
     assert [json.loads(line)["approved"] for line in lines[1]] == [True, False]
 
 

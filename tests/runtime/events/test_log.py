@@ -188,7 +188,9 @@ def test_deferred_events_are_written_by_the_next_append_or_flush_in_seq_order(tm
 def test_a_run_of_events_appended_in_one_operation_is_written_like_one_by_one(tmp_path: Path) -> None:
     log = _log(tmp_path)
     log.append("user.message", {}, defer=True)
-    assert log.append_jsons([("tool.started", '{"toolCallId":"tc_1"}'), ("tool.completed", '{"toolCallId":"tc_1"}')]) == 3
+    assert (
+        log.append_jsons([("tool.started", '{"toolCallId":"tc_1"}'), ("tool.completed", '{"toolCallId":"tc_1"}')]) == 3
+    )
     events = read_events(log.path)
     assert [(e["seq"], e["type"], e["payload"]) for e in events] == [
         (1, "user.message", {}),
