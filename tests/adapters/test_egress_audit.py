@@ -142,9 +142,25 @@ def test_background_lines_are_all_in_the_file_in_order_once_flushed(tmp_path: Pa
     assert stat.S_IMODE(os.stat(audit.path).st_mode) == 0o600
 
 
+def test_a_background_line_is_byte_for_byte_the_line_written_directly(tmp_path: Path) -> None:
+    direct = EgressAudit(tmp_path / "direct.jsonl")
+    queued = EgressAudit(tmp_path / "queued.jsonl", background=True)
+    for audit in (direct, queued):
+        for origin, approved in ((None, True), ("https://mcp.example.com:443", False)):
+            audit.record("mcp_tool_call", connector_id="c_1", origin=origin, project_id="p_1", approved=approved)
+    queued.flush()
+    lines = [path.read_bytes().splitlines() for path in (direct.path, queued.path)]
+    assert [ISO_MS.sub("T", line.decode()) for line in lines[0]] == [
+        ISO_MS.sub("T", line.decode()) for line in lines[1]
+    ]
+    assert [json.loads(line)["approved"] for line in lines[1]] == [True, False]
+
+
 def test_a_background_line_is_checked_before_it_is_queued(tmp_path: Path) -> None:
     audit = EgressAudit(audit_path(tmp_path), background=True)
     with pytest.raises(ValueError):
+        audit.record("mcp_probe", connector_id="c", origin="https://h.example:443/path", project_id=None, approved=True)
+    with pytest.raises(ValueError):  # and again: a refused origin is never remembered as checked
         audit.record("mcp_probe", connector_id="c", origin="https://h.example:443/path", project_id=None, approved=True)
     audit.flush()
     assert read_audit(audit.path) == []

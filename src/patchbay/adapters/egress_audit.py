@@ -84,9 +84,10 @@ def _timestamp(seconds: float) -> str:
     global _second
     ms = int(seconds * 1000)
     whole = ms // 1000
-    if _second[0] != whole:
-        _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
-    return f"{_second[1]}.{ms % 1000:03d}Z"
+    second = _second  # read once: the writer thread and callers both format
+    if second[0] != whole:
+        second = _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+    return f"{second[1]}.{ms % 1000:03d}Z"
 
 
 class EgressAudit:
@@ -108,7 +109,7 @@ class EgressAudit:
         self.path = Path(path)
         self._writer = _writer_for(self.path) if background else None
         # A connector's lines differ only in time and approval: the rest is rendered once.
-        self._templates: dict[tuple[str, str, str | None, str | None], tuple[bytes, bytes, bytes, bytes]] = {}
+        self._templates: dict[tuple[str, str, str | None, str | None], _Template] = {}
 
     def flush(self) -> None:
         """Wait until every line this process queued for the file is written (at once when
@@ -144,19 +145,19 @@ class EgressAudit:
                 ``scheme://host:port`` (a programming error: nothing but metadata may reach this
                 file).
         """
-        if note not in NOTES:
-            raise ValueError(f"unknown egress audit note {note!r}")
-        if origin is not None and not _ORIGIN.fullmatch(origin):
-            raise ValueError("an egress audit origin is scheme://host:port and nothing else")
         key = (note, connector_id, origin, project_id)
         template = self._templates.get(key)
-        if template is None:
+        if template is None:  # a key is only remembered once its note and origin passed
+            if note not in NOTES:
+                raise ValueError(f"unknown egress audit note {note!r}")
+            if origin is not None and not _ORIGIN.fullmatch(origin):
+                raise ValueError("an egress audit origin is scheme://host:port and nothing else")
             template = self._templates[key] = _template(note, connector_id, origin, project_id)
-        head, middle, true_tail, false_tail = template
-        data = b"".join((head, _timestamp(time.time()).encode(), middle, true_tail if approved else false_tail))
         if self._writer is not None:
-            self._writer.put(data)
+            # Rendered by the writer thread: the caller's part is a tuple and a queue append.
+            self._writer.put((template, time.time(), approved))
             return True
+        data = _render(template, time.time(), approved)
         try:
             fd = _open(self.path)
             try:
@@ -167,6 +168,15 @@ class EgressAudit:
             _warn(self.path, exc)
             return False
         return True
+
+
+_Template = tuple[bytes, bytes, bytes, bytes]
+_Entry = tuple[_Template, float, bool]  # a queued line: its template, its time (Unix s), approved
+
+
+def _render(template: _Template, seconds: float, approved: bool) -> bytes:
+    head, middle, true_tail, false_tail = template
+    return b"".join((head, _timestamp(seconds).encode(), middle, true_tail if approved else false_tail))
 
 
 def _template(
@@ -211,18 +221,18 @@ class _BackgroundWriter:
 
     def __init__(self, path: Path):
         self.path = path
-        self._lines: collections.deque[bytes] = collections.deque()
+        self._lines: collections.deque[_Entry] = collections.deque()
         self._changed = threading.Condition()
         self._queued = 0  # lines ever queued
         self._written = 0  # lines ever taken and written (or found unwritable)
         self._running = False
 
-    def put(self, data: bytes) -> None:
+    def put(self, entry: _Entry) -> None:
         with self._changed:
             while len(self._lines) >= BACKGROUND_QUEUE_LINES:  # back pressure, never a loss
                 self._changed.notify_all()
                 self._changed.wait()
-            self._lines.append(data)
+            self._lines.append(entry)
             self._queued += 1
             if not self._running:
                 self._running = True
@@ -254,7 +264,7 @@ class _BackgroundWriter:
                 try:
                     if fd is None:
                         fd = _open(self.path)
-                    os.write(fd, b"".join(batch))
+                    os.write(fd, b"".join([_render(*entry) for entry in batch]))
                 except OSError as exc:
                     _warn(self.path, exc)
                     if fd is not None:

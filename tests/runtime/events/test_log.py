@@ -185,6 +185,25 @@ def test_deferred_events_are_written_by_the_next_append_or_flush_in_seq_order(tm
         log.append("user.message", {})
 
 
+def test_a_run_of_events_appended_in_one_operation_is_written_like_one_by_one(tmp_path: Path) -> None:
+    log = _log(tmp_path)
+    log.append("user.message", {}, defer=True)
+    assert (
+        log.append_jsons([("tool.started", '{"toolCallId":"tc_1"}'), ("tool.completed", '{"toolCallId":"tc_1"}')]) == 3
+    )
+    events = read_events(log.path)
+    assert [(e["seq"], e["type"], e["payload"]) for e in events] == [
+        (1, "user.message", {}),
+        (2, "tool.started", {"toolCallId": "tc_1"}),
+        (3, "tool.completed", {"toolCallId": "tc_1"}),
+    ]
+    with pytest.raises(ValueError):  # an unknown type: nothing of the run is appended
+        log.append_jsons([("tool.started", "{}"), ("no.such.event", "{}")])
+    assert log.seq == 3
+    log.close()
+    assert len(read_events(log.path)) == 3
+
+
 def test_connector_names_in_events_are_never_masked_by_a_registered_value(tmp_path: Path) -> None:
     from patchbay.core.redaction import register_secret
 

@@ -222,14 +222,20 @@ class ToolExecutor:
         assert connector is not None
         connection = self._connections[connector]
         decision = self._decision(connector, tool, connection)
-        events.permission_requested(decision.risk, self._permissions.requested_source(connector, tool, decision))
+        source = self._permissions.requested_source(connector, tool, decision)
         resolution = self._permissions.resolve_now(connector, tool, decision)
-        if resolution is None:
-            events.log.release()
-            resolution = await self._permissions.ask(connector, tool, decision, name=route.name, arguments=events.args)
-        events.permission_resolved(resolution)
-        events.mcp_started(tool)
-        events.tool_started()
+        if resolution is not None and resolution.allowed:  # the common case: four events, one append
+            events.allowed_and_started(decision.risk, source, resolution, tool)
+        else:
+            events.permission_requested(decision.risk, source)
+            if resolution is None:
+                events.log.release()
+                resolution = await self._permissions.ask(
+                    connector, tool, decision, name=route.name, arguments=events.args
+                )
+            events.permission_resolved(resolution)
+            events.mcp_started(tool)
+            events.tool_started()
         started = time.perf_counter()
         # A big result stays charged to the in-flight byte budget until the guard is done with it:
         # its copies (the SDK's result, the guard's) are where the memory goes, not the read.
@@ -255,8 +261,7 @@ class ToolExecutor:
             message = outcome.text[: self._preview_chars] or "the tool reported an error"
             events.mcp_failed(duration_ms, str(FailureReason.TOOL_ERROR), message)
             raise tool_error(route.name, outcome)
-        events.mcp_completed(duration_ms)
-        events.tool_completed(outcome, self._preview_chars)
+        events.mcp_and_tool_completed(duration_ms, outcome, self._preview_chars)
         return outcome
 
     async def _call_local(self, events: CallEvents, route: Route) -> ToolCallResult:

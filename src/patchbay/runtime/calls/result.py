@@ -200,22 +200,27 @@ class CallEvents:
             "tool.ambiguous_call", self._head("tool", self._jtool) + ',"candidates":' + body + "}", defer=True
         )
 
-    def permission_requested(self, risk: str, source: str) -> None:
-        self.log.append_json(
+    def _permission_requested(self, risk: str, source: str) -> tuple[str, str]:
+        return (
             "permission.requested",
             self._head("tool", self._jtool)
             + ',"args":'
             + self._jargs
             + f',"riskAtDecision":"{risk}","sourcedFrom":"{source}"}}',
-            defer=True,
         )
 
-    def permission_resolved(self, resolution: Resolution) -> None:
-        """Log the resolution; a denial raises ``ToolCallError`` with its reason (the call ends)."""
+    def permission_requested(self, risk: str, source: str) -> None:
+        self.log.append_json(*self._permission_requested(risk, source), defer=True)
+
+    def _permission_resolved(self, resolution: Resolution) -> tuple[str, str]:
         tail = f',"decision":"{resolution.decision}","actor":"{resolution.actor}","sourcedFrom":"{resolution.sourced_from}"'
         if resolution.reason is not None:
             tail += f',"reason":"{resolution.reason}"'
-        self.log.append_json("permission.resolved", self._head("tool", self._jtool) + tail + "}", defer=True)
+        return "permission.resolved", self._head("tool", self._jtool) + tail + "}"
+
+    def permission_resolved(self, resolution: Resolution) -> None:
+        """Log the resolution; a denial raises ``ToolCallError`` with its reason (the call ends)."""
+        self.log.append_json(*self._permission_resolved(resolution), defer=True)
         if not resolution.allowed:
             raise ToolCallError(
                 resolution.reason or FailureReason.PERMISSION_DENIED,
@@ -223,22 +228,39 @@ class CallEvents:
                 details={"tool": self.tool},
             )
 
-    def mcp_started(self, tool: str) -> None:
+    def _mcp_started(self, tool: str) -> tuple[str, str]:
         wire = '{"name":' + self.log.redact_json(tool) + ',"arguments":' + self._jargs + "}"
-        self.log.append_json(
-            "mcp.call.started",
-            self._head("server", self._jserver) + ',"method":"tools/call","args":' + wire + "}",
-            defer=True,
-        )
+        return "mcp.call.started", self._head("server", self._jserver) + ',"method":"tools/call","args":' + wire + "}"
+
+    def mcp_started(self, tool: str) -> None:
+        self.log.append_json(*self._mcp_started(tool), defer=True)
+
+    def _tool_started(self) -> tuple[str, str]:
+        return "tool.started", self._head("tool", self._jtool) + "}"
 
     def tool_started(self) -> None:
         """Not deferred: everything since the request event is written before the call runs."""
-        self.log.append_json("tool.started", self._head("tool", self._jtool) + "}")
+        self.log.append_json(*self._tool_started())
+
+    def allowed_and_started(self, risk: str, source: str, resolution: Resolution, tool: str) -> None:
+        """``permission.requested``, ``permission.resolved`` (an allowing ``resolution``),
+        ``mcp.call.started`` and ``tool.started`` of an MCP call decided at once, appended in one
+        operation: the same events as the four calls one by one."""
+        assert resolution.allowed
+        self.log.append_jsons(
+            [
+                self._permission_requested(risk, source),
+                self._permission_resolved(resolution),
+                self._mcp_started(tool),
+                self._tool_started(),
+            ]
+        )
+
+    def _mcp_completed(self, duration_ms: float) -> tuple[str, str]:
+        return "mcp.call.completed", self._head("server", self._jserver) + f',"durationMs":{duration_ms!r}}}'
 
     def mcp_completed(self, duration_ms: float) -> None:
-        self.log.append_json(
-            "mcp.call.completed", self._head("server", self._jserver) + f',"durationMs":{duration_ms!r}}}', defer=True
-        )
+        self.log.append_json(*self._mcp_completed(duration_ms), defer=True)
 
     def mcp_failed(self, duration_ms: float, reason: str, error: str) -> None:
         error_json = encode_json(self.log.redact(error))
@@ -249,6 +271,13 @@ class CallEvents:
         """``resultPreview``: the first ``preview_chars`` of the text (else of the structured JSON);
         ``resultSize``: bytes of the whole result. A cut result adds ``truncated: true`` and, when
         it was stored, ``artifactId``; the result itself never goes in."""
+        self.log.append_json(*self._tool_completed(outcome, preview_chars))
+
+    def mcp_and_tool_completed(self, duration_ms: float, outcome: ToolCallResult, preview_chars: int) -> None:
+        """``mcp.call.completed`` and ``tool.completed`` in one operation (as the two calls)."""
+        self.log.append_jsons([self._mcp_completed(duration_ms), self._tool_completed(outcome, preview_chars)])
+
+    def _tool_completed(self, outcome: ToolCallResult, preview_chars: int) -> tuple[str, str]:
         # Redact, then cut: a cut through a key would leave an unrecognisable piece of a secret.
         margin = preview_chars + 256
         preview = self.log.redact(outcome.text[:margin])[:preview_chars]
@@ -260,7 +289,7 @@ class CallEvents:
             tail += ',"truncated":true'
             if outcome.artifact_id is not None:
                 tail += ',"artifactId":' + self.log.redact_json(outcome.artifact_id)
-        self.log.append_json("tool.completed", self._head("tool", self._jtool) + tail + "}")
+        return "tool.completed", self._head("tool", self._jtool) + tail + "}"
 
     def tool_failed(self, reason: str) -> None:
         self.log.append_json("tool.failed", self._head("tool", self._jtool) + f',"reason":"{reason}"}}')

@@ -389,6 +389,39 @@ class EventLog:
         """
         return self._append(type, payload_json, defer, queue=True)
 
+    def append_jsons(self, events: list[tuple[str, str]]) -> int:
+        """:meth:`append_json` of each ``(type, payload_json)`` in turn, every one but the last
+        deferred, in one operation (one lock, one queue append); returns the last seq.
+
+        For the runs of events of one call that nothing else may come between. Nothing is
+        appended when a type is unknown.
+
+        Raises:
+            ValueError: unknown event type, or the log is closed.
+        """
+        for type, _payload in events:
+            if type not in EVENT_TYPES:
+                raise ValueError(f"unknown event type {type!r}")
+        with self._lock:
+            if self._fd is None:
+                raise ValueError(f"event log {self.path} is closed")
+            seq = self._seq
+            ms = int(time.time() * 1000)
+            pending = self._pending
+            for type, payload_json in events:
+                seq += 1
+                if type == CALL_EVENT:
+                    self._calls += 1
+                pending.append((seq, type, ms, payload_json))
+            self._seq = seq
+            if self._writer == threading.get_ident() and len(pending) < MAX_PENDING:
+                wake, self._wake = self._wake, None
+                if wake is not None:
+                    wake.set()
+            else:
+                self._write_pending()
+        return seq
+
     def _append(self, type: str, payload_json: str, defer: bool, *, queue: bool) -> int:
         if type not in EVENT_TYPES:
             raise ValueError(f"unknown event type {type!r}")

@@ -162,6 +162,15 @@ def check_tool_result(
     """
     if result.is_error or output_schema is None:
         return
+    validator = _validator(output_schema)
+    content = result.structured_content
+    if content is not None and not isinstance(validator, _Unusable):
+        # The common case first, with nothing built for a failure: a valid result.
+        try:
+            if validator.is_valid(content):
+                return
+        except (Unresolvable, RecursionError):
+            pass  # reported below, as the full check finds it
     prefix = f"{connector}: " if connector else ""
     base: dict[str, Any] = {"connector": connector, "tool": tool}
 
@@ -173,7 +182,6 @@ def check_tool_result(
             "structured_content_missing",
             f"{tool!r} declares an outputSchema but its successful result has no structuredContent",
         )
-    validator = _validator(output_schema)
     if isinstance(validator, _Unusable):
         raise fail(
             "output_schema_invalid",
