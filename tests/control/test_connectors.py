@@ -1,4 +1,5 @@
-"""The connector service: projects, grants, the cache fingerprint and the runtime config."""
+"""The connector service: grants, targets and their working directories, runtime options, probes
+and the cache fingerprint."""
 
 from __future__ import annotations
 
@@ -22,68 +23,6 @@ def service(tmp_path: Path) -> ConnectorService:
     settings = Settings(home=tmp_path / "home")
     settings.home.mkdir()
     return ConnectorService(open_store(settings), settings)
-
-
-def test_the_same_workspace_through_a_symlink_is_the_same_project(service: ConnectorService, tmp_path: Path) -> None:
-    real = tmp_path / "real"
-    real.mkdir()
-    link = tmp_path / "link"
-    os.symlink(real, link)
-    assert service.queries.project(real).project_id == service.queries.project(link).project_id
-    assert service.queries.project(link).path == str(real.resolve())
-
-
-def test_a_missing_workspace_is_invalid_config(service: ConnectorService, tmp_path: Path) -> None:
-    with pytest.raises(ConfigError) as exc:
-        service.queries.project(tmp_path / "nope")
-    assert exc.value.details["field"] == "project"
-
-
-async def test_a_probe_caches_the_catalog_and_a_changed_config_makes_it_stale(
-    service: ConnectorService, tmp_path: Path
-) -> None:
-    target = service.stdio_target("mcp-server-time", [], cwd=None, workspace=tmp_path)
-    connector, _ = service.add("time", target)
-    assert service.queries.cached_catalog(connector) == (None, "missing")
-    result = await service.probe("time", workspace=tmp_path)
-    assert result.state == "ready"
-    entry, state = service.queries.cached_catalog(service.get("time"))
-    assert state == "fresh" and {t.name for t in entry.tools} == {"get_current_time", "convert_time"}
-
-    changed = service.stdio_target("mcp-server-time", ["--local-timezone", "UTC"], cwd=None, workspace=tmp_path)
-    current = service.get("time")
-    service.repository.connectors.update(current.connector_id, current.revision, target=changed)
-    entry, state = service.queries.cached_catalog(service.get("time"))
-    assert (entry, state) == (None, "stale")
-    assert service.queries.tools("time").cache == "stale" and service.queries.tools("time").tools == []
-
-
-def test_runtime_config_holds_enabled_connectors_with_their_grants_only(
-    service: ConnectorService, tmp_path: Path
-) -> None:
-    on, _ = service.add("on", service.stdio_target("true", [], cwd=None, workspace=tmp_path))
-    service.add("off", service.stdio_target("true", [], cwd=None, workspace=tmp_path), enabled=False)
-    service.repository.tool_cache.replace(
-        ToolCacheEntry(
-            connector_id=on.connector_id,
-            config_revision=on.revision,
-            fingerprint=service.queries.fingerprint(on),
-            tools=(ToolSummary(name="t1"), ToolSummary(name="t2", annotations={"destructiveHint": True})),
-        )
-    )
-    service.grant("on", "t1", "allow")
-    service.grant("on", "t2", "deny", project=tmp_path)
-    config = service.queries.runtime_config(tmp_path)
-    assert [s.name for s in config.servers] == ["on"]
-    server = config.servers[0]
-    assert server.global_grants == {"t1": "allow"}
-    assert server.project_grants == {"t2": "deny"}
-    assert [t.name for t in server.tools] == ["t1", "t2"]
-    assert config.project_id == service.queries.project(tmp_path).project_id
-
-    other = tmp_path / "other"
-    other.mkdir()
-    assert service.queries.runtime_config(other).servers[0].project_grants == {}
 
 
 def test_grants_must_be_allow_ask_or_deny(service: ConnectorService, tmp_path: Path) -> None:
@@ -112,34 +51,6 @@ def test_an_absolute_cwd_through_a_symlinked_workspace_is_inside(service: Connec
     os.symlink(real, tmp_path / "link")
     target = service.stdio_target("true", [], cwd=str(tmp_path / "link" / "sub"), workspace=tmp_path / "link")
     assert target.cwd == "sub"
-
-
-@pytest.mark.parametrize("kind", ["file", "loop", "long", "missing"])
-def test_unusable_workspace_paths_are_invalid_config(service: ConnectorService, tmp_path: Path, kind: str) -> None:
-    if kind == "file":
-        path = tmp_path / "afile"
-        path.write_text("x")
-    elif kind == "loop":
-        path = tmp_path / "loopA"
-        os.symlink(tmp_path / "loopB", path)
-        os.symlink(path, tmp_path / "loopB")
-    elif kind == "long":
-        path = Path("/" + "a" * 5000)
-    else:
-        path = tmp_path / "missing"
-    with pytest.raises(ConfigError) as exc:
-        service.queries.project(path)
-    assert exc.value.details["field"] == "project"
-    assert len(exc.value.message) < 400
-
-
-def test_lookups_by_something_that_is_no_connector_name_find_nothing(service: ConnectorService, tmp_path: Path) -> None:
-    from patchbay.core.errors import NotFoundError
-
-    service.add("k", service.stdio_target("true", [], cwd=None, workspace=tmp_path))
-    for name in ("\u212a", "K", "k\n", ""):
-        with pytest.raises(NotFoundError):
-            service.get(name)
 
 
 # -- runtime options (seed 000 §3, §3.1; seed 003 §5.1) ----------------------------------------

@@ -256,10 +256,3 @@ def test_deeply_nested_tool_arguments_are_refused_without_recursion() -> None:
     with pytest.raises(ValidationError):
         validate_tool_arguments(deep)
     assert validate_tool_arguments({"a": [1, 2.5, {"b": None, "c": True}]}) == {"a": [1, 2.5, {"b": None, "c": True}]}
-
-
-def test_an_empty_home_setting_means_the_default_data_home(monkeypatch: pytest.MonkeyPatch) -> None:
-    from patchbay.core.settings import Settings, default_home
-
-    monkeypatch.setenv("PATCHBAY_HOME", "")
-    assert Settings().home == default_home()

@@ -19,7 +19,6 @@ from patchbay import ApprovalRequest, Runtime, RuntimeConfig, RuntimeServer, Set
 from patchbay.core.errors import NotFoundError, PatchbayError, ValidationError
 from patchbay.core.models import ConnectorSettings, StdioTarget
 from patchbay.runtime import read_events
-from patchbay.runtime.context.resources import expand_uri_template, validate_resource_uri
 from tests.support.paths import FIXTURES
 from tests.support.servers import everything_stdio_command
 
@@ -161,34 +160,6 @@ async def test_listing_is_bounded_by_the_catalogs_page_and_size_caps(tmp_path: P
             with pytest.raises(PatchbayError) as caught:
                 await runtime.list_resources("res")
     assert caught.value.code == "tool_list_failed" and "1000 bytes" in caught.value.message
-
-
-def test_template_expansion_percent_encodes_and_refuses_missing_unknown_or_malformed() -> None:
-    assert expand_uri_template("fixture://item/{id}", {"id": "a b/c"}) == "fixture://item/a%20b%2Fc"
-    assert expand_uri_template("x://{+path}{?q,n}", {"path": "a/b c", "q": "x y", "n": 3}) == "x://a/b%20c?q=x%20y&n=3"
-    with pytest.raises(ValidationError, match="template variable 'id' is required"):
-        expand_uri_template("fixture://item/{id}", {})
-    with pytest.raises(ValidationError, match="no variable 'other'"):
-        expand_uri_template("fixture://item/{id}", {"id": "1", "other": "2"})
-    for malformed in ("x://{id", "x://{a b}", "x://{=a}", "x://}{", "x://{}"):
-        with pytest.raises(ValidationError) as caught:
-            expand_uri_template(malformed, {})
-        assert caught.value.details["field"] == "uri_template"
-    with pytest.raises(ValidationError, match="must be a string"):
-        expand_uri_template("x://{id}", {"id": ["a"]})
-
-
-def test_uris_to_read_are_checked() -> None:
-    assert validate_resource_uri("fixture://doc/1") == "fixture://doc/1"
-    for bad, why in (
-        ("fixture://item/{id}", "template"),
-        ("doc-1", "no scheme"),
-        ("fixture://a b", "spaces"),
-        ("", "1-8192"),
-        ("x:" + "a" * 9000, "1-8192"),
-    ):
-        with pytest.raises(ValidationError, match=why):
-            validate_resource_uri(bad)
 
 
 async def test_templates_are_listed_on_every_page_expanded_and_read_by_uri(tmp_path: Path, settings: Settings) -> None:
