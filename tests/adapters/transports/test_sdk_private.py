@@ -6,6 +6,7 @@ upgrade of ``mcp`` or ``httpx2`` this file fails first; re-check each name, then
 
 from __future__ import annotations
 
+import contextvars
 import importlib.metadata
 import typing
 
@@ -19,6 +20,7 @@ from patchbay.adapters.transports.sdk_private import (
     SSEParser,
     TransportStreams,
     create_context_streams,
+    send_in_context,
 )
 
 pytestmark = pytest.mark.anyio
@@ -42,6 +44,17 @@ async def test_context_streams_are_a_send_and_receive_pair_that_carry_items() ->
         await send.send(message)
         with anyio.fail_after(5):
             assert await receive.receive() is message
+
+
+async def test_send_in_context_hands_the_receiver_that_very_context() -> None:
+    send, receive = create_context_streams[SessionMessage](1)
+    context = contextvars.copy_context()
+    async with send, receive:
+        message = typing.cast(SessionMessage, object())
+        await send_in_context(send, context, message)
+        with anyio.fail_after(5):
+            assert await receive.receive() is message
+        assert receive.last_context is context
 
 
 def test_the_sse_parser_decodes_events_incrementally() -> None:

@@ -29,7 +29,12 @@ from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
-from patchbay.adapters.transports.sdk_private import ContextReceiveStream, TransportStreams, create_context_streams
+from patchbay.adapters.transports.sdk_private import (
+    ContextReceiveStream,
+    TransportStreams,
+    create_context_streams,
+    send_in_context,
+)
 
 __all__ = ["SessionExpiry", "renewing_streamable_http"]
 
@@ -187,7 +192,8 @@ class _Relay:
                 self._pending.pop((inner.params or {}).get("requestId"), None)  # type: ignore[arg-type]
             sender = self._up.last_context
             while True:
-                await self._open.wait()
+                if not self._open.is_set():  # a set Event's wait() still yields once per message
+                    await self._open.wait()
                 if await self._forward(message, sender):
                     break
                 # The session was replaced under this send: a request that was not failed
@@ -198,21 +204,14 @@ class _Relay:
     async def _forward(self, message: SessionMessage, sender: contextvars.Context | None) -> bool:
         """Send ``message`` to the current SDK transport in ``sender``'s context; False if that
         transport closed meanwhile."""
-        delivered = True
-
-        async def send() -> None:
-            nonlocal delivered
-            try:
+        try:
+            if sender is None:
                 await self._inner_write.send(message)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                delivered = False
-
-        if sender is None:
-            await send()
-        else:
-            async with anyio.create_task_group() as group:
-                sender.run(group.start_soon, send)
-        return delivered
+            else:
+                await send_in_context(self._inner_write, sender, message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return False
+        return True
 
     async def _pump_down(self, inner_read: Any) -> None:
         """Server → client, until the stream ends.
