@@ -4,52 +4,25 @@ each failure ends with (unknown tool, tool error, server gone, timeout, cancella
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from patchbay import ApprovalRequest, Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallError, ToolCallResult
+from patchbay import ApprovalRequest, Runtime, Settings, ToolCallError, ToolCallResult
 from patchbay.core.errors import FailureReason
-from patchbay.core.models import ConnectorSettings, StdioTarget
+from patchbay.core.models import ConnectorSettings
 from patchbay.runtime import read_events
 from tests.support.events import CALL_CHAIN as CHAIN
-from tests.support.paths import FIXTURES
+from tests.support.recording import config, recording, records, types_of
 
 pytestmark = pytest.mark.anyio
-
-FIXTURE = FIXTURES / "recording_server.py"
-
-
-def recording(name: str, record: Path | None = None, *, page_size: int | None = None, **fields: Any) -> RuntimeServer:
-    args = [str(FIXTURE)]
-    if record is not None:
-        args += ["--record", str(record)]
-    if page_size is not None:
-        args += ["--page-size", str(page_size)]
-    return RuntimeServer(
-        connector_id=f"id-{name}", name=name, target=StdioTarget(command=sys.executable, args=tuple(args)), **fields
-    )
-
-
-def records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def types_of(events: list[dict[str, Any]]) -> list[str]:
-    return [event["type"] for event in events]
 
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home")
-
-
-def config(tmp_path: Path, *servers: RuntimeServer) -> RuntimeConfig:
-    return RuntimeConfig(project_id="p1", workspace=str(tmp_path), servers=servers)
 
 
 async def test_an_allowed_call_leaves_the_full_event_chain_in_order(tmp_path: Path, settings: Settings) -> None:

@@ -106,23 +106,8 @@ class ToolExecutor:
         self._decisions = {key: value for key, value in self._decisions.items() if key[0] != connector}
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolCallResult:
-        """Call a tool by canonical name (``mcp.<connector>.<tool>``), wire name, or local bare name.
-
-        Args:
-            name: resolved strictly: MCP tools need their full name.
-            arguments: the tool's arguments (a JSON object).
-
-        Returns:
-            The :class:`ToolCallResult`.
-
-        Raises:
-            ToolCallError: with ``reason`` one of ``unknown_tool``, ``ambiguous_call``,
-                ``mcp_server_unavailable``, ``permission_denied``, ``approval_unavailable``,
-                ``timeout``, ``tool_error`` (see the module docstring); ``details["toolCallId"]``
-                names the call's events. A cancelled call logs ``tool.failed {reason:
-                "cancelled"}`` and re-raises the cancellation.
-            ValidationError: ``name`` is not a string or ``arguments`` not a mapping.
-        """
+        """The governed call behind :meth:`patchbay.runtime.runtime.Runtime.call`: arguments, result
+        and errors (with their failure reasons) as documented there."""
         log = self._log
         if not isinstance(name, str) or not name or len(name) > _MAX_TOOL_NAME or not name.isprintable():
             raise ValidationError(
