@@ -11,11 +11,12 @@ import anyio
 import psutil
 import pytest
 
-from patchbay import ApprovalRequest, Runtime, RuntimeServer, Settings, ToolCallError
+from patchbay import Runtime, RuntimeServer, Settings, ToolCallError
 from patchbay.core.errors import FailureReason, PatchbayError
 from patchbay.core.models import ConnectorSettings, StdioTarget
 from patchbay.core.redaction import redact_value
 from patchbay.runtime import read_events
+from tests.support.approvals import ScriptedApprover
 from tests.support.events import CALL_CHAIN as CHAIN
 from tests.support.recording import config, recording, records, types_of
 
@@ -25,16 +26,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home")
-
-
-class ScriptedApprover:
-    def __init__(self, *answers: str):
-        self.answers = list(answers)
-        self.requests: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> Any:
-        self.requests.append(request)
-        return self.answers.pop(0)
 
 
 async def test_an_explicitly_denied_call_never_reaches_the_server(tmp_path: Path, settings: Settings) -> None:

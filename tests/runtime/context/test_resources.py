@@ -15,10 +15,11 @@ from typing import Any
 import anyio
 import pytest
 
-from patchbay import ApprovalRequest, Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallError
+from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallError
 from patchbay.core.errors import NotFoundError, PatchbayError, ValidationError
 from patchbay.core.models import ConnectorSettings, StdioTarget
 from patchbay.runtime import read_events
+from tests.support.approvals import ScriptedApprover
 from tests.support.paths import FIXTURES
 from tests.support.servers import everything_stdio_command
 
@@ -58,16 +59,6 @@ def sha256(data: bytes) -> str:
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home")
-
-
-class ScriptedApprover:
-    def __init__(self, *answers: str):
-        self.answers = list(answers)
-        self.requests: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> Any:
-        self.requests.append(request)
-        return self.answers.pop(0)
 
 
 async def test_of_fifty_listed_resources_only_the_two_included_are_read_and_reach_the_context(
