@@ -109,7 +109,7 @@ async def test_the_login_url_sets_a_strict_httponly_cookie_and_redirects_without
     token = api_token(api.home)
     login = await anonymous.get(f"/login?token={token}")
     assert login.status_code == 303
-    assert login.headers["location"] == "/docs" and token not in login.headers["location"]
+    assert login.headers["location"] == "/ui" and token not in login.headers["location"]
     assert login.headers["cache-control"] == "no-store" and login.headers["referrer-policy"] == "no-referrer"
     cookie = login.headers["set-cookie"]
     attributes = [part.strip().lower() for part in cookie.split(";")]
@@ -123,7 +123,11 @@ async def test_the_login_url_sets_a_strict_httponly_cookie_and_redirects_without
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
     forged = httpx2.ASGITransport(app=api.app)
     async with httpx2.AsyncClient(transport=forged, base_url="http://127.0.0.1:8765") as stranger:
-        _assert_unauthorized(await stranger.get("/api/mcp/connectors", headers={"Cookie": f"{name}=0{value[1:]}"}))
+        _assert_unauthorized(
+            await stranger.get(
+                "/api/mcp/connectors", headers={"Cookie": f"{name}={'1' if value[0] == '0' else '0'}{value[1:]}"}
+            )
+        )
         _assert_unauthorized(await stranger.get("/api/mcp/connectors", headers={"Cookie": f"{name}={token}"}))
 
 
