@@ -59,6 +59,7 @@ JS_MESSAGES: Mapping[str, str] = {
     "saved": N_("Saved"),
     "saved_pending": N_("Saved, reload pending"),
     "saved_failed": N_("Saved, reload failed"),
+    "what_then_outcome": N_("{what}. {outcome}"),
     "sessions_affected": N_("Sessions affected: {count}"),
     "session_pending": N_("{workspace}: finishes its current call first"),
     "session_failed": N_("{workspace}: {message}"),

@@ -14,6 +14,7 @@ import { clearOutcome, showConflict, showFailure, showSaved } from "./outcome.js
 import { badge } from "./status.js";
 
 const PAGE_PATH = "/ui";
+const busy = new Set(); // connector ids with a switch write in flight
 const $ = (id) => document.getElementById(id);
 
 const state = {
@@ -129,9 +130,12 @@ function replaceSummary(connector) {
 async function toggleEnabled(connectorId, button) {
   const connector = state.connectors?.find((c) => c.connector_id === connectorId);
   if (!connector) return;
+  if (busy.has(connectorId)) return; // one write at a time per connector
   const enabled = !connector.settings.enabled;
   const name = connector.display_name || connector.name;
-  button.disabled = true;
+  busy.add(connectorId);
+  // aria-disabled, not disabled: disabling the focused switch would drop the keyboard focus
+  button.setAttribute("aria-disabled", "true");
   button.setAttribute("aria-busy", "true");
   try {
     const changed = await api.put(connectorPath(connectorId, "/settings"), {
@@ -154,7 +158,8 @@ async function toggleEnabled(connectorId, button) {
       renderList();
     }
   } finally {
-    button.disabled = false;
+    busy.delete(connectorId);
+    button.removeAttribute("aria-disabled");
     button.removeAttribute("aria-busy");
   }
 }
@@ -173,6 +178,12 @@ const detailContext = {
 
 function setView(view) {
   $("connectors-page").dataset.view = view;
+  // the language switcher reloads the page the person is on, whatever the script navigated to
+  for (const link of document.querySelectorAll(".lang a[href]")) {
+    const url = new URL(link.href);
+    url.pathname = location.pathname;
+    link.href = url.pathname + url.search;
+  }
 }
 
 function showDetailState(which) {

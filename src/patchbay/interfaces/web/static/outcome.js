@@ -21,7 +21,7 @@ function render(kind, title, lines) {
     }),
   );
   show(box);
-  announce([title, ...lines].join(". "));
+  announce([title, ...lines].join("\n"));
 }
 
 /** Show how the open sessions took a saved change (`runtimeReload`: the API's runtime_reload).
@@ -40,7 +40,7 @@ export function showSaved(runtimeReload, prefix = "") {
       );
     }
   }
-  render(kind, prefix ? `${prefix}. ${title}` : title, lines);
+  render(kind, prefix ? t("what_then_outcome", { what: prefix, outcome: title }) : title, lines);
   return kind;
 }
 
