@@ -12,7 +12,11 @@ main screen is saved under test-output/screenshots/<lang>/.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,12 +25,15 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.support.browser import axe_check, launched_browser, open_page, page_errors, page_server, screenshot
+from tests.support.paths import FIXTURES
 from tests.support.serve import Served
 from tests.support.servers import everything_http, make_git_repo
+from tests.support.waiting import wait_until_sync
 
 pytestmark = pytest.mark.peers
 
 OpenPage = Callable[..., Page]
+LIFECYCLE = FIXTURES / "lifecycle_server.py"
 
 
 @pytest.fixture(scope="module")
@@ -243,6 +250,65 @@ def test_a_switch_that_lost_a_revision_race_reloads_and_overwrites_nothing(world
             json={"revision": changed.json()["settings"]["revision"], "exclude_tools": []},
             timeout=30,
         )
+
+
+def test_the_outcome_names_the_sessions_a_change_is_pending_or_failed_in(
+    browser: Browser, pages: OpenPage, tmp_path: Path
+) -> None:
+    log = tmp_path / "record.jsonl"
+    target = {"transport": "stdio", "command": sys.executable, "args": [str(LIFECYCLE), "--record", str(log)]}
+    with page_server(tmp_path) as served:
+        _create(served, "life", target, enabled=True)
+        allowed = served.session.put(
+            f"{served.url}/api/mcp/connectors/life/settings", json={"revision": 1, "approval_mode": "allow_all"}
+        )
+        assert allowed.status_code == 200, allowed.text
+        _create(served, "time", {"transport": "stdio", "command": "mcp-server-time"}, enabled=True)
+        sid = served.session.post(f"{served.url}/api/sessions", json={}, timeout=60).json()["session_id"]
+        answers: list[int] = []
+
+        def busy() -> None:  # a call in flight: the session must finish it before it rebuilds
+            body = {"tool": "mcp.life.sleep", "arguments": {"seconds": 600, "tag": "busy"}}
+            answers.append(
+                served.session.post(f"{served.url}/api/sessions/{sid}/call", json=body, timeout=120).status_code
+            )
+
+        caller = threading.Thread(target=busy)
+        caller.start()
+        try:
+            wait_until_sync(lambda: log.exists() and '"started": "busy"' in log.read_text())
+            page = pages(served)
+            _row(page, "time").get_by_role("switch", name="Enable time").click()
+            outcome = page.locator("#outcome")
+            expect(outcome).to_have_attribute("data-kind", "pending")
+            expect(outcome.locator("[data-slot=title]")).to_have_text("time is now off. Saved, reload pending")
+            expect(outcome.locator("li")).to_have_text(
+                ["Sessions affected: 1", f"{tmp_path / 'ws'}: finishes its current call first"]
+            )
+            axe_check(page)
+            screenshot(page, "reload-pending")
+        finally:
+            served.session.delete(f"{served.url}/api/sessions/{sid}", timeout=60)  # cancels the call
+            caller.join(timeout=60)
+        assert answers == [409]  # cancelled: the session closed during the call
+
+        # a rebuild that fails: the change is saved all the same, the page says which session failed
+        sid = served.session.post(f"{served.url}/api/sessions", json={}, timeout=60).json()["session_id"]
+        patchbay_dir, elsewhere = tmp_path / "ws" / ".patchbay", tmp_path / "elsewhere"
+        shutil.move(patchbay_dir, elsewhere)
+        os.symlink(elsewhere, patchbay_dir)  # the projection refuses to write through a symlink
+        try:
+            _row(page, "time").get_by_role("switch", name="Enable time").click()
+            expect(outcome).to_have_attribute("data-kind", "failed")
+            expect(outcome.locator("[data-slot=title]")).to_have_text("time is now on. Saved, reload failed")
+            expect(outcome.locator("li").first).to_have_text("Sessions affected: 1")
+            expect(outcome.locator("li").nth(1)).to_contain_text(f"{tmp_path / 'ws'}: ")
+            assert _api(served, "/api/mcp/connectors/time")["settings"]["enabled"] is True  # saved
+            screenshot(page, "reload-failed")
+        finally:
+            os.unlink(patchbay_dir)
+            shutil.move(elsewhere, patchbay_dir)
+            served.session.delete(f"{served.url}/api/sessions/{sid}", timeout=60)
 
 
 # --- the detail pane ---
