@@ -15,3 +15,17 @@ async def wait_until(predicate: Callable[[], bool], *, within: float = 15.0) -> 
     with anyio.fail_after(within):
         while not predicate():
             await anyio.sleep(0.01)
+
+
+def wait_until_sync(predicate: Callable[[], bool], *, within: float = 30.0) -> None:
+    """:func:`wait_until` for plain (non-async) tests, such as the browser tests.
+
+    Raises ``TimeoutError`` after ``within`` seconds.
+    """
+    import time
+
+    deadline = time.monotonic() + within
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the condition did not hold within {within} s")
+        time.sleep(0.02)  # polling a condition that has no event to wait on, bounded by the deadline

@@ -41,7 +41,8 @@ The codes (:class:`ErrorCode`); :mod:`patchbay.interfaces.api.errors` gives each
 * control plane: ``validation_error``, ``not_found``, ``revision_conflict``, ``builtin_connector``,
   ``canonical_state_unavailable``, ``runtime_reload_failed``, ``tool_error``;
 * answered by the REST API's middleware and handlers, carried by no PatchbayError:
-  ``origin_refused``, ``method_not_allowed``, ``unauthorized``, ``payload_too_large``.
+  ``origin_refused``, ``method_not_allowed``, ``unauthorized``, ``payload_too_large``,
+  ``csrf_failed`` (a cookie-authenticated unsafe request without the page's CSRF header).
 
 Why a tool call failed (:class:`FailureReason`, the code of a failed call): ``permission_denied``,
 ``approval_unavailable``, ``unknown_tool``, ``ambiguous_call``, ``cancelled``, ``tool_error``,
@@ -108,6 +109,7 @@ class ErrorCode(StrEnum):
     METHOD_NOT_ALLOWED = "method_not_allowed"
     UNAUTHORIZED = "unauthorized"
     PAYLOAD_TOO_LARGE = "payload_too_large"
+    CSRF_FAILED = "csrf_failed"
 
 
 class FailureReason(StrEnum):

@@ -109,7 +109,7 @@ async def test_the_login_url_sets_a_strict_httponly_cookie_and_redirects_without
     token = api_token(api.home)
     login = await anonymous.get(f"/login?token={token}")
     assert login.status_code == 303
-    assert login.headers["location"] == "/docs" and token not in login.headers["location"]
+    assert login.headers["location"] == "/ui" and token not in login.headers["location"]
     assert login.headers["cache-control"] == "no-store" and login.headers["referrer-policy"] == "no-referrer"
     cookie = login.headers["set-cookie"]
     attributes = [part.strip().lower() for part in cookie.split(";")]
@@ -123,8 +123,71 @@ async def test_the_login_url_sets_a_strict_httponly_cookie_and_redirects_without
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
     forged = httpx2.ASGITransport(app=api.app)
     async with httpx2.AsyncClient(transport=forged, base_url="http://127.0.0.1:8765") as stranger:
-        _assert_unauthorized(await stranger.get("/api/mcp/connectors", headers={"Cookie": f"{name}=0{value[1:]}"}))
+        _assert_unauthorized(
+            await stranger.get(
+                "/api/mcp/connectors", headers={"Cookie": f"{name}={'1' if value[0] == '0' else '0'}{value[1:]}"}
+            )
+        )
         _assert_unauthorized(await stranger.get("/api/mcp/connectors", headers={"Cookie": f"{name}={token}"}))
+
+
+def _page_csrf(html: str) -> str:
+    match = re.search(r'<meta name="patchbay-csrf" content="([0-9a-f]*)">', html)
+    assert match is not None, html[:500]
+    return match.group(1)
+
+
+async def test_a_cookie_authenticated_change_needs_the_pages_csrf_header(
+    api: Api, anonymous: httpx2.AsyncClient
+) -> None:
+    await anonymous.get(f"/login?token={api_token(api.home)}")  # the browser's cookie
+    page = await anonymous.get("/ui")
+    csrf = _page_csrf(page.text)
+    session = next(iter(anonymous.cookies.values()))
+    assert len(csrf) == 64 and csrf != session  # derived from the session, not the session itself
+    body = {"name": "time", "target": TIME}
+
+    for headers in ({}, {"X-Patchbay-CSRF": "0" * 64}, {"X-Patchbay-CSRF": csrf[:-1]}):
+        refused = await anonymous.post("/api/mcp/connectors", json=body, headers=headers)
+        assert refused.status_code == 403 and error_of(refused)["code"] == "csrf_failed"
+        assert error_of(refused)["details"] == {"header": "X-Patchbay-CSRF"} and csrf not in refused.text
+    twice = await anonymous.post("/api/mcp/connectors", json=body, headers=[("X-Patchbay-CSRF", csrf)] * 2)
+    assert twice.status_code == 403 and error_of(twice)["code"] == "csrf_failed"
+    assert (await anonymous.get("/api/mcp/connectors")).json() == {"connectors": []}  # reads need no header
+
+    created = await anonymous.post("/api/mcp/connectors", json=body, headers={"X-Patchbay-CSRF": csrf})
+    assert created.status_code == 201, created.text
+    settings = {"revision": 1, "enabled": True}
+    put = "/api/mcp/connectors/time/settings"
+    assert error_of(await anonymous.put(put, json=settings))["code"] == "csrf_failed"
+    assert (await anonymous.put(put, json=settings, headers={"X-Patchbay-CSRF": csrf})).status_code == 200
+    patch = {"revision": 1, "description": "clock"}
+    assert error_of(await anonymous.patch("/api/mcp/connectors/time", json=patch))["code"] == "csrf_failed"
+    assert error_of(await anonymous.delete("/api/mcp/connectors/time"))["code"] == "csrf_failed"
+    assert (await api.client.get("/api/mcp/connectors/time")).json()["description"] == ""  # nothing changed
+    deleted = await anonymous.delete("/api/mcp/connectors/time", headers={"X-Patchbay-CSRF": csrf})
+    assert deleted.status_code == 200 and deleted.json()["removed"] is True
+
+    # a bearer-token client needs no CSRF header; another login has another CSRF token
+    assert (await api.client.post("/api/mcp/connectors", json=body)).status_code == 201
+    transport = httpx2.ASGITransport(app=api.app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as other:
+        await other.get(f"/login?token={api_token(api.home)}")
+        other_csrf = _page_csrf((await other.get("/ui")).text)
+        assert other_csrf != csrf
+        crossed = await other.delete("/api/mcp/connectors/time", headers={"X-Patchbay-CSRF": csrf})
+        assert error_of(crossed)["code"] == "csrf_failed"
+
+
+async def test_a_page_without_a_login_is_a_401_page_and_the_api_stays_json(
+    api: Api, anonymous: httpx2.AsyncClient
+) -> None:
+    page = await anonymous.get("/ui/connectors/time", headers={"Accept-Language": "zh-CN"})
+    assert page.status_code == 401 and page.headers["content-type"].startswith("text/html")
+    assert "patchbay api-token" in page.text and "登录 Patchbay" in page.text and "set-cookie" not in page.headers
+    assert 'content=""' in page.text  # no CSRF token without a session
+    _assert_unauthorized(await anonymous.get("/api/mcp/connectors"))
+    _assert_unauthorized(await anonymous.post("/ui", json={}))  # only a page GET gets through unauthenticated
 
 
 @pytest.mark.parametrize("query", ["", "?token=", "?token=nope", "?token={token}&token={token}"])

@@ -56,7 +56,7 @@ def _text_start(process: subprocess.Popen[str]) -> dict[str, str]:
     for line in process.stdout:
         label, _, value = line.partition(": ")
         lines[label] = value.strip()
-        if line.startswith("Press Ctrl-C"):
+        if line.startswith("Settings page: "):  # the last line
             return lines
     raise AssertionError(f"serve stopped early: {lines}")
 
@@ -75,7 +75,11 @@ def test_the_readme_quick_start_serves_the_api_and_prints_url_and_data_home(tmp_
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url)
         assert start["Data home"] == str(home) and start["Database"] == str(home / "patchbay.db")
         token = (home / "api-token").read_text().strip()
-        assert start["Login URL"] == f"{url}/login?token={token}"  # the one line that shows the token
+        # the last line, the one that shows the token: the login URL, which lands on the settings page
+        assert start["Settings page"] == f"{url}/login?token={token}"
+        with requests.Session() as browser:  # opening it logs in and lands on the settings page
+            page = browser.get(start["Settings page"], timeout=30)
+        assert page.status_code == 200 and page.url == f"{url}/ui" and 'id="connectors-page"' in page.text
         headers = {"Authorization": f"Bearer {token}"}
         assert requests.get(f"{url}/api/mcp/connectors", headers=headers, timeout=30).json() == {"connectors": []}
         assert requests.get(f"{url}/openapi.json", headers=headers, timeout=30).json()["info"]["title"] == "Patchbay"
@@ -230,7 +234,7 @@ def test_a_store_it_cannot_use_is_a_warning_and_503_not_a_crash(tmp_path: Path) 
     )
     try:
         start = _text_start(process)
-        url, login = start["Patchbay API"].split()[0], start["Login URL"]
+        url, login = start["Patchbay API"].split()[0], start["Settings page"]
         token = login.partition("?token=")[2]  # the data home cannot hold the token: a one-time one
         response = requests.get(f"{url}/api/mcp/connectors", headers={"Authorization": f"Bearer {token}"}, timeout=30)
         assert response.status_code == 503 and response.json()["error"]["code"] == "canonical_state_unavailable"

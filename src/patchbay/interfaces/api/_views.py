@@ -14,6 +14,7 @@ from patchbay.adapters.credentials import StoredCredential
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.decisions import ToolDecisions, probe_failed, runtime_state
 from patchbay.control.options import checked_options
+from patchbay.control.status import display_status
 from patchbay.core.errors import ConfigError, ErrorCode
 from patchbay.core.models import Connector, HttpTarget, ProbeOutcome, ProbeResult, SocketTarget, ToolCacheEntry
 from patchbay.core.oauth import oauth_from_config
@@ -164,6 +165,7 @@ def summary_fields(
         "config_state": "invalid" if problem else "valid",
         "auth_state": auth,
         "runtime_state": state,
+        "status": display_status("invalid" if problem else "valid", auth, state),
         "tool_count": tool_count or 0,
         "error": error,
         "last_probe": _probe_view(connector, outcome),

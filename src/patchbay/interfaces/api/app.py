@@ -14,7 +14,11 @@ compatibility projections). Routes only translate: the connector service
 Before any route runs: a bad ``Host`` or foreign ``Origin`` is 403 ``origin_refused``, a body over
 ``Settings.api_max_body_bytes`` is 413 ``payload_too_large``
 (:mod:`~patchbay.interfaces.api.limits`), and a request without the API token or session cookie is
-401 ``unauthorized`` (:mod:`~patchbay.interfaces.api.auth`). No CORS headers are sent.
+401 ``unauthorized`` (:mod:`~patchbay.interfaces.api.auth`; a cookie-authenticated request that
+changes something also needs the CSRF header, else 403 ``csrf_failed``). No CORS headers are sent.
+
+The settings page (:mod:`patchbay.interfaces.web`) is served by the same app at ``/ui``; ``/``
+redirects there.
 
 The app's state and its session host: :class:`~patchbay.interfaces.api.context.ApiContext`.
 
@@ -44,6 +48,7 @@ from patchbay.interfaces.api.errors import error_response, install_error_handler
 from patchbay.interfaces.api.limits import BodyLimitMiddleware
 from patchbay.interfaces.api.responses import RedactedJSONResponse
 from patchbay.interfaces.api.routes import compat, connectors, imports, sessions, tools
+from patchbay.interfaces.web.pages import install_pages
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -221,6 +226,7 @@ def create_app(
     for router in routers:
         app.include_router(router)
     app.state.api_routes = [route for router in routers for route in router.routes]  # for 405's Allow
+    install_pages(app)  # the settings page at /ui: it reads and writes through the routes above
     # the last added runs first: Host/Origin, then the body size, then the token
     if require_token:
         assert token is not None

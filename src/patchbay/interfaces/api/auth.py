@@ -6,13 +6,25 @@ every request must prove it can read the data home's 0600 token file
 
 * ``Authorization: Bearer <token>`` (scripts, the library, the CLI), or
 * the session cookie a browser gets from the login URL ``/login?token=<token>``: the answer is a
-  303 redirect to ``/docs`` (a URL without the token) that sets ``patchbay_<id>=<value>``
+  303 redirect to the settings page ``/ui`` (a URL without the token; the API docs stay at
+  ``/docs``) that sets ``patchbay_<id>=<value>``
   (``HttpOnly; SameSite=Strict; Path=/; Max-Age=<Settings.api_session_max_age>``). The value is
   random, made at each login and known only to this process's memory: it stops working when it
   expires or the server restarts. Browsers send a cookie to every port of a host, so another
   listener on 127.0.0.1 may see it; what it sees is worth no more than that one session. The
   name carries a short hash so servers of different data homes on one host keep their own. A
   request carrying the cookie more than once is refused, whatever the copies say.
+
+A request the cookie authenticates that changes something (POST, PUT, PATCH, DELETE) must also
+carry ``X-Patchbay-CSRF: <csrf token>``, an HMAC of the session value under a key of this process
+that the settings page renders into its ``<meta name="patchbay-csrf">``; without it, or with a
+wrong one, it is 403 ``csrf_failed`` and no route runs. A form another site posts carries the
+cookie (SameSite keeps most browsers from sending it, not all) but cannot read the page or set the
+header. Bearer-token requests need no CSRF token: a browser never adds that header by itself.
+
+What authenticated a request is in its ASGI scope (:func:`request_access`). An unauthenticated
+``GET``/``HEAD`` of a page path (``/``, ``/ui`` and below) is let through with no access, so the
+page can answer 401 with a page a person can read (which URL to open) instead of JSON.
 
 Anything else is 401 ``unauthorized`` in the one error shape with ``WWW-Authenticate: Bearer``,
 before any route runs or any body is read; a websocket is closed with 1008 (policy violation)
@@ -27,6 +39,8 @@ import hmac
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
 from urllib.parse import parse_qs
 
 from starlette.responses import RedirectResponse, Response
@@ -37,15 +51,57 @@ from patchbay.core.errors import ErrorCode
 from patchbay.core.redaction import register_secret
 from patchbay.interfaces.api.errors import error_response
 
-__all__ = ["LOGIN_PATH", "SESSION_MAX_AGE", "TokenAuthMiddleware", "login_url", "refuse_other_scopes"]
+__all__ = [
+    "CSRF_HEADER",
+    "LOGIN_PATH",
+    "SESSION_MAX_AGE",
+    "Access",
+    "TokenAuthMiddleware",
+    "is_page_path",
+    "login_url",
+    "refuse_other_scopes",
+    "request_access",
+]
 
 LOGIN_PATH = "/login"
-"""``GET /login?token=...`` logs a browser in (sets the session cookie) and redirects to ``/docs``."""
-AFTER_LOGIN = "/docs"
+"""``GET /login?token=...`` logs a browser in (sets the session cookie) and redirects to ``/ui``."""
+AFTER_LOGIN = "/ui"
+CSRF_HEADER = "X-Patchbay-CSRF"
+"""The header a cookie-authenticated unsafe request must carry (the page's CSRF token)."""
+_UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_ACCESS_KEY = "patchbay.access"
 SESSION_MAX_AGE = 12 * 60 * 60
 """Seconds a login's session cookie is accepted (``Settings.api_session_max_age``'s default)."""
 _MAX_SESSIONS = 1024
 """Live sessions kept; past it the oldest login's cookie is forgotten (only token holders log in)."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """What let a request in.
+
+    ``via``: ``token`` (the bearer token), ``cookie`` (a login's session cookie; ``csrf_token`` is
+    the token its unsafe requests must send) or ``open`` (served without authentication,
+    ``serve --no-auth``).
+    """
+
+    via: Literal["token", "cookie", "open"]
+    csrf_token: str | None = None
+
+
+def request_access(scope: Any) -> Access | None:
+    """What authenticated the request of ``scope`` (an ASGI scope, or a Starlette request's
+    ``.scope``); None when nothing did (only an unauthenticated page ``GET`` gets that far).
+    An app served without :class:`TokenAuthMiddleware` gives every request ``Access("open")``."""
+    if _ACCESS_KEY not in scope:
+        return Access("open")
+    access: Access | None = scope[_ACCESS_KEY]
+    return access
+
+
+def is_page_path(path: str) -> bool:
+    """Whether ``path`` is the settings page's (``/``, ``/ui``, ``/ui/...``)."""
+    return path in ("/", "/ui") or path.startswith("/ui/")
 
 
 def login_url(base_url: str, token: str) -> str:
@@ -88,6 +144,10 @@ def _cookie_values(headers: list[tuple[bytes, bytes]], name: str) -> list[str]:
     return values
 
 
+def _header_values_of(headers: list[tuple[bytes, bytes]], name: bytes) -> list[str]:
+    return [v.decode("latin-1") for k, v in headers if k.lower() == name]
+
+
 def _unauthorized(message: str) -> Response:
     response = error_response(401, ErrorCode.UNAUTHORIZED, message)
     response.headers["WWW-Authenticate"] = "Bearer"
@@ -122,6 +182,7 @@ class TokenAuthMiddleware:
         # value -> monotonic expiry; only token holders can add one (each login), and the
         # expired ones go at the next login
         self._sessions: dict[str, float] = {}
+        self._csrf_key = secrets.token_bytes(32)
         register_secret(token)
 
     def _valid_token(self, supplied: str) -> bool:
@@ -136,17 +197,41 @@ class TokenAuthMiddleware:
             live = live or (matches and now < expires)
         return live
 
-    def _authenticated(self, headers: list[tuple[bytes, bytes]]) -> bool:
+    def _access(self, headers: list[tuple[bytes, bytes]]) -> Access | None:
         authorizations = [v for k, v in headers if k.lower() == b"authorization"]
         if len(authorizations) == 1:
             scheme, _, credentials = authorizations[0].decode("latin-1").strip().partition(" ")
-            return scheme.lower() == "bearer" and self._valid_token(credentials.strip())
+            valid = scheme.lower() == "bearer" and self._valid_token(credentials.strip())
+            return Access("token") if valid else None
         if authorizations:  # two Authorization headers: which one a proxy looked at is unknowable
-            return False
+            return None
         cookies = _cookie_values(headers, self.cookie_name)
         # two copies of the cookie: which one a browser or proxy meant is unknowable, and the
         # outcome must not hang on their order
-        return len(cookies) == 1 and self._live_session(cookies[0])
+        if len(cookies) == 1 and self._live_session(cookies[0]):
+            return Access("cookie", self.csrf_token(cookies[0]))
+        return None
+
+    def csrf_token(self, session: str) -> str:
+        """The CSRF token of a session cookie value: an HMAC-SHA256 under this middleware's own
+        random key (64 hex digits), so it is worth nothing to another process or after a restart."""
+        return hmac.new(self._csrf_key, session.encode("latin-1", "replace"), hashlib.sha256).hexdigest()
+
+    @staticmethod
+    def _csrf_refusal(scope: Scope, access: Access) -> Response | None:
+        if access.via != "cookie" or scope.get("method") not in _UNSAFE_METHODS:
+            return None
+        assert access.csrf_token is not None
+        sent = _header_values_of(list(scope.get("headers", [])), CSRF_HEADER.lower().encode("ascii"))
+        if len(sent) == 1 and hmac.compare_digest(sent[0].strip().encode("latin-1"), access.csrf_token.encode("ascii")):
+            return None
+        return error_response(
+            403,
+            ErrorCode.CSRF_FAILED,
+            f"a request made with the session cookie that changes something needs the settings page's {CSRF_HEADER} "
+            "header; reload the page, or send the API token as a bearer token instead",
+            {"header": CSRF_HEADER},
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if await refuse_other_scopes(scope, receive, send):
@@ -157,12 +242,21 @@ class TokenAuthMiddleware:
         if scope.get("path") == LOGIN_PATH and scope.get("method") in ("GET", "HEAD"):
             await self._login(scope)(scope, receive, send)
             return
-        if not self._authenticated(list(scope.get("headers", []))):
+        access = self._access(list(scope.get("headers", [])))
+        scope[_ACCESS_KEY] = access
+        if access is None:
+            if scope.get("method") in ("GET", "HEAD") and is_page_path(str(scope.get("path", ""))):
+                await self.app(scope, receive, send)  # the page itself says how to log in (401)
+                return
             response = _unauthorized(
                 "this API needs its token as a bearer token in the Authorization header (`patchbay api-token` "
                 "prints it; it is in the data home's api-token file), or open the login URL `serve` printed"
             )
             await response(scope, receive, send)
+            return
+        refusal = self._csrf_refusal(scope, access)
+        if refusal is not None:
+            await refusal(scope, receive, send)
             return
         await self.app(scope, receive, send)
 

@@ -26,6 +26,9 @@ its status is in :data:`STATUS` or :data:`TOOL_STATUS`::
                                           (:mod:`patchbay.interfaces.api.auth`)
     payload_too_large             413     a body over ``Settings.api_max_body_bytes``
                                           (details.limit: the cap in bytes)
+    csrf_failed                   403     a POST/PUT/PATCH/DELETE authenticated by the session
+                                          cookie without the right ``X-Patchbay-CSRF`` header
+                                          (:mod:`patchbay.interfaces.api.auth`)
     unknown                       500     anything unexpected (logged, redacted); also the
                                           session routes of an app served without its lifespan
 
@@ -89,6 +92,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
+    ErrorCode.CSRF_FAILED: 403,
     ErrorCode.UNKNOWN: 500,
 }
 """HTTP status of each stable code the API answers with (see the module docstring)."""

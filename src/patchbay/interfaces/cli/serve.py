@@ -5,8 +5,9 @@ Binds ``127.0.0.1:8765`` by default (``PATCHBAY_API_HOST`` / ``PATCHBAY_API_PORT
 refused unless ``--allow-remote`` is given, and then a warning is printed: the API registers
 local commands, so whoever reaches it with the token can make this machine run programs. Every
 request needs the data home's API token (:mod:`patchbay.interfaces.api.auth`); ``--no-auth``
-serves without it, on loopback only, with a loud warning. At start it prints the URL, the login
-URL (the one line that shows the token), the data home and the database (``--json``: one JSON
+serves without it, on loopback only, with a loud warning. At start it prints the URL, the data
+home and the database, and last the settings page URL: the login URL, which
+logs the browser in and lands on ``/ui`` (the one line that shows the token; ``--json``: one JSON
 object with ``token`` and ``login_url``), then serves until interrupted (Ctrl-C or SIGTERM).
 
 ``patchbay api-token`` prints the token and the header for the data home, whether or not a server
@@ -217,13 +218,12 @@ def serve(
             _write_raw(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         else:
             out_console.print(Text(f"Patchbay API: {url}  (OpenAPI: {url}/openapi.json, docs: {url}/docs)"))
-            if login is not None:
-                _write_raw(f"Login URL: {login}\n")
-            else:
-                out_console.print(Text("Login URL: none (--no-auth)"))
             out_console.print(Text(f"Data home: {settings.home}"))
             out_console.print(Text(f"Database: {database}"))
-            out_console.print(Text("Press Ctrl-C to stop."))
+            out_console.print(Text("Press Ctrl-C to stop. Open this URL in your browser to manage your connectors:"))
+            # last, so it is what a person sees: the login URL, which lands on the settings page
+            # (the one line that shows the token: written past the redacting output on purpose)
+            _write_raw(f"Settings page: {login if login is not None else url + '/ui'}\n")
         progress.step("starting the session host; requests are answered once it runs")
         _record_serving(settings.home, url)
         _bounded_server(config, context, grace).run(sockets=[sock])

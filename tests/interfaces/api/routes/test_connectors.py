@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from patchbay.core.models import HttpTarget, ToolCacheEntry, ToolSummary
+from patchbay.core.models import ConnectorSettings, HttpTarget, ToolCacheEntry, ToolSummary
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api import create_app
 from tests.support.api import NO_RELOAD, Api, auth_headers, error_of
@@ -504,3 +504,46 @@ async def test_each_list_entry_shows_what_the_connector_itself_shows(api: Api) -
     assert (fresh["tool_count"], fresh["cache"]["state"]) == (3, "fresh")
     assert (listed["stale"]["tool_count"], listed["time"]["tool_count"]) == (0, 2)
     assert listed["time"]["last_probe"]["state"] == "ready" and listed["remote"]["auth_state"] == "needs-auth"
+
+
+async def test_list_and_detail_show_one_status_picked_by_the_badge_priority(api: Api) -> None:
+    await api.create("time", TIME, enabled=True)
+    assert (await api.client.post("/api/mcp/connectors/time/probe")).json()["state"] == "ready"
+    await api.create("off", TIME)
+    unset = [{"delivery": "bearer", "variable": "PB_STATUS_UNSET_VARIABLE"}]
+    await api.create("locked", REMOTE, enabled=True, bindings=unset)
+    await api.create("locked-off", REMOTE, bindings=unset)
+    await api.create("new", {"transport": "stdio", "command": "never-probed-mcp"}, enabled=True)
+    failing = await api.create("failing", {"transport": "stdio", "command": "pb-no-such-command-mcp"}, enabled=True)
+    assert (await api.client.post("/api/mcp/connectors/failing/probe")).json()["code"] == "command_not_found"
+    # straight into the store: the service refuses an invalid configuration
+    api.service.repository.connectors.create_many(
+        [
+            {
+                "name": "broken",
+                "display_name": "Broken",
+                "target": HttpTarget(url="https://mcp.example.com/mcp"),
+                "runtime_config": {"lifecycle": "sometimes"},
+                "settings": ConnectorSettings(enabled=False),
+            }
+        ]
+    )
+
+    listed = {c["name"]: c for c in (await api.client.get("/api/mcp/connectors")).json()["connectors"]}
+    assert {name: entry["status"] for name, entry in listed.items()} == {
+        "time": "ready",
+        "off": "disabled",
+        "locked": "needs-auth",
+        "locked-off": "disabled",  # disabled > needs-auth
+        "new": "unknown",
+        "failing": "error",
+        "broken": "invalid",  # invalid > disabled
+    }
+    assert (listed["broken"]["config_state"], listed["broken"]["runtime_state"]) == ("invalid", "disabled")
+    for name, entry in listed.items():
+        assert (await api.client.get(f"/api/mcp/connectors/{name}")).json()["status"] == entry["status"], name
+    assert failing["status"] == "unknown"  # as created: enabled, never probed
+    toggled = await api.client.put(
+        "/api/mcp/connectors/time/settings", json={"revision": listed["time"]["settings"]["revision"], "enabled": False}
+    )
+    assert toggled.status_code == 200 and toggled.json()["status"] == "disabled"

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, SecretStr
 
+from patchbay.control.status import ConnectorStatus
 from patchbay.core.models import ApprovalMode, ConnectorSource, GrantDecision, Lifecycle, RuntimeState, TransportKind
 from patchbay.core.policy import DecisionSource, Risk
 from patchbay.interfaces.api.contracts._base import ErrorBody, RuntimeReload, _Request, _Response
@@ -281,6 +282,10 @@ class ConnectorSummary(_Response):
     runtime_state: RuntimeState
     """``disabled``; ``ready`` when a fresh catalog is cached; ``error`` when the last probe of the
     current configuration failed; else ``unknown`` (no live status yet)."""
+    status: ConnectorStatus
+    """The one word a badge shows, from the three states by the fixed priority invalid > disabled >
+    needs-auth > error > connecting/checking > connected/ready > unknown
+    (:func:`patchbay.control.status.display_status`)."""
     tool_count: int
     error: ErrorBody | None
     """An invalid stored configuration (``validation_error``), else the failed last probe of the

@@ -1,0 +1,6 @@
+// The settings page's entry module. Each tab of the detail pane registers itself on import.
+
+import "./overview.js";
+import { startConnectorsPage } from "./connectors.js";
+
+startConnectorsPage();

@@ -1,0 +1,40 @@
+// The Overview tab: what the connector is and where it points.
+
+import { registerTab } from "./detail.js";
+import { setText, show, slot } from "./dom.js";
+import { formatDate, formatNumber, t } from "./i18n.js";
+import { targetSummary } from "./list.js";
+import { badge } from "./status.js";
+
+function probeText(probe) {
+  if (!probe) return t("never");
+  const date = formatDate(probe.probed_at);
+  const text =
+    probe.state === "ready"
+      ? t("probe_ready", { date, tools: formatNumber(probe.tool_count) })
+      : t("probe_error", { date, code: probe.code ?? "unknown" });
+  return probe.current ? text : `${text} ${t("probe_outdated")}`;
+}
+
+export function renderOverview(panel, connector) {
+  setText(panel, "name", connector.name);
+  setText(panel, "kind", t(`transport_${connector.transport}`));
+  const target = connector.target;
+  const summary = targetSummary(target);
+  setText(panel, "target", target.transport === "stdio" && target.cwd ? `${summary} ${t("working_directory", { cwd: target.cwd })}` : summary);
+  slot(panel, "status").replaceChildren(badge(connector.status));
+  setText(panel, "enabled", connector.settings.enabled ? t("yes") : t("no"));
+  setText(panel, "source", t(`source_${connector.source}`));
+  setText(panel, "tools", formatNumber(connector.tool_count));
+  setText(panel, "probe", probeText(connector.last_probe));
+  setText(panel, "updated", formatDate(connector.updated_at));
+  setText(panel, "description", connector.description || t("no_description"));
+  const problem = slot(panel, "problem");
+  show(problem, Boolean(connector.error));
+  if (connector.error) {
+    setText(problem, "problem-message", connector.error.message);
+    setText(problem, "problem-code", t("error_code", { code: connector.error.details?.cause === "invalid_config" ? "invalid_config" : connector.error.code }));
+  }
+}
+
+registerTab("overview", renderOverview);
