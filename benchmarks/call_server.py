@@ -67,7 +67,9 @@ async def _stdio() -> None:
 def _http() -> None:
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, as ``patchbay serve`` binds: asyncio sets TCP_NODELAY on accepted
+    # connections only then (else Nagle holds an answer for the client's delayed ACK, ~40 ms)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(256)

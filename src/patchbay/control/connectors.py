@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -22,7 +23,6 @@ from patchbay.adapters.store.projects import project_id_for
 from patchbay.control.credentials import BindingSpec, CredentialService
 from patchbay.control.options import checked_options as _checked_options
 from patchbay.control.options import merge_runtime_options
-from patchbay.control.projection import ProjectionReport, Projector
 from patchbay.control.queries import ConnectorQueries, catalog_fingerprint, real_dir
 from patchbay.core.credentials import BINDINGS_KEY, check_bindings
 from patchbay.core.errors import ConfigError, NotFoundError
@@ -49,6 +49,7 @@ from patchbay.core.validation import validate_http_target, validate_socket_path,
 
 if TYPE_CHECKING:
     from patchbay.control.probe import Prober
+    from patchbay.control.projection import ProjectionReport, Projector
 
 __all__ = ["ConnectorService", "merge_runtime_options"]
 
@@ -58,7 +59,7 @@ _OLD_RESOURCE_KEY = "resources/read"
 _T = TypeVar("_T")
 _log = logging.getLogger(__name__)
 
-CommittedListener = Callable[[str | None, ProjectionReport], object]
+CommittedListener = Callable[[str | None, "ProjectionReport"], object]
 """``listener(project_id, report)`` after a committed mutation was re-projected: ``project_id`` is
 the one project affected (a project grant) or None (every project); ``report`` says which
 workspaces were written (:class:`~patchbay.control.projection.ProjectionReport`)."""
@@ -101,7 +102,8 @@ class ConnectorService:
         self._prober = prober
         self.queries = ConnectorQueries(repository)
         """The read side over the same store."""
-        self.projector = Projector(self.queries, home=settings.home)
+        self._projector: Projector | None = None
+        self._projector_lock = threading.Lock()
         self.last_projection: ProjectionReport | None = None
         """What the re-projection after the last committed mutation wrote or skipped."""
         self._committed: list[CommittedListener] = []
@@ -115,6 +117,19 @@ class ConnectorService:
 
             self._prober = Prober(self.settings, credentials=self.credentials.store)
         return self._prober
+
+    @property
+    def projector(self) -> Projector:
+        """The projector (:mod:`patchbay.control.projection`), built on first use: commands that
+        write nothing (``connector list``) do not load it. One per service, whichever thread asks
+        first (its caches and lock are shared by every caller)."""
+        if self._projector is None:
+            with self._projector_lock:
+                if self._projector is None:
+                    from patchbay.control.projection import Projector
+
+                    self._projector = Projector(self.queries, home=self.settings.home)
+        return self._projector
 
     def on_committed(self, listener: CommittedListener) -> Callable[[], None]:
         """Call ``listener`` after every committed mutation, once its workspaces are re-projected

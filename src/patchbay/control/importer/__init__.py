@@ -28,15 +28,24 @@ from typing import TYPE_CHECKING, Any
 
 from patchbay.control.importer.discovery import HOST_KEYWORDS
 from patchbay.control.importer.jsonc import parse_jsonc
-from patchbay.control.importer.models import ImportedConnector, ImportPreview, ImportResult, PreviewEntry
 
 if TYPE_CHECKING:
     from patchbay.control.importer.commit import commit_import
+    from patchbay.control.importer.models import ImportedConnector, ImportPreview, ImportResult, PreviewEntry
     from patchbay.control.importer.preview import preview_import
 
-_LAZY = {"commit_import": "patchbay.control.importer.commit", "preview_import": "patchbay.control.importer.preview"}
-"""Imported on first use (PEP 562): they need the connector service, and the CLI's help (which
-names :data:`HOST_KEYWORDS`) must not load the store and the runtime behind it."""
+_MODELS = "patchbay.control.importer.models"
+_LAZY = {
+    "commit_import": "patchbay.control.importer.commit",
+    "preview_import": "patchbay.control.importer.preview",
+    "ImportedConnector": _MODELS,
+    "ImportPreview": _MODELS,
+    "ImportResult": _MODELS,
+    "PreviewEntry": _MODELS,
+}
+"""Imported on first use (PEP 562): the functions need the connector service, and the CLI, which
+names :data:`HOST_KEYWORDS` in its help, must not load the store and the runtime behind them, nor
+the report models, for commands that import nothing."""
 
 
 def __getattr__(name: str) -> Any:

@@ -222,7 +222,10 @@ def create_app(
     )
     app.state.context = context
     install_error_handlers(app)
-    routers = (connectors.router, tools.router, imports.router, sessions.router, compat.router)
+    # sessions first: the tool call is the hot route, and FastAPI matches a request against each
+    # included router in turn (every route of every router before the one that matches); no
+    # path of one router is a path of another, so the order decides nothing else
+    routers = (sessions.router, connectors.router, tools.router, imports.router, compat.router)
     for router in routers:
         app.include_router(router)
     app.state.api_routes = [route for router in routers for route in router.routes]  # for 405's Allow

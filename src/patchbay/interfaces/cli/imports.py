@@ -13,11 +13,12 @@ missing (a preview still prints everything it could read), or on any error.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.text import Text
 
-from patchbay.control.importer import HOST_KEYWORDS, ImportPreview, PreviewEntry
+from patchbay.control.importer import HOST_KEYWORDS
 from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.interfaces.cli._context import (
     JSON_OPTION,
@@ -28,6 +29,9 @@ from patchbay.interfaces.cli._context import (
     safe_text,
     state,
 )
+
+if TYPE_CHECKING:  # the report models load only when a command of this group runs
+    from patchbay.control.importer import ImportPreview, PreviewEntry
 
 app = typer.Typer(
     help="Import MCP servers from legacy config files: preview first, then commit the ones you select.",

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, handle_errors, out_console, state
-from patchbay.runtime.events.reading import MAX_PAGE, SessionLogs
+from patchbay.runtime.events import MAX_PAGE
 
 __all__ = ["sessions"]
 
@@ -27,6 +27,8 @@ def sessions(
 
     Show one session's events with: patchbay events SESSION_ID.
     """
+    from patchbay.runtime.events.reading import SessionLogs  # loaded only when this command runs
+
     recent = SessionLogs(state.settings.sessions_dir).recent(limit=limit)
     if as_json:
         emit_json({"sessions": [asdict(s) for s in recent]})

@@ -18,12 +18,11 @@ from typing import IO, Any
 
 from patchbay.core.errors import ErrorCode, NotFoundError, PatchbayError, ValidationError
 from patchbay.core.redaction import redact_value
+from patchbay.runtime.events import MAX_PAGE
 from patchbay.runtime.events.log import CALL_EVENT, flush_open_log, session_log_path, session_meta_path
 
+# MAX_PAGE is defined by the package (patchbay.runtime.events) and offered here beside its readers
 __all__ = ["MAX_PAGE", "EventPage", "SessionLogs", "SessionSummary"]
-
-MAX_PAGE = 1000
-"""The most events one :meth:`SessionLogs.page` returns."""
 
 _CHUNK = 65536
 _HEAD = 512  # enough of a line for its seq, type and ts
