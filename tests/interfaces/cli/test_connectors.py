@@ -244,3 +244,21 @@ def test_plain_settings_and_env_defaults_are_bindings_shown_with_their_values(ru
     shown = run("connector", "show", "t")
     assert "NODE_ENV = 'production' (plain setting" in shown.stdout
     assert "default 'fallback-value' when unset or empty" in shown.stdout
+
+
+def test_the_list_table_shows_the_status_the_api_and_the_settings_page_show(run, tmp_path: Path) -> None:
+    assert run("connector", "add", "off", "--disabled", "--", "mcp-server-time").exit_code == 0
+    locked = run(
+        "connector", "add", "locked", "--url", "https://mcp.example.com/mcp", "--bearer", "@env:PB_CLI_UNSET_VAR"
+    )
+    assert locked.exit_code == 0, locked.output
+    assert run("connector", "add", "time", "--", "mcp-server-time").exit_code == 0
+    assert run("connector", "add", "fresh", "--", "mcp-server-time").exit_code == 0
+    assert run("probe", "time", "--project", str(tmp_path)).exit_code == 0
+
+    statuses = {c["name"]: c["status"] for c in json.loads(run("connector", "list", "--json").stdout)["connectors"]}
+    assert statuses == {"off": "disabled", "locked": "needs-auth", "time": "ready", "fresh": "unknown"}
+    lines = run("connector", "list").stdout.splitlines()
+    for name, status in statuses.items():
+        line = next(line for line in lines if f" {name} " in line)
+        assert f" {status} " in line, (name, line)

@@ -4,30 +4,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pydantic
 
 import patchbay.interfaces.api.contracts as c
-from patchbay.adapters.credentials import StoredCredential
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.decisions import ToolDecisions, probe_failed, runtime_state
-from patchbay.control.options import checked_options
+from patchbay.control.states import binding_views, config_problem, connector_auth, list_states
 from patchbay.control.status import display_status
-from patchbay.core.errors import ConfigError, ErrorCode
+from patchbay.core.errors import ErrorCode
 from patchbay.core.models import Connector, HttpTarget, ProbeOutcome, ProbeResult, SocketTarget, ToolCacheEntry
-from patchbay.core.oauth import oauth_from_config
 from patchbay.core.redaction import redact_text
 
 __all__ = [
-    "auth_state",
-    "connector_auth",
     "connector_detail",
     "connector_summaries",
     "connector_summary",
     "data_egress",
-    "list_states",
     "probe_report",
     "summary_fields",
     "tool_list",
@@ -47,55 +41,6 @@ def _settings(connector: Connector) -> c.SettingsView:
         approval_mode=s.approval_mode,
         revision=s.revision,
     )
-
-
-def _config_problem(connector: Connector) -> ConfigError | None:
-    """Why a stored connector could not run as it is (malformed bindings, options or OAuth
-    settings), if it couldn't."""
-    try:
-        _ = connector.bindings
-        checked_options(connector.runtime_config, connector.target)
-        oauth_from_config(connector.runtime_config)
-    except ConfigError as exc:
-        return exc
-    return None
-
-
-def _oauth_state(service: ConnectorService, connector: Connector) -> str | None:
-    """The OAuth grant's state (``OAuthService.status``: never a token), or None without OAuth."""
-    try:
-        if oauth_from_config(connector.runtime_config) is None:
-            return None
-    except ConfigError:  # malformed OAuth settings: reported as config_state "invalid"
-        return "needs_auth"
-    # the OAuth service loads the MCP SDK's auth client: only for a connector that has OAuth
-    # (the CLI's ``connector list --json`` shows this shape)
-    from patchbay.control.oauth import OAuthService
-
-    state: str = OAuthService(service).status(connector.name)["state"]
-    return state
-
-
-def _bindings(
-    service: ConnectorService, connector: Connector, records: Mapping[str, StoredCredential] | None = None
-) -> list[dict[str, Any]]:
-    try:
-        return service.credentials.binding_views(connector, records=records)
-    except ConfigError:  # malformed stored bindings: reported as config_state "invalid"
-        return []
-
-
-def auth_state(bindings: list[dict[str, Any]], oauth: str | None = None) -> c.AuthState:
-    """``needs-auth`` when a binding would not resolve now or an OAuth grant is missing or void;
-    ``configured`` when there are bindings or a grant; else ``not-required``.
-
-    Args:
-        bindings: ``CredentialService.binding_views`` of the connector.
-        oauth: ``OAuthService.status(...)["state"]``, None when the connector has no OAuth.
-    """
-    if any(b["problem"] for b in bindings) or oauth in ("not_authorized", "needs_auth"):
-        return "needs-auth"
-    return "configured" if bindings or oauth in ("authorized", "expired") else "not-required"
 
 
 def data_egress(connector: Connector) -> str:
@@ -133,11 +78,11 @@ def summary_fields(
 
     Args:
         connector: the stored connector.
-        auth: its :func:`auth_state`.
+        auth: its :func:`patchbay.control.states.auth_state`.
         tool_count: the tool count of its fresh cached catalog, None without one.
         outcome: its last probe, None if never probed.
     """
-    problem = _config_problem(connector)
+    problem = config_problem(connector)
     state = runtime_state(connector, fresh_catalog=tool_count is not None, outcome=outcome)
     error = None
     if problem is not None:
@@ -174,16 +119,6 @@ def summary_fields(
     }
 
 
-def connector_auth(
-    service: ConnectorService, connector: Connector, bindings: list[dict[str, Any]] | None = None
-) -> c.AuthState:
-    """The connector's :func:`auth_state` from its binding views (read when not given) and its
-    OAuth grant."""
-    if bindings is None:
-        bindings = _bindings(service, connector)
-    return auth_state(bindings, _oauth_state(service, connector))
-
-
 def connector_summary(service: ConnectorService, connector: Connector) -> c.ConnectorSummary:
     """One list entry: reads canonical state and the cache, opens no connection."""
     entry, _ = service.queries.cached_catalog(connector)
@@ -191,36 +126,6 @@ def connector_summary(service: ConnectorService, connector: Connector) -> c.Conn
         connector, connector_auth(service, connector), _tool_count(entry), service.queries.last_probe(connector)
     )
     return c.ConnectorSummary(**fields)
-
-
-def list_states(
-    service: ConnectorService, connectors: list[Connector]
-) -> list[tuple[c.AuthState, int | None, ProbeOutcome | None]]:
-    """What the list entries of ``connectors`` show besides the connectors themselves, in their
-    order: ``(auth state, fresh tool count or None, last probe or None)``, reading the tool counts,
-    the last probes and the credential records of all of them at once (no cached catalog is
-    parsed)."""
-    counts = service.queries.fresh_tool_counts(connectors)
-    outcomes = service.queries.last_probes()
-    records: dict[str, StoredCredential] | None = None
-
-    def bindings_of(connector: Connector) -> list[dict[str, Any]]:
-        nonlocal records  # read once, when the first connector with bindings needs them
-        try:
-            if records is None and connector.bindings:
-                records = service.credentials.store.load()
-        except ConfigError:  # malformed stored bindings: reported as config_state "invalid"
-            return []
-        return _bindings(service, connector, records)
-
-    return [
-        (
-            connector_auth(service, connector, bindings_of(connector)),
-            counts.get(connector.connector_id),
-            outcomes.get(connector.connector_id),
-        )
-        for connector in connectors
-    ]
 
 
 def connector_summaries(service: ConnectorService, connectors: list[Connector]) -> list[c.ConnectorSummary]:
@@ -239,7 +144,7 @@ def _tool_count(entry: ToolCacheEntry | None) -> int | None:
 def connector_detail(service: ConnectorService, connector: Connector) -> c.ConnectorDetail:
     """A connector with its effective options, bindings and tool cache."""
     entry, state = service.queries.cached_catalog(connector)
-    bindings = _bindings(service, connector)
+    bindings = binding_views(service, connector)
     try:
         options = service.effective_runtime_options(connector).model_dump(mode="json")
     except pydantic.ValidationError:  # stored options that no longer parse (config_state "invalid")

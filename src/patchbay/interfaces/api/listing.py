@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import patchbay.interfaces.api.contracts as c
 from patchbay.control.connectors import ConnectorService
+from patchbay.control.states import list_states
 from patchbay.core.errors import NotFoundError
 from patchbay.core.models import Connector, ProbeOutcome
 from patchbay.core.redaction import registry_version
-from patchbay.interfaces.api._views import list_states, summary_fields
+from patchbay.interfaces.api._views import summary_fields
 from patchbay.interfaces.api.responses import render_redacted
 
 __all__ = ["ConnectorListing"]

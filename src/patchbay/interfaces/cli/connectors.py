@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from patchbay.control.decisions import runtime_state
+from patchbay.control.states import connector_states
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeOutcome, SocketTarget, StdioTarget
 from patchbay.core.redaction import redact_text
@@ -185,7 +185,11 @@ def add(
 @app.command("list")
 @handle_errors
 def list_(as_json: bool = JSON_OPTION) -> None:
-    """List connectors with their state (from the last probe and the tool cache) and tool count.
+    """List connectors with their status and tool count.
+
+    The status is the settings page's badge (invalid > disabled > needs-auth > error >
+    connecting/checking > connected/ready > unknown, from the configuration, the credentials, the
+    last probe and the tool cache), with the error code of a failed probe.
 
     `--json` is the REST API's list (`GET /api/mcp/connectors`).
     """
@@ -200,20 +204,17 @@ def list_(as_json: bool = JSON_OPTION) -> None:
         out_console.print(Text("no connectors; add one with: patchbay connector add NAME -- COMMAND [ARGS...]"))
         return
     service = state.service()
-    table = Table("name", "enabled", "state", "tools", "transport", "target", "approval")
-    counts = service.queries.fresh_tool_counts(connectors)  # no cached catalog is parsed
-    outcomes = service.queries.last_probes()
-    for c in connectors:
-        count = counts.get(c.connector_id)
-        outcome = outcomes.get(c.connector_id)
-        status: str = runtime_state(c, fresh_catalog=count is not None, outcome=outcome)
+    table = Table("name", "enabled", "status", "tools", "transport", "target", "approval")
+    for c, states in zip(connectors, connector_states(service, connectors), strict=True):  # no catalog parsed
+        status: str = states.status
+        outcome = states.outcome
         if status == "error" and outcome is not None and outcome.code:
             status = f"error ({outcome.code})"
         table.add_row(
             c.name,
             "yes" if c.settings.enabled else "no",
             status,
-            "-" if count is None else str(count),
+            "-" if states.tool_count is None else str(states.tool_count),
             c.transport,
             describe_target(c),
             c.settings.approval_mode,
