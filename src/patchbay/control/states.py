@@ -33,6 +33,7 @@ __all__ = [
     "connector_auth",
     "connector_states",
     "list_states",
+    "oauth_state",
 ]
 
 ConfigState = Literal["valid", "invalid"]
@@ -51,7 +52,7 @@ def config_problem(connector: Connector) -> ConfigError | None:
     return None
 
 
-def _oauth_state(service: ConnectorService, connector: Connector) -> str | None:
+def oauth_state(service: ConnectorService, connector: Connector) -> str | None:
     """The OAuth grant's state (``OAuthService.status``: never a token), or None without OAuth."""
     try:
         if oauth_from_config(connector.runtime_config) is None:
@@ -98,7 +99,7 @@ def connector_auth(
     OAuth grant."""
     if bindings is None:
         bindings = binding_views(service, connector)
-    return auth_state(bindings, _oauth_state(service, connector))
+    return auth_state(bindings, oauth_state(service, connector))
 
 
 def list_states(
