@@ -79,6 +79,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         _create(
             served, "keyed", TIME, enabled=True, bindings=[{"delivery": "env", "name": "TIME_API_KEY", "value": SECRET}]
         )
+        _create(
+            served,
+            "shown",
+            TIME,
+            enabled=True,
+            description="Shown on every tab's screenshot",
+            bindings=[{"delivery": "env", "name": "TZ_TOKEN", "variable": "PB_DETAIL_TABS_UNSET_TOKEN"}],
+        )
         yield served
 
 
@@ -198,6 +206,15 @@ def test_security_shows_the_credential_source_never_its_value(world: Served, pag
     assert SECRET not in page.content()
 
 
+def test_security_shows_a_credential_that_would_not_resolve_as_missing(world: Served, pages: OpenPage) -> None:
+    page = pages(world)
+    _open(page, world, "shown", "security")
+    panel = page.locator("#panel-security")
+    expect(panel.locator("[data-slot=credential-state]")).to_have_text("Missing")
+    expect(panel.locator(".binding")).to_contain_text("PB_DETAIL_TABS_UNSET_TOKEN")
+    expect(panel.locator(".binding")).to_contain_text("missing: the variable is not set")
+
+
 # --- Actions ---
 
 
@@ -244,7 +261,6 @@ def test_disconnect_is_confirmed_and_removes_the_credential(world: Served, pages
     expect(page.locator("#outcome")).to_contain_text("The credentials of keyed were disconnected")
     detail = _detail(world, "keyed")
     assert detail["bindings"] == [] and detail["auth_state"] == "not-required"
-    assert SECRET not in (world.info.get("home_path", "") or "")
     page.locator("#tab-security").click()
     expect(page.locator("#panel-security [data-slot=no-bindings]")).to_be_visible()
 
@@ -336,7 +352,7 @@ def test_the_tabs_and_the_actions_work_by_keyboard_alone(world: Served, pages: O
 @pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
 def test_every_tab_passes_axe_and_is_saved_in_both_languages(world: Served, pages: OpenPage, locale: str) -> None:
     page = pages(world, locale=locale)
-    _open(page, world, "keyed")
+    _open(page, world, "shown")
     for tab in TABS[1:]:
         page.locator(f"#tab-{tab}").click()
         expect(page.locator(f"#panel-{tab}")).to_be_visible()
