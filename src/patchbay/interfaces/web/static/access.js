@@ -10,10 +10,10 @@ import { setText, slot } from "./dom.js";
 import { t } from "./i18n.js";
 import { showConflict, showFailure, showSaved } from "./outcome.js";
 
-/** Patterns typed one per line (or comma-separated) as the API takes them: trimmed, no blanks. */
+/** Patterns typed one per line as the API takes them: trimmed, no blank lines. */
 export function patterns(text) {
   return text
-    .split(/[\n,]/)
+    .split("\n")
     .map((line) => line.trim())
     .filter((line) => line !== "");
 }
