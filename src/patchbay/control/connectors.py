@@ -653,6 +653,8 @@ class ConnectorService:
             duration_ms=max(0, result.duration_ms),
             probed_at=_now_ms(),
             config_revision=connector.revision,
+            stderr_tail=redact_text(result.stderr_tail),
+            protocol_version=result.protocol_version,
         )
         try:
             self.repository.probe_outcomes.record(outcome)

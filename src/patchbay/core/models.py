@@ -259,6 +259,11 @@ class ProbeOutcome(_Model):
     """Unix time in milliseconds."""
     config_revision: int = 0
     """The connector revision probed: an outcome of an older revision describes an older configuration."""
+    stderr_tail: str = ""
+    """The redacted end of a local command's stderr during the probe (at most 4000 characters
+    kept); empty for remote and socket servers, and when the command wrote nothing."""
+    protocol_version: str | None = None
+    """The MCP protocol version a ready probe negotiated."""
 
 
 class RestartPolicy(_Model):

@@ -57,3 +57,14 @@ def test_a_long_message_is_cut(sqlite_repo: Repository) -> None:
     stored = sqlite_repo.probe_outcomes.record(_outcome(connector.connector_id, message="x" * 10_000))
     assert stored.message == "x" * 2000
     assert sqlite_repo.probe_outcomes.get(connector.connector_id) == stored
+
+
+def test_only_the_end_of_a_long_stderr_tail_is_kept_with_the_protocol_version(sqlite_repo: Repository) -> None:
+    connector = sqlite_repo.connectors.create("git", "Git", StdioTarget(command="nope"))
+    tail = "x" * 5000 + "\nfatal: the reason is at the end\n"
+    kept = sqlite_repo.probe_outcomes.record(
+        _outcome(connector.connector_id, stderr_tail=tail, protocol_version="2025-06-18")
+    )
+    assert len(kept.stderr_tail) == 4000 and kept.stderr_tail.endswith("fatal: the reason is at the end\n")
+    assert sqlite_repo.probe_outcomes.get(connector.connector_id) == kept
+    assert kept.protocol_version == "2025-06-18"

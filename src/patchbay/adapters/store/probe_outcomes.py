@@ -15,6 +15,7 @@ from patchbay.core.models import ProbeOutcome
 __all__ = ["ProbeOutcomeStore"]
 
 _MAX_MESSAGE_CHARS = 2000
+_MAX_STDERR_CHARS = 4000
 _C = mcp_probe_outcomes.c
 
 
@@ -32,13 +33,15 @@ class ProbeOutcomeStore:
 
     def record(self, outcome: ProbeOutcome) -> ProbeOutcome:
         """Store ``outcome`` as the connector's last probe, replacing the previous one. A message
-        longer than 2000 characters is cut (it is a diagnostic, not a log).
+        longer than 2000 characters is cut (it is a diagnostic, not a log); of a stderr tail only the
+        last 4000 characters are kept (the end is where a failing command says why).
 
         Raises:
             ConfigError: ``invalid_config`` for a state other than ready/error.
             NotFoundError: ``not_found`` when the connector does not exist (any more).
         """
         message = outcome.message[:_MAX_MESSAGE_CHARS] if outcome.message is not None else None
+        stderr_tail = outcome.stderr_tail[-_MAX_STDERR_CHARS:]
         values = {
             "connector_id": outcome.connector_id,
             "state": check_choice("state", outcome.state, PROBE_STATES),
@@ -48,6 +51,8 @@ class ProbeOutcomeStore:
             "duration_ms": outcome.duration_ms,
             "probed_at": outcome.probed_at,
             "config_revision": outcome.config_revision,
+            "stderr_tail": stderr_tail,
+            "protocol_version": outcome.protocol_version,
         }
         if outcome.tool_count < 0 or outcome.duration_ms < 0:
             raise ConfigError("probe_outcome", "counts and durations cannot be negative")
@@ -56,7 +61,7 @@ class ProbeOutcomeStore:
             stmt = upsert(conn, mcp_probe_outcomes).values(values)
             replace = {k: stmt.excluded[k] for k in values if k != "connector_id"}
             conn.execute(stmt.on_conflict_do_update(index_elements=["connector_id"], set_=replace))
-        return outcome.model_copy(update={"message": message})
+        return outcome.model_copy(update={"message": message, "stderr_tail": stderr_tail})
 
     def get(self, connector_id: str) -> ProbeOutcome | None:
         """The connector's last probe outcome, or None when it was never probed."""

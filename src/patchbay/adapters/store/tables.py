@@ -256,6 +256,8 @@ mcp_probe_outcomes = Table(
     Column("duration_ms", Integer, nullable=False),
     Column("probed_at", Millis, nullable=False),
     Column("config_revision", Integer, nullable=False),
+    Column("stderr_tail", Text, nullable=False, server_default=text("''")),
+    Column("protocol_version", Text),
     CheckConstraint(_in("state", PROBE_STATES), name="ck_mcp_probe_outcomes_state"),
     sqlite_strict=True,
 )

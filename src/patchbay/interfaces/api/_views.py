@@ -142,7 +142,8 @@ def _tool_count(entry: ToolCacheEntry | None) -> int | None:
 
 
 def connector_detail(service: ConnectorService, connector: Connector) -> c.ConnectorDetail:
-    """A connector with its effective options, bindings and tool cache."""
+    """A connector with its effective options, bindings, tool cache, OAuth state and what its
+    last probe kept (the redacted stderr tail, the protocol version)."""
     entry, state = service.queries.cached_catalog(connector)
     bindings = binding_views(service, connector)
     try:
@@ -165,16 +166,17 @@ def connector_detail(service: ConnectorService, connector: Connector) -> c.Conne
         ],
         server_info=entry.server_info if entry else None,
     )
+    outcome = service.queries.last_probe(connector)
+    oauth = _oauth_state(service, connector)
     return c.ConnectorDetail(
-        **summary_fields(
-            connector,
-            connector_auth(service, connector, bindings),
-            _tool_count(entry),
-            service.queries.last_probe(connector),
-        ),
+        **summary_fields(connector, auth_state(bindings, oauth), _tool_count(entry), outcome),
         runtime_options=c.RuntimeOptionsView(**{key: options[key] for key in c.RuntimeOptionsView.model_fields}),
         bindings=[c.BindingView(**b) for b in bindings],
         cache=cache,
+        oauth_state=oauth,  # type: ignore[arg-type]
+        # stored redacted by the probe; redacted again here since the page shows it as it is
+        stderr_tail=redact_text(outcome.stderr_tail) if outcome is not None else "",
+        protocol_version=outcome.protocol_version if outcome is not None else None,
     )
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "HttpTargetView",
     "LimitsChange",
     "OAuthLogout",
+    "OAuthState",
     "ProbeOutcomeView",
     "ProbeReport",
     "ProjectView",
@@ -60,6 +61,7 @@ __all__ = [
 ConfigState = Literal["valid", "invalid"]
 AuthState = Literal["not-required", "configured", "needs-auth"]
 CacheState = Literal["fresh", "stale", "missing"]
+OAuthState = Literal["authorized", "expired", "not_authorized", "needs_auth"]
 Delivery = Literal["env", "header", "bearer"]
 Scope = Literal["global", "project"]
 
@@ -331,11 +333,20 @@ class CacheView(_Response):
 
 
 class ConnectorDetail(ConnectorSummary):
-    """One connector with its effective runtime options, bindings and tool cache."""
+    """One connector with its effective runtime options, bindings, tool cache, OAuth state and
+    what its last probe saw of the server."""
 
     runtime_options: RuntimeOptionsView
     bindings: list[BindingView]
     cache: CacheView
+    oauth_state: OAuthState | None = None
+    """The OAuth grant's state (never a token): ``authorized``, ``expired``, ``not_authorized`` or
+    ``needs_auth``; null when the connector uses no OAuth."""
+    stderr_tail: str = ""
+    """The redacted end (at most 4000 characters) of a local command's stderr during its last
+    probe; empty for remote and socket servers, when it wrote nothing and when it was never probed."""
+    protocol_version: str | None = None
+    """The MCP protocol version the last ready probe negotiated; null when unknown."""
 
 
 class ConnectorChanged(ConnectorDetail):

@@ -174,7 +174,25 @@ const detailContext = {
     renderDetail(connector, detailContext);
     renderList();
   },
+  removed: (connectorId) => removeFromList(connectorId),
 };
+
+// After Remove: the connector leaves the list, the selection clears (the URL too) and the focus
+// goes to the row that took its place, else to the next one up, else to Add connector.
+function removeFromList(connectorId) {
+  const links = [...document.querySelectorAll("#groups .row-link")];
+  const index = links.findIndex((link) => link.dataset.focus === `link:${connectorId}`);
+  const neighbour = links[index + 1] ?? links[index - 1] ?? null;
+  if (state.connectors !== null) state.connectors = state.connectors.filter((c) => c.connector_id !== connectorId);
+  history.pushState({ selected: null }, "", PAGE_PATH);
+  state.selected = null;
+  state.detail = null;
+  setView("list");
+  showDetailState("placeholder");
+  renderList();
+  const target = neighbour ? document.querySelector(`[data-focus="${CSS.escape(neighbour.dataset.focus)}"]`) : null;
+  (target ?? $("add-connector")).focus();
+}
 
 function setView(view) {
   $("connectors-page").dataset.view = view;
@@ -206,6 +224,10 @@ async function loadDetail() {
     state.detail = detail;
     renderDetail(detail, detailContext);
     showDetailState("body");
+    if (state.connectors?.some((c) => c.connector_id === detail.connector_id)) {
+      replaceSummary(detail); // the row shows what the detail shows (a probe changes the badge)
+      renderList();
+    }
   } catch (error) {
     if (state.selected !== ref) return;
     state.detail = null;

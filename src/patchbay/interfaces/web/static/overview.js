@@ -6,7 +6,8 @@ import { formatDate, formatNumber, t } from "./i18n.js";
 import { targetSummary } from "./list.js";
 import { badge } from "./status.js";
 
-function probeText(probe) {
+/** The last probe in one line: when, and ready with N tools or failed with its code. */
+export function probeText(probe) {
   if (!probe) return t("never");
   const date = formatDate(probe.probed_at);
   const text =
