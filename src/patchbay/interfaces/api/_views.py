@@ -11,7 +11,7 @@ import pydantic
 import patchbay.interfaces.api.contracts as c
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.decisions import ToolDecisions, probe_failed, runtime_state
-from patchbay.control.states import binding_views, config_problem, connector_auth, list_states
+from patchbay.control.states import auth_state, binding_views, config_problem, connector_auth, list_states, oauth_state
 from patchbay.control.status import display_status
 from patchbay.core.errors import ErrorCode
 from patchbay.core.models import Connector, HttpTarget, ProbeOutcome, ProbeResult, SocketTarget, ToolCacheEntry
@@ -167,7 +167,7 @@ def connector_detail(service: ConnectorService, connector: Connector) -> c.Conne
         server_info=entry.server_info if entry else None,
     )
     outcome = service.queries.last_probe(connector)
-    oauth = _oauth_state(service, connector)
+    oauth = oauth_state(service, connector)
     return c.ConnectorDetail(
         **summary_fields(connector, auth_state(bindings, oauth), _tool_count(entry), outcome),
         runtime_options=c.RuntimeOptionsView(**{key: options[key] for key in c.RuntimeOptionsView.model_fields}),
