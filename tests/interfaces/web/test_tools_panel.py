@@ -185,9 +185,9 @@ def _checked(page: Page, name: str) -> str | None:
 
 
 def _use_workspace(page: Page, path: Path) -> None:
-    page.get_by_label("Workspace path").fill(str(path))
-    page.get_by_role("button", name="Use workspace").click()
-    expect(page.get_by_label("Scope")).to_have_value(str(path))
+    page.locator("#tools-workspace").fill(str(path))
+    page.locator("#tools-workspace-form button[type=submit]").click()
+    expect(page.locator("#tools-scope")).to_have_value(str(path))
 
 
 # --- Allow / Ask / Deny: the page, the API and a new session agree ---

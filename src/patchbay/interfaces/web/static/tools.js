@@ -201,14 +201,15 @@ function renderTools() {
       rows.delete(name);
     }
   }
-  for (const tool of tools) {
+  for (const [index, tool] of tools.entries()) {
     let row = rows.get(tool.name);
     if (!row) {
       row = buildRow(tool);
       rows.set(tool.name, row);
     }
     updateRow(row, tool);
-    ul.append(row); // append moves an existing row: the list follows the API's order
+    // the API's order; a row already in place stays put (moving it would drop the focus in it)
+    if (ul.children[index] !== row) ul.insertBefore(row, ul.children[index] ?? null);
   }
   renderCounts();
 }
@@ -303,6 +304,24 @@ async function afterFailure(error) {
   await loadTools(); // show what is saved, not what was tried
 }
 
+// Writes go one at a time, in the order chosen: two PUTs for one tool in flight at once could
+// land in either order. The list is read back once no write is waiting.
+let queue = Promise.resolve();
+let queued = 0;
+
+function enqueue(job) {
+  queued += 1;
+  const run = queue.then(job).finally(() => {
+    queued -= 1;
+  });
+  queue = run.catch(() => {});
+  return run;
+}
+
+async function readBack() {
+  if (queued === 1) await loadTools(); // the last write waiting: show what is saved
+}
+
 async function setDecision(name, decision) {
   const tool = state.list?.tools.find((each) => each.name === name);
   if (!tool) return;
@@ -312,28 +331,34 @@ async function setDecision(name, decision) {
   if (state.scope) tool.project_grant = decision;
   else tool.global_grant = decision;
   rerenderRows();
-  try {
-    const answer = await api.put(toolPath(name), { decision });
-    const what = t("tools_set", { tool: name, decision: decisionLabel(decision) });
-    showSaved(answer.runtime_reload, what);
-    setStatus(statusOf(answer.runtime_reload, what));
-    await loadTools();
-  } catch (error) {
-    await afterFailure(error);
-  }
+  const path = toolPath(name);
+  await enqueue(async () => {
+    try {
+      const answer = await api.put(path, { decision });
+      const what = t("tools_set", { tool: name, decision: decisionLabel(decision) });
+      showSaved(answer.runtime_reload, what);
+      setStatus(statusOf(answer.runtime_reload, what));
+      await readBack();
+    } catch (error) {
+      await afterFailure(error);
+    }
+  });
 }
 
 async function clearGrant(name) {
-  try {
-    const answer = await api.delete(toolPath(name));
-    const what = state.scope ? t("tools_inherited_now", { tool: name }) : t("tools_reset_now", { tool: name });
-    showSaved(answer.runtime_reload, what);
-    setStatus(statusOf(answer.runtime_reload, what));
-    await loadTools();
-    rows.get(name)?.querySelector("input:checked")?.focus();
-  } catch (error) {
-    await afterFailure(error);
-  }
+  const path = toolPath(name);
+  await enqueue(async () => {
+    try {
+      const answer = await api.delete(path);
+      const what = state.scope ? t("tools_inherited_now", { tool: name }) : t("tools_reset_now", { tool: name });
+      showSaved(answer.runtime_reload, what);
+      setStatus(statusOf(answer.runtime_reload, what));
+      await loadTools();
+      rows.get(name)?.querySelector("input:checked")?.focus();
+    } catch (error) {
+      await afterFailure(error);
+    }
+  });
 }
 
 function setWorking(working, label = "") {
@@ -366,27 +391,30 @@ async function bulkApply(decision, opener) {
       return;
     }
   }
-  const reloads = [];
-  let failure = null;
-  for (const [index, tool] of targets.entries()) {
-    setWorking(true, t("tools_bulk_progress", { done: formatNumber(index), count: formatNumber(targets.length) }));
-    try {
-      reloads.push((await api.put(toolPath(tool.name), { decision })).runtime_reload);
-    } catch (error) {
-      failure = error;
-      break;
+  const paths = targets.map((tool) => toolPath(tool.name));
+  await enqueue(async () => {
+    const reloads = [];
+    let failure = null;
+    for (const [index, path] of paths.entries()) {
+      setWorking(true, t("tools_bulk_progress", { done: formatNumber(index), count: formatNumber(paths.length) }));
+      try {
+        reloads.push((await api.put(path, { decision })).runtime_reload);
+      } catch (error) {
+        failure = error;
+        break;
+      }
     }
-  }
-  setWorking(false);
-  if (failure) {
-    await afterFailure(failure);
-    return;
-  }
-  const what = t("tools_bulk_done", { decision: decisionLabel(decision), count: formatNumber(targets.length) });
-  const reload = reloads.length ? worstReload(reloads) : { sessions: [] };
-  showSaved(reload, what);
-  setStatus(statusOf(reload, what));
-  await loadTools();
+    setWorking(false);
+    if (failure) {
+      await afterFailure(failure);
+      return;
+    }
+    const what = t("tools_bulk_done", { decision: decisionLabel(decision), count: formatNumber(paths.length) });
+    const reload = reloads.length ? worstReload(reloads) : { sessions: [] };
+    showSaved(reload, what);
+    setStatus(statusOf(reload, what));
+    await loadTools();
+  });
 }
 
 async function refresh() {
