@@ -5,6 +5,7 @@ import "./connection.js";
 import "./access.js";
 import "./security.js";
 import "./actions.js";
+import "./tools.js";
 import { startConnectorsPage } from "./connectors.js";
 
 startConnectorsPage();
