@@ -120,6 +120,11 @@ class ConnectorQueries:
         """
         return self.repository.projects.ensure(str(real_dir(workspace)))
 
+    def projects(self) -> list[Project]:
+        """Every known project (a workspace that has settings of its own or had a session),
+        ordered by path."""
+        return sorted(self.repository.projects.list_all(), key=lambda project: project.path)
+
     def find_project(self, workspace: Path) -> Project | None:
         """The project of a workspace directory if it already has one; never creates it.
 

@@ -293,6 +293,10 @@ def test_a_workspace_override_is_shown_as_such_and_inherit_clears_it(world: Worl
     expect(note).to_contain_text("Showing the global defaults")
     expect(diff.locator(".tool-source")).to_have_text("Set in the global defaults")
 
+    # a page opened afresh (typed paths are kept in memory only) offers it as a known project
+    fresh = pages(world, "git")
+    expect(fresh.get_by_label("Scope").locator("option", has_text=str(world.other))).to_have_count(1)
+
 
 def test_a_global_deny_cannot_be_lifted_in_a_workspace(world: World, pages: OpenPage) -> None:
     world.grant("git", "git_reset", "deny")

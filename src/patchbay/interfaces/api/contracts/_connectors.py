@@ -36,6 +36,7 @@ __all__ = [
     "OAuthState",
     "ProbeOutcomeView",
     "ProbeReport",
+    "ProjectList",
     "ProjectView",
     "ResourceView",
     "RestartChange",
@@ -491,6 +492,13 @@ class ProbeReport(_Response):
 class ProjectView(_Response):
     project_id: str
     path: str
+
+
+class ProjectList(_Response):
+    """Every known project, by path: the workspaces whose tool decisions can differ from the
+    global defaults."""
+
+    projects: list[ProjectView]
 
 
 class ToolDecisionView(_Response):

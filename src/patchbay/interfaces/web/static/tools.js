@@ -241,13 +241,12 @@ async function loadTools() {
 }
 
 async function loadWorkspaces() {
-  let known = [];
-  try {
-    const { sessions } = await api.get("/api/sessions");
-    known = sessions.map((session) => session.workspace);
-  } catch {
-    known = []; // the sessions are a convenience: a path can always be typed
-  }
+  // the known projects and the workspaces of open sessions (one may not be a project yet); both
+  // are a convenience: a path can always be typed
+  const known = [];
+  const [projects, sessions] = await Promise.allSettled([api.get("/api/projects"), api.get("/api/sessions")]);
+  if (projects.status === "fulfilled") known.push(...projects.value.projects.map((project) => project.path));
+  if (sessions.status === "fulfilled") known.push(...sessions.value.sessions.map((session) => session.workspace));
   const paths = [...new Set([...known, ...state.typed, ...(state.scope ? [state.scope] : [])])].sort();
   const select = $("tools-scope");
   const global = select.options[0];
