@@ -55,6 +55,7 @@ async def test_the_openapi_document_describes_contracts_errors_and_deprecations(
         "/api/mcp/catalog",
         "/api/settings/mcp",
         "/api/settings/mcp/{server_id}",
+        "/api/mcp/import/sources",
         "/api/mcp/import/preview",
         "/api/mcp/import/commit",
         "/api/sessions",
