@@ -146,7 +146,8 @@ function targetText(target) {
 
 function sourceText(source) {
   if (source.origin === "pasted") return t("import_source_pasted");
-  const where = t("import_source", { label: source.label, precedence: formatNumber(source.precedence) });
+  const label = source.origin === "named" ? (HOSTS[source.label] ?? source.label) : source.label;
+  const where = t("import_source", { label, precedence: formatNumber(source.precedence) });
   return source.scope && source.scope !== "file" ? t("import_source_scope", { source: where, scope: source.scope }) : where;
 }
 
