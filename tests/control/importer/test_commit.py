@@ -294,3 +294,23 @@ async def test_imported_defaults_and_plain_settings_reach_a_real_stdio_server_un
     log = runtime.event_log_path.read_text()
     assert "NODE_ENV is production" in log and "cnryIMPORTdefault" not in log  # the secret default is masked
     assert echoed.text.startswith("PB_SECRET_DEFAULT is ")
+
+
+def test_pasted_text_is_committed_like_a_file_and_the_standard_locations_are_not_read(
+    service: ConnectorService, workspace: Path, home: Path
+) -> None:
+    write(workspace, {"from-file": {"command": "mcp-server-time"}})
+    pasted = (
+        '{\n  // pasted from a README\n  "mcpServers": {\n'
+        f'    "pasted": {{"command": "mcp-server-time", "env": {{"API_KEY": "{MANAGED}"}}}},\n  }},\n}}'
+    )
+    result = commit_import(service, select=["pasted"], workspace=workspace, home=home, text=pasted)
+    assert [(i.name, i.source) for i in result.imported] == [("pasted", "pasted text")]
+    assert [c.name for c in service.list_connectors()] == ["pasted"]
+    connector = service.get("pasted")
+    assert connector.source == "imported" and connector.description == "imported from pasted text"
+    [binding] = service.credentials.binding_views(connector)
+    assert (binding["name"], binding["source"]) == ("API_KEY", "managed")
+    assert MANAGED.encode() not in database_bytes(service)
+    with pytest.raises(NotFoundError):
+        commit_import(service, select=["from-file"], workspace=workspace, home=home, text=pasted)

@@ -11,7 +11,9 @@ import pytest
 
 from patchbay.control.importer import discovery
 from patchbay.control.importer.discovery import (
+    PASTED_LABEL,
     load_source,
+    load_text,
     named_sources,
     scopes_of,
     standard_sources,
@@ -121,3 +123,22 @@ def test_vscode_inputs_and_both_root_keys(place: Callable[[str, Path], Path], wo
     [source] = named_sources([str(settings)], home=home, cwd=home)
     scopes, _ = scopes_of(load_source(source), workspace)
     assert [(s.root_key, list(s.servers)) for s in scopes] == [("mcpServers", ["t"]), ("mcp.servers", ["s"])]
+
+
+def test_pasted_text_is_read_as_a_file_is_and_a_bare_server_map_as_mcp_servers() -> None:
+    wrapped = load_text('{"mcpServers": {"a": {"command": "x"}}}')
+    assert wrapped.status == "ok" and wrapped.source.origin == "pasted" and wrapped.document is not None
+    assert wrapped.source.label == PASTED_LABEL and wrapped.document["mcpServers"] == {"a": {"command": "x"}}
+    bare = load_text('// from a README\n{"a": {"command": "x"},}')
+    assert bare.status == "ok" and bare.document == {"mcpServers": {"a": {"command": "x"}}}
+    vscode = load_text('{"servers": {"b": {"type": "stdio", "command": "y"}}, "inputs": []}')
+    assert vscode.document is not None and set(vscode.document) == {"servers", "inputs"}
+
+
+def test_pasted_text_that_is_no_jsonc_object_is_malformed_or_invalid_with_its_position() -> None:
+    broken = load_text('{\n  "a": {"command": "x"}\n  oops\n}')
+    assert broken.status == "malformed" and broken.error is not None
+    assert broken.error.details["line"] == 3 and broken.error.details["column"] == 3
+    assert "oops" not in broken.error.message
+    listed = load_text('["a"]')
+    assert listed.status == "invalid" and listed.error is not None and listed.error.details["field"] == "text"

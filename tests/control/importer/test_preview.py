@@ -250,3 +250,29 @@ def test_a_workspace_that_is_no_directory_is_refused(service: ConnectorService, 
 def test_a_misspelt_keyword_is_refused_as_before(service: ConnectorService, workspace: Path, home: Path) -> None:
     with pytest.raises(TypeError, match="'path'"):
         preview_import(service, workspace=workspace, home=home, path=["cursor"])  # type: ignore[call-arg]
+
+
+def test_pasted_text_is_previewed_after_the_named_files_and_instead_of_the_standard_ones(
+    service: ConnectorService, place: Callable[[str, Path], Path], workspace: Path, home: Path
+) -> None:
+    place("cursor_mcp.json", workspace / ".cursor/mcp.json")
+    pasted = '{"pasted": {"url": "https://mcp.example.com/mcp"}}'
+    alone = preview_import(service, workspace=workspace, home=home, text=pasted)
+    assert [(f.label, f.origin, f.status, f.entries) for f in alone.files] == [("pasted text", "pasted", "ok", 1)]
+    [entry] = alone.entries
+    assert (entry.name, entry.source.origin, entry.source.root_key, entry.transport) == (
+        "pasted",
+        "pasted",
+        "mcpServers",
+        "streamable_http",
+    )
+    both = preview_import(
+        service, workspace=workspace, home=home, paths=[str(workspace / ".cursor/mcp.json")], text=pasted
+    )
+    assert [f.origin for f in both.files] == ["named", "pasted"]
+    assert both.entries[-1].name == "pasted" and both.entries[-1].source.precedence == 2
+    broken = preview_import(service, workspace=workspace, home=home, text='{"a": {"command": "x"}')
+    assert not broken.ok and broken.entries == []
+    [file] = broken.files
+    assert file.status == "malformed" and file.error is not None and file.error["code"] == "invalid_config"
+    assert (file.error["details"]["line"], file.error["details"]["column"]) == (1, 23)

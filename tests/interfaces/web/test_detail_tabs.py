@@ -27,7 +27,7 @@ from tests.support.serve import Served
 pytestmark = pytest.mark.peers
 
 OpenPage = Callable[..., Page]
-TABS = ["overview", "connection", "access", "security", "actions"]
+TABS = ["overview", "connection", "tools", "access", "security", "actions"]
 BROKEN = "import sys; sys.stderr.write('boom: the config file /nowhere/settings.toml is missing\\n'); sys.exit(3)"
 SECRET = "pb-detail-tabs-secret-0123456789"
 

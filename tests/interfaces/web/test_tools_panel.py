@@ -422,6 +422,8 @@ def test_the_tools_tab_works_with_the_keyboard_alone(world: World, pages: OpenPa
     page.locator("#tab-overview").click()
     page.locator("#tab-overview").focus()
     page.keyboard.press("ArrowRight")  # the tablist: arrows move and activate
+    expect(page.locator("#tab-connection")).to_be_focused()
+    page.keyboard.press("ArrowRight")
     expect(page.locator("#tab-tools")).to_be_focused()
     expect(page.locator("#panel-tools")).to_be_visible()
     for _ in range(40):  # Tab through the panel to the first tool's control

@@ -8,6 +8,7 @@ Modules, by concept:
 * :mod:`.normalise` — one host definition → the connector Patchbay would store;
 * :mod:`.values` — the draft it produces, and how single values (env, headers, paths) are read;
 * :mod:`.envfile` — VS Code/Cursor ``envFile`` reading;
+* :mod:`.sources` — the files an import can read, listed for a picker;
 * :mod:`.preview` — the per-entry report and normalised diff;
 * :mod:`.commit` — the one-transaction import of selected entries;
 * :mod:`.models` — the public report shapes (no secret values).
@@ -31,13 +32,22 @@ from patchbay.control.importer.jsonc import parse_jsonc
 
 if TYPE_CHECKING:
     from patchbay.control.importer.commit import commit_import
-    from patchbay.control.importer.models import ImportedConnector, ImportPreview, ImportResult, PreviewEntry
+    from patchbay.control.importer.models import (
+        ImportCandidates,
+        ImportedConnector,
+        ImportPreview,
+        ImportResult,
+        PreviewEntry,
+    )
     from patchbay.control.importer.preview import preview_import
+    from patchbay.control.importer.sources import list_sources
 
 _MODELS = "patchbay.control.importer.models"
 _LAZY = {
     "commit_import": "patchbay.control.importer.commit",
     "preview_import": "patchbay.control.importer.preview",
+    "list_sources": "patchbay.control.importer.sources",
+    "ImportCandidates": _MODELS,
     "ImportedConnector": _MODELS,
     "ImportPreview": _MODELS,
     "ImportResult": _MODELS,
@@ -59,11 +69,13 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "HOST_KEYWORDS",
+    "ImportCandidates",
     "ImportPreview",
     "ImportResult",
     "ImportedConnector",
     "PreviewEntry",
     "commit_import",
+    "list_sources",
     "parse_jsonc",
     "preview_import",
 ]

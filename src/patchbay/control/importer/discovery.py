@@ -25,11 +25,14 @@ __all__ = [
     "MAX_FILE_BYTES",
     "FileStatus",
     "HostKind",
+    "PASTED_LABEL",
     "LoadedFile",
+    "Origin",
     "Scope",
     "SourceFile",
     "detect_host",
     "load_source",
+    "load_text",
     "named_sources",
     "read_bounded",
     "scopes_of",
@@ -37,10 +40,16 @@ __all__ = [
 ]
 
 HostKind = Literal["generic", "pi", "claude_desktop", "claude_code", "cursor", "vscode"]
+Origin = Literal["standard", "named", "pasted"]
+"""``standard``: a standard location; ``named``: a file the user named; ``pasted``: text the user
+pasted (no file)."""
 FileStatus = Literal["ok", "absent", "missing", "malformed", "invalid", "unreadable"]
 """``absent``: a standard location with no file (normal); ``missing``: a named file that does not
 exist; ``malformed``: not JSONC (line and column given); ``invalid``: JSON of the wrong shape;
 ``unreadable``: permissions, not a regular file, too large."""
+
+PASTED_LABEL = "pasted text"
+"""How reports name a pasted document (its ``path`` and ``label``: there is no file)."""
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 """Largest config file read (Claude Code's ``~/.claude.json`` holds history and grows large)."""
@@ -98,13 +107,14 @@ class SourceFile:
     Attributes:
         path: absolute path.
         host: whose format it is (labels and per-host defaults; the parser accepts every format).
-        origin: ``standard`` (a standard location) or ``named`` (the user named it).
+        origin: ``standard`` (a standard location), ``named`` (the user named it) or ``pasted``
+            (text the user pasted: ``path`` is then :data:`PASTED_LABEL`, no file).
         label: how reports name it, e.g. ``workspace .mcp.json`` or ``claude-code``.
     """
 
     path: Path
     host: HostKind
-    origin: Literal["standard", "named"]
+    origin: Origin
     label: str
 
 
@@ -250,6 +260,34 @@ def load_source(source: SourceFile) -> LoadedFile:
     if not isinstance(parsed.value, dict):
         return LoadedFile(source, "invalid", error=ConfigError("file", f"{shown}: the top level is not a JSON object"))
     return LoadedFile(source, "ok", document=parsed.value, duplicate_keys=parsed.duplicate_keys)
+
+
+_ROOT_KEYS = ("mcpServers", "servers", "mcp", "projects")
+
+
+def load_text(text: str) -> LoadedFile:
+    """Parse a pasted document as :func:`load_source` parses a file (``origin`` ``pasted``).
+
+    Accepted: what a host file holds (``{"mcpServers": {...}}``, ``servers``, ``mcp.servers``),
+    or the server map alone (``{"time": {"command": ...}}``, as snippets in a server's README
+    often are), which is read as ``mcpServers``. Never raises for the text's own problems:
+    ``malformed`` (line and column in the pasted text) or ``invalid`` (no JSON object).
+    """
+    source = SourceFile(path=Path(PASTED_LABEL), host="generic", origin="pasted", label=PASTED_LABEL)
+    try:
+        parsed = parse_jsonc(text, path=PASTED_LABEL)
+    except MalformedConfigError as exc:
+        return LoadedFile(source, "malformed", error=exc)
+    document = parsed.value
+    if not isinstance(document, dict):
+        return LoadedFile(source, "invalid", error=ConfigError("text", "the top level is not a JSON object"))
+    if (
+        document
+        and not any(key in document for key in _ROOT_KEYS)
+        and all(isinstance(v, dict) for v in document.values())
+    ):
+        document = {"mcpServers": document}
+    return LoadedFile(source, "ok", document=document, duplicate_keys=parsed.duplicate_keys)
 
 
 def _servers_at(obj: dict[str, Any], prefix: str) -> Iterable[tuple[str, dict[str, Any]]]:

@@ -13,9 +13,11 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 __all__ = [
     "BindingView",
+    "CandidateView",
     "ConflictView",
     "FileView",
     "HelperView",
+    "ImportCandidates",
     "ImportPreview",
     "ImportResult",
     "ImportedConnector",
@@ -49,7 +51,7 @@ class SourceView(_View):
     path: str
     label: str
     host: str
-    origin: Literal["standard", "named"]
+    origin: Literal["standard", "named", "pasted"]
     scope: str
     """``file``; for Claude Code's ``~/.claude.json``: ``local``, ``user`` or ``project:<path>``."""
     root_key: str
@@ -161,7 +163,7 @@ class FileView(_View):
     path: str
     label: str
     host: str
-    origin: Literal["standard", "named"]
+    origin: Literal["standard", "named", "pasted"]
     status: Literal["ok", "absent", "missing", "malformed", "invalid", "unreadable"]
     error: dict[str, Any] | None = None
     """``{"code", "message", "details"}``; for ``malformed`` the details hold ``line`` and ``column``."""
@@ -196,3 +198,25 @@ class ImportedConnector(_View):
 
 class ImportResult(_View):
     imported: list[ImportedConnector]
+
+
+class CandidateView(_View):
+    """A file an import can read (:func:`~patchbay.control.importer.sources.list_sources`)."""
+
+    path: str
+    label: str
+    """``workspace .mcp.json``, ``~/.config/mcp/mcp.json``; a host file's keyword (``claude-code``)."""
+    host: str
+    kind: Literal["standard", "host"]
+    """``standard``: read by a preview that names no file; ``host``: read only when named."""
+    select: str
+    """What to name in ``paths`` to read it: the absolute path, or the host keyword."""
+    exists: bool
+    """Whether it is a regular file now (it was not read)."""
+
+
+class ImportCandidates(_View):
+    """The files an import of ``workspace`` can read, standard locations first."""
+
+    workspace: str
+    files: list[CandidateView]

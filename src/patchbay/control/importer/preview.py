@@ -27,6 +27,7 @@ from patchbay.control.importer.discovery import (
     Scope,
     SourceFile,
     load_source,
+    load_text,
     named_sources,
     scopes_of,
     standard_sources,
@@ -108,6 +109,9 @@ class ImportSources(TypedDict, total=False):
     paths: Sequence[str]
     """Files or host keywords (``claude-desktop``, ``claude-code``, ``cursor``, ``vscode``) to read
     instead of the standard locations; relative to ``cwd``. Default: the standard locations."""
+    text: str | None
+    """A pasted document (JSONC: a host file's content, or a bare server map), read after
+    ``paths``; when given, the standard locations are not read. Its source is ``pasted``."""
     cwd: Path | None
     """Base of relative ``paths`` (default: the process's current directory)."""
     inputs: Mapping[str, str] | None
@@ -144,17 +148,21 @@ def scan(service: ConnectorService, *, workspace: Path, home: Path, **sources: U
     if bad is not None:
         raise ConfigError("classify", f"{bad[:80]!r} must be classified as plain or credential")
     ctx = Context(workspace=root, home=home, input_variables=inputs, classify=classify)
+    text = sources.get("text")
     files_read: list[SourceFile] = (
-        named_sources(paths, home=home, cwd=sources.get("cwd") or Path.cwd()) if paths else standard_sources(root, home)
+        named_sources(paths, home=home, cwd=sources.get("cwd") or Path.cwd())
+        if paths
+        else ([] if text is not None else standard_sources(root, home))
     )
     existing = {c.name.lower(): c for c in service.list_connectors()}
-    loaded: list[LoadedFile] = []
+    loaded: list[LoadedFile] = [load_source(source) for source in files_read]
+    if text is not None:
+        loaded.append(load_text(text))
     files: list[FileView] = []
     scanned: list[tuple[Draft, SourceView]] = []
     precedence = 0
-    for source in files_read:
-        item = load_source(source)
-        loaded.append(item)
+    for item in loaded:
+        source = item.source
         scopes, warnings = scopes_of(item, root) if item.status == "ok" else ([], [])
         count = 0
         for scope in scopes:
@@ -209,7 +217,8 @@ def preview_import(
         service: for the existing connectors (name conflicts); nothing is written.
         workspace: the workspace whose standard files are read and that cwd must stay in.
         home: the home directory (``~``, user-level files, host keywords); never ``$HOME`` itself.
-        sources: ``paths``, ``cwd``, ``inputs``, ``renames``: see :class:`ImportSources`.
+        sources: ``paths``, ``text``, ``cwd``, ``inputs``, ``renames``, ``classify``: see
+            :class:`ImportSources`.
 
     Returns:
         Every file with its status (a malformed one with line and column) and every definition.

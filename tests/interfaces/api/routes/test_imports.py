@@ -145,3 +145,58 @@ async def test_an_env_file_a_config_points_at_is_never_quoted_nor_located(api: A
     assert response.status_code == 200, response.text
     assert "saltsalt" not in response.text and "root:" not in response.text
     assert f"{target}:2" not in response.text  # which line is no assignment says something about the file
+
+
+async def test_sources_lists_the_files_an_import_can_read_and_reads_none(api: Api, user_home: Path) -> None:
+    (api.workspace / ".mcp.json").write_text("not json at all")
+    (user_home / ".claude.json").write_text("{}")
+    response = await api.client.get("/api/mcp/import/sources")
+    assert response.status_code == 200, response.text
+    listed = response.json()
+    assert listed["workspace"] == str(api.workspace)
+    files = {f["select"]: f for f in listed["files"]}
+    project = files[str(api.workspace / ".mcp.json")]
+    assert (project["kind"], project["exists"], project["label"]) == ("standard", True, "workspace .mcp.json")
+    assert files["claude-code"]["exists"] and files["claude-code"]["path"] == str(user_home / ".claude.json")
+    assert not files["cursor"]["exists"] and files["cursor"]["kind"] == "host"
+    elsewhere = await api.client.get("/api/mcp/import/sources", params={"cwd": str(user_home / "no")})
+    assert elsewhere.status_code == 422 and error_of(elsewhere)["details"]["field"] == "project"
+
+
+async def test_a_pasted_snippet_is_previewed_and_committed_without_a_file(api: Api, user_home: Path) -> None:
+    _write(api, {"on-disk": {"command": "mcp-server-time"}})
+    pasted = (
+        '{\n  // from a README\n  "mcpServers": {\n'
+        f'    "clock": {{"command": "mcp-server-time", "env": {{"API_TOKEN": "{PLAIN}"}}}},\n'
+        '    "far": {"url": "https://mcp.example.com/mcp"},\n  },\n}\n'
+    )
+    preview = await api.client.post("/api/mcp/import/preview", json={"text": pasted})
+    assert preview.status_code == 200, preview.text
+    assert PLAIN not in preview.text
+    report = preview.json()
+    assert [(f["origin"], f["status"], f["entries"]) for f in report["files"]] == [("pasted", "ok", 2)]
+    entries = {e["name"]: e for e in report["entries"]}
+    assert set(entries) == {"clock", "far"}  # the workspace's .mcp.json is not read
+    assert entries["clock"]["plaintext"] == [{"field": "env.API_TOKEN", "configured": True}]
+    commit = await api.client.post(
+        "/api/mcp/import/commit", json={"text": pasted, "select": ["clock"], "enabled": False}
+    )
+    assert commit.status_code == 200, commit.text
+    assert PLAIN not in commit.text
+    assert [(i["connector"], i["source"]) for i in commit.json()["imported"]] == [("clock", "pasted text")]
+    listed = (await api.client.get("/api/mcp/connectors")).json()["connectors"]
+    assert [(c["name"], c["source"], c["settings"]["enabled"]) for c in listed] == [("clock", "imported", False)]
+
+
+async def test_a_pasted_snippet_that_is_no_jsonc_is_reported_with_its_position(api: Api, user_home: Path) -> None:
+    preview = await api.client.post(
+        "/api/mcp/import/preview", json={"text": '{"mcpServers": {\n  "a": {"command": "x"}\n'}
+    )
+    assert preview.status_code == 200, preview.text
+    [file] = preview.json()["files"]
+    assert file["status"] == "malformed" and file["error"]["code"] == "invalid_config"
+    assert file["error"]["details"]["line"] == 3
+    commit = await api.client.post("/api/mcp/import/commit", json={"text": "[1]", "select": ["a"]})
+    assert commit.status_code == 422 and error_of(commit)["details"]["field"] == "text"
+    huge = await api.client.post("/api/mcp/import/preview", json={"text": " " * 1_000_001})
+    assert huge.status_code == 422 and error_of(huge)["details"]["field"] == "body.text"

@@ -23,7 +23,7 @@ The models live by area in private modules (``_base``: error shape and reload re
 deprecated projections; ``_sessions``: sessions and tool calls); import them from here.
 """
 
-from patchbay.control.importer.models import ImportPreview, ImportResult
+from patchbay.control.importer.models import ImportCandidates, ImportPreview, ImportResult
 from patchbay.interfaces.api.contracts._base import ErrorBody, ErrorResponse, RuntimeReload, SessionReloadView
 from patchbay.interfaces.api.contracts._connectors import (
     AuthState,
@@ -123,6 +123,7 @@ __all__ = [
     "GrantSet",
     "HttpTargetBody",
     "HttpTargetView",
+    "ImportCandidates",
     "ImportCommitRequest",
     "ImportCommitted",
     "ImportPreview",

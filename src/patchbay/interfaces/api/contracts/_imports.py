@@ -12,6 +12,7 @@ from patchbay.interfaces.api.contracts._base import RuntimeReload, _Request, _Re
 from patchbay.interfaces.api.contracts._connectors import AuthState
 
 __all__ = [
+    "MAX_PASTED_CHARS",
     "ImportCommitRequest",
     "ImportCommitted",
     "ImportPreviewRequest",
@@ -30,6 +31,9 @@ __all__ = [
 _Mapping = Annotated[
     dict[Annotated[str, Field(max_length=200)], Annotated[str, Field(max_length=200)]], Field(max_length=64)
 ]
+MAX_PASTED_CHARS = 1_000_000
+"""Longest pasted document accepted (well under the API's body cap)."""
+
 _Paths = Annotated[list[Annotated[str, Field(min_length=1, max_length=4096)]], Field(max_length=64)]
 
 
@@ -40,6 +44,10 @@ class ImportPreviewRequest(_Request):
     paths: _Paths = Field(default_factory=list)
     """Files (relative to the workspace) or host keywords (``claude-desktop``, ``claude-code``,
     ``cursor``, ``vscode``) to read instead of the standard locations."""
+    text: Annotated[str, Field(max_length=MAX_PASTED_CHARS)] | None = None
+    """A pasted document (JSONC: ``{"mcpServers": {...}}``, ``servers``, or the server map alone),
+    read after ``paths``; when given, the standard locations are not read. Its entries' source
+    is ``pasted``; a malformed text is a file ``malformed`` with its line and column."""
     inputs: _Mapping = Field(default_factory=dict)
     """VS Code input id → the environment variable that provides it."""
     renames: _Mapping = Field(default_factory=dict)

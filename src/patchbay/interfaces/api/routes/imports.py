@@ -1,8 +1,9 @@
 """Legacy config import routes, on the importer of :mod:`patchbay.control.importer`.
 
-``preview`` reads the standard locations of the workspace ``cwd`` (default: where the server was
-started) and of the serving user's home directory, or the files and host keywords named in
-``paths`` (relative ones against the workspace), and reports every definition: source and
+``sources`` lists the files an import can read (the settings page's picker). ``preview`` reads
+the standard locations of the workspace ``cwd`` (default: where the server was started) and of
+the serving user's home directory, or the files and host keywords named in ``paths`` (relative
+ones against the workspace), plus a pasted ``text``, and reports every definition: source and
 precedence, transport, suspected plaintext secrets as ``configured: true``, ``!command`` helpers
 (never run), name conflicts, paths outside the workspace, losses and a normalised diff. It starts
 no command, runs no helper and opens no connection. ``commit`` imports only the selected
@@ -16,7 +17,7 @@ from pathlib import Path
 from fastapi import APIRouter
 
 import patchbay.interfaces.api.contracts as c
-from patchbay.control.importer import commit_import, preview_import
+from patchbay.control.importer import commit_import, list_sources, preview_import
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.routes._deps import Context, Service, Workspace, reload_view, workspace_or_default
 from patchbay.runtime.sessions import collect_reloads
@@ -24,6 +25,19 @@ from patchbay.runtime.sessions import collect_reloads
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api/mcp/import", tags=["import"])
+
+
+@router.get(
+    "/sources",
+    response_model=c.ImportCandidates,
+    responses=error_responses(404),
+    summary="List the config files an import can read",
+)
+def sources(context: Context, cwd: Workspace = None) -> c.ImportCandidates:
+    """The standard locations of the workspace and of the serving user's home, then the host
+    files (Claude Desktop, Claude Code, Cursor, VS Code), each with whether it exists and what to
+    name in ``paths`` to read it. Looks at file metadata only: nothing is read or parsed."""
+    return list_sources(workspace=workspace_or_default(context, cwd), home=Path.home())
 
 
 @router.post(
@@ -41,6 +55,7 @@ def preview(body: c.ImportPreviewRequest, service: Service, context: Context, cw
         workspace=workspace,
         home=Path.home(),
         paths=body.paths,
+        text=body.text,
         cwd=workspace,
         inputs=body.inputs,
         renames=body.renames,
@@ -68,6 +83,7 @@ def commit(body: c.ImportCommitRequest, service: Service, context: Context, cwd:
             workspace=workspace,
             home=Path.home(),
             paths=body.paths,
+            text=body.text,
             cwd=workspace,
             inputs=body.inputs,
             renames=body.renames,

@@ -322,6 +322,12 @@ export function startConnectorsPage() {
     clearOutcome();
     reloadAll();
   });
+  // another module changed connectors (an import): reload, showing the filter it names
+  document.addEventListener("patchbay:connectors-changed", (event) => {
+    const wanted = event.detail?.filter;
+    if (wanted) document.querySelector(`.filters [data-filter="${CSS.escape(wanted)}"]`)?.click();
+    reloadAll();
+  });
   window.addEventListener("popstate", routeFromLocation);
   const selected = page.dataset.selected;
   loadList().then(() => {

@@ -6,6 +6,7 @@ import "./access.js";
 import "./security.js";
 import "./actions.js";
 import "./tools.js";
+import "./import.js";
 import { startConnectorsPage } from "./connectors.js";
 
 startConnectorsPage();
