@@ -144,6 +144,8 @@ def test_a_remote_url_with_a_bearer_secret_stores_a_credential_never_shown(
     page.locator("#cf-url").fill(everything_url)
     form.locator("summary").click()
     page.locator("#cf-transport").select_option("streamable_http")
+    page.locator("#cf-terms").fill("https://example.com/terms")
+    page.locator("#cf-privacy").fill("https://example.com/privacy")
     page.locator("#cf-auth").select_option("bearer")
     page.locator("#cf-secret").fill(SECRET)
     expect(page.locator("#cf-secret")).to_have_attribute("type", "password")
@@ -154,6 +156,7 @@ def test_a_remote_url_with_a_bearer_secret_stores_a_credential_never_shown(
 
     stored = _api(served, "/api/mcp/connectors/everything-form")
     assert stored["target"] == {"transport": "streamable_http", "url": everything_url}
+    assert (stored["terms_url"], stored["privacy_url"]) == ("https://example.com/terms", "https://example.com/privacy")
     [binding] = stored["bindings"]
     assert (binding["delivery"], binding["source"], binding["owned"]) == ("bearer", "managed", True)
     assert binding["ref"]
@@ -212,7 +215,7 @@ def test_the_preview_splits_the_command_line_by_posix_shell_rules(
     served: Served, pages: OpenPage, line: str, words: list[str]
 ) -> None:
 
-    assert shlex.split(line) == words  # the cases are Python's shlex.split, which the server mirrors
+    assert shlex.split(line) == words  # the cases are Python's shlex.split, which the preview mirrors
     page = pages(served)
     _open_add(page, "local")
     page.locator("#cf-command").fill(line)

@@ -36,6 +36,8 @@ const FIELD_ELEMENTS = {
   idle_timeout: "cf-idle-timeout",
   include_tools: "cf-include",
   exclude_tools: "cf-exclude",
+  terms_url: "cf-terms",
+  privacy_url: "cf-privacy",
   header: "cf-header-name",
   env: "cf-env-add",
 };
@@ -193,6 +195,8 @@ function fill(connector) {
   $("cf-name").setAttribute("aria-readonly", "true");
   $("cf-display").value = connector.display_name ?? "";
   $("cf-description").value = connector.description ?? "";
+  $("cf-terms").value = connector.terms_url ?? "";
+  $("cf-privacy").value = connector.privacy_url ?? "";
   if (target.transport === "stdio") {
     $("cf-command").value = shlexJoin([target.command, ...target.args]);
     $("cf-cwd").value = target.cwd ?? "";
@@ -487,9 +491,11 @@ async function save() {
   }
   const displayName = $("cf-display").value.trim();
   const description = $("cf-description").value;
+  // terms and privacy URLs are a remote service's; the other kinds keep what they have
+  const urls = form.kind === "remote" ? { terms_url: $("cf-terms").value.trim(), privacy_url: $("cf-privacy").value.trim() } : {};
   let changed;
   if (form.mode === "add") {
-    const body = { name, description, target, enabled: $("cf-enabled").checked, bindings: changes.bindings };
+    const body = { name, description, ...urls, target, enabled: $("cf-enabled").checked, bindings: changes.bindings };
     if (displayName) body.display_name = displayName;
     if (Object.keys(options).length) body.runtime_options = options;
     changed = await api.post("/api/mcp/connectors", body);
@@ -498,6 +504,7 @@ async function save() {
     const body = { revision: current.revision };
     if (displayName && displayName !== current.display_name) body.display_name = displayName;
     if (description !== current.description) body.description = description;
+    for (const [key, value] of Object.entries(urls)) if (value !== (current[key] ?? "")) body[key] = value;
     if (targetKey(target) !== targetKey(current.target)) body.target = target;
     if (Object.keys(options).length) body.runtime_options = options;
     if (changes.bindings.length) body.bindings = changes.bindings;
