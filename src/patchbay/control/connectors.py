@@ -45,7 +45,13 @@ from patchbay.core.names import validate_connector_name
 from patchbay.core.oauth import oauth_from_config
 from patchbay.core.redaction import redact_text
 from patchbay.core.settings import Settings
-from patchbay.core.validation import validate_http_target, validate_socket_path, validate_stdio_target, validate_text
+from patchbay.core.validation import (
+    validate_http_target,
+    validate_policy_url,
+    validate_socket_path,
+    validate_stdio_target,
+    validate_text,
+)
 
 if TYPE_CHECKING:
     from patchbay.control.probe import Prober
@@ -167,6 +173,8 @@ class ConnectorService:
         *,
         description: str = "",
         display_name: str | None = None,
+        terms_url: str = "",
+        privacy_url: str = "",
         enabled: bool = True,
         exist_ok: bool = False,
         runtime_options: Mapping[str, Any] | None = None,
@@ -198,6 +206,8 @@ class ConnectorService:
         """
         validate_connector_name(name)
         validate_text("description", description)
+        validate_policy_url("terms_url", terms_url)
+        validate_policy_url("privacy_url", privacy_url)
         if display_name is not None:
             validate_text("display_name", display_name, max_length=200)
         runtime_config = merge_runtime_options({}, runtime_options or {})
@@ -236,6 +246,8 @@ class ConnectorService:
             "display_name": display_name or name,
             "target": target,
             "description": description,
+            "terms_url": terms_url,
+            "privacy_url": privacy_url,
             "runtime_config": runtime_config,
             "settings": ConnectorSettings(enabled=enabled),
         }
@@ -375,18 +387,32 @@ class ConnectorService:
         return self._reprojected(self._write_config(connector, revision, config))
 
     def update_details(
-        self, name: str, *, expected_revision: int, display_name: str | None = None, description: str | None = None
+        self,
+        name: str,
+        *,
+        expected_revision: int,
+        display_name: str | None = None,
+        description: str | None = None,
+        terms_url: str | None = None,
+        privacy_url: str | None = None,
     ) -> Connector:
-        """Change a connector's display name and/or description under ``expected_revision``; the
-        tool catalog stays fresh (they are no part of the server's identity). With neither given,
-        only the revision is checked.
+        """Change a connector's display name, description, terms URL and/or privacy URL (an
+        http(s) URL, or empty for none) under ``expected_revision``; the tool catalog stays fresh
+        (they are no part of the server's identity). With none given, only the revision is checked.
 
         Raises:
             NotFoundError: ``not_found``.
             RevisionConflictError: ``revision_conflict``; nothing stored.
+            ConfigError: ``invalid_config`` naming ``terms_url`` or ``privacy_url`` for a bad URL.
         """
         connector = self.get(name)
-        fields = {k: v for k, v in (("display_name", display_name), ("description", description)) if v is not None}
+        given = (
+            ("display_name", display_name),
+            ("description", description),
+            ("terms_url", None if terms_url is None else validate_policy_url("terms_url", terms_url)),
+            ("privacy_url", None if privacy_url is None else validate_policy_url("privacy_url", privacy_url)),
+        )
+        fields = {k: v for k, v in given if v is not None}
         if not fields:
             return self.repository.connectors.update(connector.connector_id, expected_revision)
         return self._write(connector, expected_revision, **fields)

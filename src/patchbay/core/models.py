@@ -126,6 +126,10 @@ class Connector(_Model):
     name: str
     display_name: str
     description: str = ""
+    terms_url: str = ""
+    """The service's terms of use (an http(s) URL), for people to read; empty: none given."""
+    privacy_url: str = ""
+    """The service's privacy policy (an http(s) URL); empty: none given."""
     source: ConnectorSource = "custom"
     target: ConnectorTarget
     runtime_config: dict[str, Any] = Field(default_factory=dict)

@@ -25,6 +25,7 @@ __all__ = [
     "validate_text",
     "validate_tool_arguments",
     "url_host_problem",
+    "validate_policy_url",
     "validate_url",
 ]
 
@@ -100,6 +101,20 @@ def url_host_problem(host: str) -> str | None:
     if any(not (ch.isalnum() or ch in "._-") for ch in host):
         return "has a host with characters a host name cannot contain (letters, digits, '.', '-', '_')"
     return None
+
+
+def validate_policy_url(field: str, url: str) -> str:
+    """A connector's ``terms_url`` or ``privacy_url``: empty (none given), else an absolute
+    http(s) URL as :func:`validate_url` wants it, at most 2048 characters; returned unchanged.
+
+    Raises:
+        ConfigError: ``invalid_config`` naming ``field``.
+    """
+    if url == "":
+        return url
+    if len(url) > 2048:
+        raise ConfigError(field, "is longer than 2048 characters")
+    return validate_url(url, field)
 
 
 def validate_url(url: str, field: str = "url") -> str:

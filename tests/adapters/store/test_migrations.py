@@ -320,3 +320,28 @@ def test_a_store_at_head_opens_without_loading_alembic(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_policy_urls_migration_keeps_existing_connectors_with_none(
+    dialect: str, request: pytest.FixtureRequest
+) -> None:
+    engine = create_engine_for(request.getfixturevalue("sqlite_url" if dialect == "sqlite" else "postgres_url"))
+    _upgrade_to(engine, "0005")
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO mcp_connectors (connector_id, name, display_name, source, transport, command, "
+            "created_at, updated_at) VALUES ('c1', 'old', 'Old', 'custom', 'stdio', 'old-mcp', 1, 1)"
+        )
+
+    upgrade_to_head(engine)
+
+    repository = Repository(engine)
+    old = repository.connectors.get("c1")
+    assert (old.terms_url, old.privacy_url) == ("", "")
+    changed = repository.connectors.update(
+        "c1", old.revision, terms_url="https://example.com/terms", privacy_url="https://example.com/privacy"
+    )
+    assert (changed.terms_url, changed.privacy_url) == ("https://example.com/terms", "https://example.com/privacy")
+    assert _schema_diff(engine) == []
+    engine.dispose()

@@ -404,20 +404,19 @@ def test_the_list_and_the_detail_work_with_the_keyboard_alone(world: Served, pag
     expect(page.get_by_role("switch", name="Enable time")).to_have_attribute("aria-checked", "true")
     assert _api(world, "/api/mcp/connectors/time")["settings"]["enabled"] is True
 
-    # the dialog: focus moves in, Tab stays in, Escape closes, focus goes back to the opener
+    # the Add menu: Enter opens it on its first item, arrows move, Escape closes it and the focus
+    # goes back to its button
     _tab_to(page, "#add-connector", key="Shift+Tab")
     page.keyboard.press("Enter")
-    dialog = page.locator("#add-dialog")
-    expect(dialog).to_be_visible()
-    for _ in range(6):
-        page.keyboard.press("Tab")
-        assert page.evaluate("() => document.getElementById('add-dialog').contains(document.activeElement)")
-    page.keyboard.press("Shift+Tab")
-    assert page.evaluate("() => document.getElementById('add-dialog').contains(document.activeElement)")
+    menu = page.locator("#add-connector-menu")
+    expect(menu).to_be_visible()
+    expect(menu.get_by_role("menuitem").first).to_be_focused()
+    page.keyboard.press("ArrowUp")
+    expect(menu.get_by_role("menuitem", name="Import existing config")).to_be_focused()
     axe_check(page)
-    screenshot(page, "add-dialog")
+    screenshot(page, "add-menu")
     page.keyboard.press("Escape")
-    expect(dialog).to_be_hidden()
+    expect(menu).to_be_hidden()
     expect(page.locator("#add-connector")).to_be_focused()
 
 
@@ -451,13 +450,15 @@ def test_no_connectors_shows_a_call_to_add_one(browser: Browser, pages: OpenPage
         axe_check(page)
         screenshot(page, "empty")
         page.locator("#empty-add").click()
-        expect(page.locator("#add-dialog")).to_be_visible()
-        expect(page.locator("#add-dialog")).to_contain_text("patchbay connector add NAME -- COMMAND")
+        menu = page.locator("#empty-add-menu")
+        expect(menu).to_be_visible()
+        expect(menu.get_by_role("menuitem")).to_have_count(4)
         axe_check(page)
-        # the dialog's reload shows a connector added meanwhile (here: through the API)
+        # a connector saved elsewhere shows when the page is asked to reload
         _create(served, "time", {"transport": "stdio", "command": "mcp-server-time"})
-        page.locator("#add-dialog-reload").click()
-        expect(page.locator("#add-dialog")).to_be_hidden()
+        page.keyboard.press("Escape")
+        expect(menu).to_be_hidden()
+        page.evaluate("() => document.dispatchEvent(new CustomEvent('patchbay:reload'))")
         expect(page.locator("#groups .row-name")).to_have_text(["time"])
         expect(page.locator("#list-empty")).to_be_hidden()
 
@@ -466,8 +467,7 @@ def test_an_unreachable_api_shows_the_error_and_retry_recovers(world: Served, pa
     page = pages(world)
     expect(page.locator("#groups .row")).to_have_count(6)
     page.context.set_offline(True)
-    page.locator("#add-connector").click()
-    page.locator("#add-dialog-reload").click()
+    page.evaluate("() => document.dispatchEvent(new CustomEvent('patchbay:reload'))")
     error = page.locator("#list-error")
     expect(error).to_be_visible()
     expect(error).to_contain_text("Patchbay did not answer")
@@ -517,9 +517,9 @@ def test_the_page_speaks_simplified_chinese_and_the_switcher_remembers(world: Se
     screenshot(page, "detail")
 
     page.locator("#add-connector").click()
-    expect(page.locator("#add-dialog")).to_contain_text("添加连接器")
+    expect(page.locator("#add-connector-menu")).to_contain_text("远程 URL")
     axe_check(page)
-    screenshot(page, "add-dialog")
+    screenshot(page, "add-menu")
     page.keyboard.press("Escape")
 
     _row(page, "fresh").get_by_role("switch", name="启用 fresh").click()

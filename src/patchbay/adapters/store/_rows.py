@@ -152,6 +152,8 @@ def connector_from_row(row: Mapping[str, Any] | RowMapping) -> Connector:
         name=row["name"],
         display_name=row["display_name"],
         description=row["description"],
+        terms_url=row["terms_url"],
+        privacy_url=row["privacy_url"],
         source=row["source"],
         target=target,
         runtime_config=runtime_config,

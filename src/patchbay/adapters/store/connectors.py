@@ -43,6 +43,7 @@ from patchbay.core.errors import (
 )
 from patchbay.core.models import Connector, ConnectorSettings
 from patchbay.core.names import validate_connector_name
+from patchbay.core.validation import validate_policy_url
 
 __all__ = ["UNSET", "ConnectorFields", "ConnectorStore", "Unset", "require_connector"]
 
@@ -71,6 +72,10 @@ class ConnectorFields(TypedDict, total=False):
 
     description: str
     """Free text; default empty."""
+    terms_url: str
+    """The service's terms of use, an http(s) URL; default empty (none)."""
+    privacy_url: str
+    """The service's privacy policy, an http(s) URL; default empty (none)."""
     source: str
     """Where it came from: ``custom`` (the default), ``builtin`` or ``imported``."""
     runtime_config: dict[str, Any] | None
@@ -154,6 +159,8 @@ class ConnectorStore:
         target: Any,
         *,
         description: str = "",
+        terms_url: str = "",
+        privacy_url: str = "",
         source: str = "custom",
         runtime_config: dict[str, Any] | None = None,
         credential_ref: str | None = None,
@@ -167,6 +174,8 @@ class ConnectorStore:
             "name": name,
             "display_name": check("display_name", display_name),
             "description": check("description", description, allow_empty=True),
+            "terms_url": validate_policy_url("terms_url", terms_url),
+            "privacy_url": validate_policy_url("privacy_url", privacy_url),
             "source": check_choice("source", source, CONNECTOR_SOURCES),
             **target_columns(coerce_target(target), runtime_config),
             "credential_ref": None if credential_ref is None else check("credential_ref", credential_ref),
@@ -211,6 +220,8 @@ class ConnectorStore:
         *,
         display_name: str | Unset = UNSET,
         description: str | Unset = UNSET,
+        terms_url: str | Unset = UNSET,
+        privacy_url: str | Unset = UNSET,
         target: Any = UNSET,
         runtime_config: dict[str, Any] | Unset = UNSET,
         credential_ref: str | Unset | None = UNSET,
@@ -233,6 +244,10 @@ class ConnectorStore:
             changes["display_name"] = check_text("display_name", display_name)
         if description is not UNSET:
             changes["description"] = check_text("description", description, allow_empty=True)
+        if terms_url is not UNSET:
+            changes["terms_url"] = validate_policy_url("terms_url", terms_url)
+        if privacy_url is not UNSET:
+            changes["privacy_url"] = validate_policy_url("privacy_url", privacy_url)
         if credential_ref is not UNSET:
             changes["credential_ref"] = None if credential_ref is None else check_text("credential_ref", credential_ref)
         new_target = None if target is UNSET else coerce_target(target)

@@ -116,6 +116,8 @@ mcp_connectors = Table(
     Column("name", NameText, nullable=False),
     Column("display_name", Text, nullable=False),
     Column("description", Text, nullable=False, server_default=""),
+    Column("terms_url", Text, nullable=False, server_default=""),
+    Column("privacy_url", Text, nullable=False, server_default=""),
     Column("source", Text, nullable=False),
     Column("transport", Text, nullable=False),
     Column("endpoint_url", Text),

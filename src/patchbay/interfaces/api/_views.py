@@ -102,6 +102,8 @@ def summary_fields(
         "name": connector.name,
         "display_name": connector.display_name,
         "description": connector.description,
+        "terms_url": connector.terms_url,
+        "privacy_url": connector.privacy_url,
         "source": connector.source,
         "transport": connector.transport,
         "target": _target(connector),

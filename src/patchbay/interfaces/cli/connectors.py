@@ -19,6 +19,7 @@ from patchbay.control.states import connector_states
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeOutcome, SocketTarget, StdioTarget
 from patchbay.core.redaction import redact_text
+from patchbay.core.validation import validate_policy_url
 from patchbay.interfaces.cli._bindings import (
     BEARER_OPTION,
     ENV_OPTION,
@@ -105,6 +106,8 @@ def add(
     cwd: str | None = typer.Option(None, "--cwd", help="Working directory inside the workspace (stdio)."),
     project: Path = typer.Option(Path("."), "--project", help="Workspace that --cwd is checked against."),
     description: str = typer.Option("", "--description"),
+    terms_url: str = typer.Option("", "--terms-url", help="The service's terms of use (http(s) URL)."),
+    privacy_url: str = typer.Option("", "--privacy-url", help="The service's privacy policy (http(s) URL)."),
     enable: bool = typer.Option(True, "--enable/--disabled", help="Add enabled (default) or disabled."),
     exist_ok: bool = typer.Option(
         False, "--exist-ok", help="Succeed without change if it exists with the same target."
@@ -165,6 +168,8 @@ def add(
         name,
         target,
         description=description,
+        terms_url=terms_url,
+        privacy_url=privacy_url,
         enabled=enable,
         exist_ok=exist_ok,
         runtime_options=options,
@@ -249,6 +254,8 @@ def show(name: str, as_json: bool = JSON_OPTION) -> None:
         ("include tools", ", ".join(s.include_tools) or "-"),
         ("exclude tools", ", ".join(s.exclude_tools) or "-"),
         ("description", connector.description or "-"),
+        ("terms", connector.terms_url or "-"),
+        ("privacy", connector.privacy_url or "-"),
         ("revision", f"{connector.revision} (settings {s.revision})"),
         ("tool cache", cache),
         ("last probe", probe_line(connector, service.queries.last_probe(connector))),
@@ -275,6 +282,8 @@ def set_(
     exclude: list[str] = typer.Option(None, "--exclude", help="Glob of tools to hide (repeat); replaces the list."),
     no_include: bool = typer.Option(False, "--no-include", help="Clear the include list (all tools visible)."),
     no_exclude: bool = typer.Option(False, "--no-exclude", help="Clear the exclude list."),
+    terms_url: str | None = typer.Option(None, "--terms-url", help="The service's terms of use (empty: none)."),
+    privacy_url: str | None = typer.Option(None, "--privacy-url", help="The service's privacy policy (empty: none)."),
     lifecycle: str | None = LIFECYCLE_OPTION,
     idle_timeout: str | None = IDLE_TIMEOUT_OPTION,
     request_timeout: str | None = REQUEST_TIMEOUT_OPTION,
@@ -335,6 +344,12 @@ def set_(
         service.update_runtime_options(name, dry_run=True, **changes)
     if specs or unset:
         service.set_bindings(name, specs, unset=unset or [], dry_run=True)
+    for field, url in (("terms_url", terms_url), ("privacy_url", privacy_url)):
+        if url is not None:
+            validate_policy_url(field, url)
+    if terms_url is not None or privacy_url is not None:
+        current = service.get(name)
+        service.update_details(name, expected_revision=current.revision, terms_url=terms_url, privacy_url=privacy_url)
     connector = service.update_settings(
         name,
         approval_mode=approval_mode,

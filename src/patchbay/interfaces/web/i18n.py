@@ -259,6 +259,24 @@ JS_MESSAGES: Mapping[str, str] = {
     "import_close": N_("Close"),
     "import_cancel": N_("Cancel"),
     "import_select_first": N_("Select at least one entry to import."),
+    # connector_form
+    "form_add_local": N_("Add a local command"),
+    "form_add_remote": N_("Add a remote connector"),
+    "form_add_socket": N_("Add a Unix socket connector"),
+    "form_edit": N_("Edit {name}"),
+    "preview_command": N_("command"),
+    "preview_arg": N_("argument {n}"),
+    "shlex_unterminated_quote": N_("The quote at character {position} is never closed."),
+    "shlex_trailing_backslash": N_("The backslash at the end escapes nothing."),
+    "field_required": N_("Required."),
+    "field_positive": N_("A number of seconds greater than 0, or empty for the default."),
+    "secret_configured": N_("Configured: type to replace it"),
+    "env_remove": N_("Remove variable {name}"),
+    "env_unnamed": N_("without a name"),
+    "env_needs_name": N_("Every variable needs a name."),
+    "env_needs_value": N_("{name} needs a value."),
+    "connector_added": N_("{name} was added"),
+    "connector_updated": N_("{name} was changed"),
 }
 """Strings the scripts show, by key (``{name}`` placeholders are filled in by the script)."""
 

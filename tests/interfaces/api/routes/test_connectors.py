@@ -547,3 +547,36 @@ async def test_list_and_detail_show_one_status_picked_by_the_badge_priority(api:
         "/api/mcp/connectors/time/settings", json={"revision": listed["time"]["settings"]["revision"], "enabled": False}
     )
     assert toggled.status_code == 200 and toggled.json()["status"] == "disabled"
+
+
+async def test_terms_and_privacy_urls_are_stored_shown_changed_and_checked(api: Api) -> None:
+    created = await api.create(
+        "docs", REMOTE, terms_url="https://example.com/terms", privacy_url="https://example.com/privacy"
+    )
+    assert (created["terms_url"], created["privacy_url"]) == (
+        "https://example.com/terms",
+        "https://example.com/privacy",
+    )
+    listed = (await api.client.get("/api/mcp/connectors")).json()["connectors"]
+    assert (listed[0]["terms_url"], listed[0]["privacy_url"]) == (created["terms_url"], created["privacy_url"])
+    plain = await api.create("plain", TIME)
+    assert (plain["terms_url"], plain["privacy_url"]) == ("", "")
+
+    patched = await api.client.patch(
+        "/api/mcp/connectors/docs",
+        json={"revision": created["revision"], "terms_url": "", "privacy_url": "http://x.test/p"},
+    )
+    assert patched.status_code == 200, patched.text
+    assert (patched.json()["terms_url"], patched.json()["privacy_url"]) == ("", "http://x.test/p")
+
+    for body in ({"terms_url": "ftp://example.com/terms"}, {"privacy_url": "https://user:pw@example.com/p"}):
+        refused = await api.client.post("/api/mcp/connectors", json={"name": "bad", "target": REMOTE, **body})
+        assert refused.status_code == 422, refused.text
+        error = error_of(refused)
+        assert (error["code"], error["details"]["field"]) == ("validation_error", next(iter(body)))
+    stale = await api.client.patch(
+        "/api/mcp/connectors/docs", json={"revision": patched.json()["revision"], "terms_url": "javascript:alert(1)"}
+    )
+    assert stale.status_code == 422, stale.text
+    assert error_of(stale)["details"]["field"] == "terms_url"
+    assert (await api.client.get("/api/mcp/connectors/docs")).json()["privacy_url"] == "http://x.test/p"

@@ -274,6 +274,10 @@ class ConnectorSummary(_Response):
     name: str
     display_name: str
     description: str
+    terms_url: str
+    """The service's terms of use (http(s) URL); empty: none given."""
+    privacy_url: str
+    """The service's privacy policy (http(s) URL); empty: none given."""
     source: ConnectorSource
     transport: TransportKind
     target: TargetView
@@ -375,6 +379,10 @@ class ConnectorCreate(_Request):
     """1-64 chars of ``[a-z0-9-]``, starting and ending with a letter or digit; unique ignoring case."""
     display_name: Annotated[str, Field(max_length=200)] | None = None
     description: Annotated[str, Field(max_length=1000)] = ""
+    terms_url: Annotated[str, Field(max_length=2048)] = ""
+    """The service's terms of use: an absolute http(s) URL without user name or password; empty: none."""
+    privacy_url: Annotated[str, Field(max_length=2048)] = ""
+    """The service's privacy policy, as ``terms_url``."""
     target: TargetBody
     enabled: bool = False
     runtime_options: RuntimeOptionsChange | None = None
@@ -389,6 +397,10 @@ class ConnectorUpdate(_Request):
     revision: Annotated[int, Field(ge=1)]
     display_name: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     description: Annotated[str, Field(max_length=1000)] | None = None
+    terms_url: Annotated[str, Field(max_length=2048)] | None = None
+    """An http(s) URL, or empty to remove it."""
+    privacy_url: Annotated[str, Field(max_length=2048)] | None = None
+    """An http(s) URL, or empty to remove it."""
     target: TargetBody | None = None
     """A new command, URL or socket, checked by the rules of create (a stdio ``cwd`` against the
     workspace ``cwd``); the transport kind may change. Grants, settings and bindings stay; the

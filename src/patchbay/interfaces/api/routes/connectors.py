@@ -18,7 +18,7 @@ from patchbay.control.credentials import BindingSpec
 from patchbay.control.oauth import OAuthService
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import Connector, ConnectorTarget
-from patchbay.core.validation import validate_text
+from patchbay.core.validation import validate_policy_url, validate_text
 from patchbay.interfaces.api._views import connector_detail
 from patchbay.interfaces.api.context import ApiContext
 from patchbay.interfaces.api.errors import error_responses
@@ -127,6 +127,8 @@ def create_connector(
             target,
             description=body.description,
             display_name=body.display_name,
+            terms_url=body.terms_url,
+            privacy_url=body.privacy_url,
             enabled=body.enabled,
             runtime_options=_options(body.runtime_options),
             bindings=[binding_spec(b) for b in body.bindings],
@@ -171,6 +173,10 @@ def update_connector(
         details["display_name"] = validate_text("display_name", body.display_name, max_length=200)
     if body.description is not None:
         details["description"] = validate_text("description", body.description)
+    for field in ("terms_url", "privacy_url"):
+        url = getattr(body, field)
+        if url is not None:
+            details[field] = validate_policy_url(field, url)
     if target is not None:
         service.update_target(name, target, runtime_options=options, dry_run=True)
         if target.transport != current.transport and (specs or body.unset_bindings):

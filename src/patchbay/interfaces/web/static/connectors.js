@@ -6,7 +6,6 @@
 import { announce } from "./announce.js";
 import { api, ApiError, connectorPath, isRevisionConflict } from "./api.js";
 import { initDetail, renderDetail, resetTab } from "./detail.js";
-import { openDialog, closeDialog } from "./dialog.js";
 import { clone, setText, show, slot } from "./dom.js";
 import { formatNumber, t } from "./i18n.js";
 import { targetSummary, visibleGroups } from "./list.js";
@@ -279,6 +278,20 @@ function routeFromLocation() {
   }
 }
 
+/** After the Add/Edit form (or another writer) saved a connector: reload the list, select it and
+ * show the outcome; after a lost revision race: show the conflict and reload, writing nothing. */
+async function onConnectorSaved({ connectorId, runtimeReload = null, message = "", conflict = false }) {
+  clearOutcome();
+  if (conflict) {
+    showConflict();
+    await reloadAll();
+    return;
+  }
+  await loadList();
+  await select(connectorId, { push: state.selected !== connectorId, focus: true });
+  showSaved(runtimeReload, message);
+}
+
 // --- wiring --------------------------------------------------------------------------------
 
 function onListKeydown(event) {
@@ -313,16 +326,10 @@ export function startConnectorsPage() {
   $("retry").addEventListener("click", () => reloadAll());
   $("back").addEventListener("click", () => showList({ push: true }));
   $("groups").addEventListener("keydown", onListKeydown);
-  const addDialog = $("add-dialog");
-  for (const opener of document.querySelectorAll('[data-opens="add-dialog"]')) {
-    opener.addEventListener("click", () => openDialog(addDialog, { opener }));
-  }
-  $("add-dialog-reload").addEventListener("click", () => {
-    closeDialog(addDialog);
-    clearOutcome();
-    reloadAll();
-  });
-  // another module changed connectors (an import): reload, showing the filter it names
+  document.addEventListener("patchbay:connector-saved", (event) => onConnectorSaved(event.detail));
+  // another part of the page (or another writer) changed the connectors: show them as they are now
+  document.addEventListener("patchbay:reload", () => reloadAll());
+  // an import changed connectors: reload, showing the filter it names
   document.addEventListener("patchbay:connectors-changed", (event) => {
     const wanted = event.detail?.filter;
     if (wanted) document.querySelector(`.filters [data-filter="${CSS.escape(wanted)}"]`)?.click();

@@ -7,6 +7,7 @@ import "./security.js";
 import "./actions.js";
 import "./tools.js";
 import "./import.js";
+import "./add_menu.js";
 import { startConnectorsPage } from "./connectors.js";
 
 startConnectorsPage();
