@@ -81,12 +81,18 @@ def pages(browser: Browser) -> Iterator[OpenPage]:
     assert errors == []
 
 
-def open_import(page: Page) -> None:
-    """Open the Import dialog as the Add menu's "Import existing config" entry does."""
-    page.evaluate(
-        """() => document.dispatchEvent(new CustomEvent("patchbay:open-import",
-             {detail: {opener: document.getElementById("add-connector")}}))"""
-    )
+def open_import(page: Page, *, keyboard: bool = False) -> None:
+    """Open the Import dialog through the Add menu's "Import existing config" entry, by mouse or
+    (from the focused Add button) by keyboard."""
+    if keyboard:
+        expect(page.locator("#add-connector")).to_be_focused()
+        page.keyboard.press("Enter")  # opens the menu on its first entry
+        page.keyboard.press("End")
+        expect(page.locator("#add-connector-menu [data-add-kind=import]")).to_be_focused()
+        page.keyboard.press("Enter")
+    else:
+        page.locator("#add-connector").click()
+        page.locator("#add-connector-menu [data-add-kind=import]").click()
     expect(page.locator("#import-dialog")).to_be_visible()
 
 
@@ -231,7 +237,7 @@ def test_discovered_files_are_picked_previewed_and_imported(world: Served, pages
 def test_the_dialog_works_with_the_keyboard_only(world: Served, pages: OpenPage) -> None:
     page = pages(world)
     page.locator("#add-connector").focus()
-    open_import(page)
+    open_import(page, keyboard=True)
     expect(page.get_by_label("Paste a snippet")).to_be_focused()
     page.keyboard.press("Tab")
     expect(page.locator("#import-text")).to_be_focused()
