@@ -12,30 +12,23 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from patchbay.adapters.store import open_store
 from patchbay.core.models import HttpTarget
 from patchbay.core.settings import Settings
-from tests.support.browser import axe_check, launched_browser, open_page, page_errors, page_server, screenshot
+from tests.support.browser import OpenPage, axe_check, page_server, screenshot
 from tests.support.serve import Served
 
 pytestmark = pytest.mark.peers
 
-OpenPage = Callable[..., Page]
 TABS = ["overview", "connection", "tools", "access", "security", "actions"]
 BROKEN = "import sys; sys.stderr.write('boom: the config file /nowhere/settings.toml is missing\\n'); sys.exit(3)"
 SECRET = "pb-detail-tabs-secret-0123456789"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with launched_browser() as launched:
-        yield launched
 
 
 def _create(served: Served, name: str, target: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -88,23 +81,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             bindings=[{"delivery": "env", "name": "TZ_TOKEN", "variable": "PB_DETAIL_TABS_UNSET_TOKEN"}],
         )
         yield served
-
-
-@pytest.fixture
-def pages(browser: Browser) -> Iterator[OpenPage]:
-    """Open logged-in pages; closed after the test, which fails on any script or CSP error."""
-    opened: list[Page] = []
-
-    def open_(served: Served, **options: Any) -> Page:
-        page = open_page(browser, served, **options)
-        opened.append(page)
-        return page
-
-    yield open_
-    errors = [error for page in opened for error in page_errors(page)]
-    for page in opened:
-        page.context.close()
-    assert errors == []
 
 
 def _open(page: Page, served: Served, name: str, tab: str = "overview") -> None:
@@ -185,7 +161,10 @@ def test_a_default_access_change_is_saved_through_the_settings_route(world: Serv
     expect(_dialog(page, "allow-all")).to_be_hidden()
     assert _detail(world, "access")["settings"]["approval_mode"] == "custom"
     panel.get_by_role("button", name="Save default access").click()
-    _dialog(page, "allow-all").get_by_role("button", name="Allow all").click()
+    # the outcome already says "saved" from the first save: wait for this save's own answer
+    with page.expect_response(lambda r: r.request.method == "PUT" and r.url.endswith("/settings")) as answer:
+        _dialog(page, "allow-all").get_by_role("button", name="Allow all").click()
+    assert answer.value.ok
     expect(page.locator("#outcome")).to_contain_text("Default access of access saved")
     assert _detail(world, "access")["settings"]["approval_mode"] == "allow_all"
 
