@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,9 @@ from tests.support.serve import Served, serve_process
 
 CHROMIUM = Path("/usr/bin/chromium")
 AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
+OpenPage = Callable[..., Page]
+"""What the browser tests' ``pages`` fixture gives: open a logged-in page (see its arguments)."""
+
 SCREENSHOTS = REPO / "test-output" / "screenshots"
 """Where :func:`screenshot` saves, one folder per page language (not committed)."""
 

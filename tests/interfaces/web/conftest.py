@@ -1,18 +1,24 @@
-"""Fixtures for the settings page's plain-HTTP tests: the app in process (its lifespan running)
-and a client that logged in like a browser (the session cookie, no bearer token)."""
+"""Fixtures for the settings page's tests: the app in process (its lifespan running) and a client
+that logged in like a browser (the session cookie, no bearer token); for the browser tests, one
+headless chromium per module and ``pages``, which opens logged-in pages and fails the test on any
+script or CSP error they reported."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
+from playwright.sync_api import Browser, Page
 
 from patchbay.adapters.api_token import api_token
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api import create_app
 from tests.support.api import Api, auth_headers
+from tests.support.browser import OpenPage, launched_browser, open_page, page_errors
+from tests.support.serve import Served
 
 
 @pytest.fixture
@@ -47,3 +53,29 @@ async def anonymous(api: Api) -> AsyncIterator[httpx2.AsyncClient]:
     transport = httpx2.ASGITransport(app=api.app)
     async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as client:
         yield client
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless chromium, one per test module."""
+    with launched_browser() as launched:
+        yield launched
+
+
+@pytest.fixture
+def pages(browser: Browser) -> Iterator[OpenPage]:
+    """``pages(served, locale=..., width=..., height=...)`` opens a logged-in page in its own
+    context (:func:`tests.support.browser.open_page`); all are closed after the test, which fails
+    on any script or CSP error they reported."""
+    opened: list[Page] = []
+
+    def open_(served: Served, **options: Any) -> Page:
+        page = open_page(browser, served, **options)
+        opened.append(page)
+        return page
+
+    yield open_
+    errors = [error for page in opened for error in page_errors(page)]
+    for page in opened:
+        page.context.close()
+    assert errors == []

@@ -11,26 +11,19 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
-from tests.support.browser import axe_check, launched_browser, open_page, page_errors, page_server, screenshot
+from tests.support.browser import OpenPage, axe_check, page_server, screenshot
 from tests.support.serve import Served
 from tests.support.servers import everything_http, socket_server
 
 pytestmark = pytest.mark.peers
 
-OpenPage = Callable[..., Page]
 SECRET = "pb-form-secret-4f1c9e2a7d"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with launched_browser() as launched:
-        yield launched
 
 
 @pytest.fixture(scope="module")
@@ -44,23 +37,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, st
 @pytest.fixture
 def served(world: tuple[Served, str, str]) -> Served:
     return world[0]
-
-
-@pytest.fixture
-def pages(browser: Browser) -> Iterator[OpenPage]:
-    """Open logged-in pages; closed after the test, which fails on any script or CSP error."""
-    opened: list[Page] = []
-
-    def open_(served: Served, **options: Any) -> Page:
-        page = open_page(browser, served, **options)
-        opened.append(page)
-        return page
-
-    yield open_
-    errors = [error for page in opened for error in page_errors(page)]
-    for page in opened:
-        page.context.close()
-    assert errors == []
 
 
 def _api(served: Served, path: str) -> Any:

@@ -17,14 +17,14 @@ import re
 import shutil
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.support.browser import axe_check, launched_browser, open_page, page_errors, page_server, screenshot
+from tests.support.browser import OpenPage, axe_check, page_server, screenshot
 from tests.support.paths import FIXTURES
 from tests.support.serve import Served
 from tests.support.servers import everything_http, make_git_repo
@@ -32,14 +32,7 @@ from tests.support.waiting import wait_until_sync
 
 pytestmark = pytest.mark.peers
 
-OpenPage = Callable[..., Page]
 LIFECYCLE = FIXTURES / "lifecycle_server.py"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with launched_browser() as launched:
-        yield launched
 
 
 def _create(served: Served, name: str, target: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -92,24 +85,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         )
         assert imported.status_code == 200, imported.text
         yield served
-
-
-@pytest.fixture
-def pages(browser: Browser) -> Iterator[OpenPage]:
-    """Open logged-in pages (each its own context); closed after the test, which fails on any
-    script or CSP error they reported."""
-    opened: list[Page] = []
-
-    def open_(served: Served, **options: Any) -> Page:
-        page = open_page(browser, served, **options)
-        opened.append(page)
-        return page
-
-    yield open_
-    errors = [error for page in opened for error in page_errors(page)]
-    for page in opened:
-        page.context.close()
-    assert errors == []
 
 
 def _api(served: Served, path: str) -> Any:

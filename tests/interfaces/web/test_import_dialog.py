@@ -13,25 +13,18 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
-from tests.support.browser import axe_check, launched_browser, open_page, page_errors, screenshot
+from tests.support.browser import OpenPage, axe_check, screenshot
 from tests.support.serve import Served, serve_process
 
-OpenPage = Callable[..., Page]
 SECRET = "pbweb-import-secret-5e2f9a"
 CURSOR_SECRET = "pbweb-import-cursor-81c3d7"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with launched_browser() as launched:
-        yield launched
 
 
 @pytest.fixture(scope="module")
@@ -62,23 +55,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         )
         assert created.status_code == 201, created.text
         yield served
-
-
-@pytest.fixture
-def pages(browser: Browser) -> Iterator[OpenPage]:
-    """Open logged-in pages; closed after the test, which fails on any script or CSP error."""
-    opened: list[Page] = []
-
-    def open_(served: Served, **options: Any) -> Page:
-        page = open_page(browser, served, **options)
-        opened.append(page)
-        return page
-
-    yield open_
-    errors = [error for page in opened for error in page_errors(page)]
-    for page in opened:
-        page.context.close()
-    assert errors == []
 
 
 def open_import(page: Page, *, keyboard: bool = False) -> None:

@@ -17,18 +17,12 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.support.browser import launched_browser, open_page, page_errors, page_server
+from tests.support.browser import open_page, page_errors, page_server
 from tests.support.serve import Served
 
 pytestmark = pytest.mark.peers
 
 TIME = {"transport": "stdio", "command": "mcp-server-time"}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with launched_browser() as launched:
-        yield launched
 
 
 @pytest.fixture(scope="module")

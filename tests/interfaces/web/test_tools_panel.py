@@ -13,31 +13,24 @@ both languages (axe + screenshots) and a 390 px screen.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from tests.support.browser import axe_check, launched_browser, open_page, page_errors, page_server, screenshot
+from tests.support.browser import OpenPage, axe_check, open_page, page_errors, page_server, screenshot
 from tests.support.serve import Served
 from tests.support.servers import everything_http, make_git_repo
 
 pytestmark = pytest.mark.peers
 
-OpenPage = Callable[..., Page]
 GIT_TOOLS = 12
 DENIED = (422, "unknown_tool")
 """How a session refuses a call of a denied tool: it is not projected at all, so the call never
 reaches the server and the session knows no such tool."""
 EVERYTHING_TOOLS = 13
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with launched_browser() as launched:
-        yield launched
 
 
 def _create(served: Served, name: str, target: dict[str, Any], **fields: Any) -> None:
