@@ -324,6 +324,16 @@ def test_a_conflicting_entry_is_imported_under_a_new_name_beside_the_existing_on
     expect(time.locator(".import-facts")).not_to_contain_text("already exists")
     expect(page.locator("#announcer")).to_contain_text(f"time will be imported as {suggested}")
     time.locator("input[type=checkbox]").check()
+    # a name typed but not applied is not imported silently
+    field = time.get_by_label("Rename to")
+    field.fill(f"{suggested}-typed")
+    page.get_by_role("button", name="Import selected (1)").click()
+    expect(time.locator("[data-slot=rename-error]")).to_have_text(
+        "Use this name first, or put back the name in use, before importing."
+    )
+    expect(field).to_be_focused()
+    field.fill(suggested)
+    expect(time.locator("[data-slot=rename-error]")).to_be_hidden()
     axe_check(page)
     screenshot(page, "import-rename")
 

@@ -367,6 +367,10 @@ function renderRename(row, entry, index) {
   input.setAttribute("aria-describedby", `${hint.id} ${error.id}`);
   const base = (entry.import_name ?? entry.name).toLowerCase();
   input.value = applied ?? suggestName(base, takenNames());
+  input.addEventListener("input", () => {
+    show(error, false);
+    input.removeAttribute("aria-invalid");
+  });
   input.addEventListener("keydown", (event) => {
     if (event.key !== "Enter") return;
     event.preventDefault();
