@@ -515,7 +515,29 @@ async function save() {
     const revision = form.mode === "add" ? changed.settings.revision : form.connector.settings.revision;
     changed = await api.put(connectorPath(changed.connector_id, "/settings"), { revision, ...filters });
   }
+  if (form.mode === "add" && $("cf-resources").checked) changed = await exposeResources(changed);
   return changed;
+}
+
+/** The created connector's resource-read grant (PUT .../resources/grant allow), a second write:
+ * when it fails the connector stays created and the answer carries `resourcesError`. */
+async function exposeResources(created) {
+  try {
+    const grant = await api.put(connectorPath(created.connector_id, "/resources/grant"), { decision: "allow" });
+    return { ...created, runtime_reload: grant.runtime_reload, resourcesExposed: true };
+  } catch (error) {
+    return { ...created, resourcesError: error instanceof ApiError ? error : new ApiError(0, "unknown", String(error)) };
+  }
+}
+
+function savedMessage(mode, changed) {
+  const name = changed.display_name || changed.name;
+  if (changed.resourcesError) {
+    const { message, code } = changed.resourcesError;
+    return t("connector_added_resources_failed", { name, message, code: code ?? "unknown" });
+  }
+  if (changed.resourcesExposed) return t("connector_added_resources", { name });
+  return t(mode === "add" ? "connector_added" : "connector_updated", { name });
 }
 
 async function onSubmit(event) {
@@ -546,13 +568,12 @@ async function onSubmit(event) {
   }
   if (!changed) return;
   closeDialog(dialog(), "saved");
-  const label = changed.display_name || changed.name;
   document.dispatchEvent(
     new CustomEvent("patchbay:connector-saved", {
       detail: {
         connectorId: changed.connector_id,
         runtimeReload: changed.runtime_reload,
-        message: t(mode === "add" ? "connector_added" : "connector_updated", { name: label }),
+        message: savedMessage(mode, changed),
       },
     }),
   );
