@@ -35,7 +35,8 @@ async def test_streamable_http_server_everything_is_stored_as_streamable_http(se
             _, created, found = await service.add_auto("remote", url, runtime_options=LOCAL)
     assert created and found.transport == "streamable_http" and not found.auth_required
     assert service.get("remote").target == HttpTarget(transport="streamable_http", url=url)
-    assert [line["note"] for line in audit_lines(service.settings.home)] == ["mcp_probe"]
+    [line] = audit_lines(service.settings.home)
+    assert (line["note"], line["connector_id"], line["approved"]) == ("mcp_probe", "new:remote", True)
 
 
 async def test_sse_server_everything_falls_back_to_sse(service: ConnectorService) -> None:
@@ -126,4 +127,15 @@ async def test_a_server_that_never_answers_is_a_timeout_within_the_probe_deadlin
         hold.set()
         group.cancel_scope.cancel()
     assert caught.value.code == "timeout"
+    assert service.list_connectors() == []
+
+
+async def test_an_html_page_is_no_streamable_answer_so_sse_is_tried_and_both_fail(service: ConnectorService) -> None:
+    page = http_response(200, b"<html><body>hello</body></html>", {"Content-Type": "text/html"})
+    async with listening(lambda method, path: page) as listener:
+        with anyio.fail_after(30), pytest.raises(ProbeError) as caught:
+            await service.add_auto("webpage", f"{listener.origin}/", runtime_options=LOCAL)
+    assert caught.value.code == "protocol_error"
+    assert caught.value.details["streamable_http"] == "protocol_error"
+    assert [r["method"] for r in listener.requests] == ["POST", "GET"]
     assert service.list_connectors() == []

@@ -318,7 +318,8 @@ class ConnectorService:
         (:func:`patchbay.control.transport_detect.detect_transport`); nothing is stored.
 
         Args:
-            name: the connector-to-be, for messages and the egress audit.
+            name: the connector-to-be, for messages and the egress audit (its lines name
+                ``new:<name>``: the connector has no id yet).
             runtime_options: as for :meth:`add`; ``allow_private`` opens private addresses.
             bindings: as for :meth:`add`; header and bearer values (managed, ``@plain:`` or
                 ``@env:VAR``) go with the detection requests and are masked in its messages.
@@ -342,6 +343,7 @@ class ConnectorService:
             headers=_request_headers(bindings),
             credentials=self.credentials.store,
             name=name,
+            connector_id=f"new:{name}",  # it has no id yet: the audit lines name the one being added
         )
 
     async def add_auto(self, name: str, url: str, **add: Any) -> tuple[Connector, bool, TransportDetection]:
