@@ -302,6 +302,8 @@ JS_MESSAGES: Mapping[str, str] = {
     "import_rename_refused": N_("{message} (error code: {code})"),
     "import_rename_applied": N_("{name} will be imported as {connector}"),
     "import_rename_conflicts": N_("{name} is taken as well: choose another name"),
+    "transport_detected": N_("Transport detected: {transport}"),
+    "transport_detected_auth": N_("Transport detected: {transport}; the server asks for authorization"),
 }
 """Strings the scripts show, by key (``{name}`` placeholders are filled in by the script)."""
 

@@ -45,6 +45,7 @@ from patchbay.interfaces.api.contracts._connectors import (
     DisconnectResult,
     GrantCleared,
     GrantSet,
+    HttpAutoTargetBody,
     HttpTargetBody,
     HttpTargetView,
     LimitsChange,
@@ -73,6 +74,7 @@ from patchbay.interfaces.api.contracts._connectors import (
     ToolGrantUpdate,
     ToolGrantView,
     ToolList,
+    TransportDetectionView,
 )
 from patchbay.interfaces.api.contracts._imports import (
     ImportCommitRequest,
@@ -121,6 +123,7 @@ __all__ = [
     "ErrorResponse",
     "GrantCleared",
     "GrantSet",
+    "HttpAutoTargetBody",
     "HttpTargetBody",
     "HttpTargetView",
     "ImportCandidates",
@@ -165,6 +168,7 @@ __all__ = [
     "StdioTargetView",
     "TargetBody",
     "TargetView",
+    "TransportDetectionView",
     "ToolCacheView",
     "ToolCallOutcome",
     "ToolCallRequest",

@@ -40,6 +40,8 @@ const FIELD_ELEMENTS = {
   privacy_url: "cf-privacy",
   header: "cf-header-name",
   env: "cf-env-add",
+  transport: "cf-transport",
+  allow_private: "cf-allow-private",
 };
 
 const form = {
@@ -53,6 +55,9 @@ const form = {
   closing: false,
 };
 let rowCounter = 0;
+// "Auto (detect)": offered by Add only (the server detects the transport once and stores it;
+// Edit keeps the stored one). Taken out of the select while editing, put back first for Add.
+let autoTransport = null;
 
 function dialog() {
   return $("connector-form-dialog");
@@ -207,6 +212,7 @@ function fill(connector) {
     $("cf-transport").value = target.transport;
   }
   const options = connector.runtime_options ?? {};
+  $("cf-allow-private").checked = options.allow_private === true;
   $("cf-lifecycle").value = options.lifecycle ?? "lazy";
   $("cf-request-timeout").value = options.request_timeout ?? "";
   $("cf-idle-timeout").value = options.idle_timeout ?? "";
@@ -242,6 +248,7 @@ export function openConnectorForm({ kind = "local", connector = null, opener = d
   if (!root || root.open) return;
   reset();
   form.mode = connector ? "edit" : "add";
+  offerAutoTransport(!connector);
   form.connector = connector;
   form.kind = connector ? KIND_OF_TRANSPORT[connector.transport] : kind;
   form.auth = { kind: "none", header: "" };
@@ -256,6 +263,15 @@ export function openConnectorForm({ kind = "local", connector = null, opener = d
   form.initial = snapshot();
   openDialog(root, { opener });
   (connector ? $("cf-display") : $("cf-name")).focus();
+}
+
+function offerAutoTransport(offered) {
+  const select = $("cf-transport");
+  autoTransport ??= $("cf-transport-auto");
+  if (!autoTransport) return;
+  if (offered && autoTransport.parentElement !== select) select.prepend(autoTransport);
+  if (!offered) autoTransport.remove();
+  select.value = offered ? "auto" : "streamable_http";
 }
 
 // --- closing ---------------------------------------------------------------------------------
@@ -387,6 +403,10 @@ function runtimeOptions() {
       throw new FormInvalid();
     }
     if (form.mode === "add" ? value !== null : value !== (initial[key] ?? null)) options[key] = value;
+  }
+  if (form.kind === "remote") {
+    const allowPrivate = $("cf-allow-private").checked;
+    if (form.mode === "add" ? allowPrivate : allowPrivate !== (initial.allow_private === true)) options.allow_private = allowPrivate;
   }
   return options;
 }
@@ -567,16 +587,20 @@ async function onSubmit(event) {
     button.removeAttribute("aria-busy");
   }
   if (!changed) return;
+  const detected = changed.transport_detection ?? null; // an Add with "Auto (detect)"
   closeDialog(dialog(), "saved");
+  let message = savedMessage(mode, changed);
+  if (detected) message = `${message}. ${detectedText(detected)}`;
   document.dispatchEvent(
     new CustomEvent("patchbay:connector-saved", {
-      detail: {
-        connectorId: changed.connector_id,
-        runtimeReload: changed.runtime_reload,
-        message: savedMessage(mode, changed),
-      },
+      detail: { connectorId: changed.connector_id, runtimeReload: changed.runtime_reload, message },
     }),
   );
+}
+
+function detectedText(detection) {
+  const transport = t(detection.transport === "sse" ? "transport_sse" : "transport_streamable_http");
+  return t(detection.auth_required ? "transport_detected_auth" : "transport_detected", { transport });
 }
 
 // --- the Edit button ------------------------------------------------------------------------
