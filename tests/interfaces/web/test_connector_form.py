@@ -156,7 +156,8 @@ def test_a_unix_socket_added_through_the_form(world: tuple[Served, str, str], pa
     served, _, socket_path = world
     page = pages(served, locale="zh-CN")
     form = _open_add(page, "socket")
-    expect(form).to_contain_text("该程序以当前用户身份运行")
+    expect(form).to_contain_text("Patchbay 不会为套接字启动任何程序")
+    expect(form).not_to_contain_text("该程序以当前用户身份运行")  # no program of Patchbay's runs
     page.locator("#cf-name").fill("sock-form")
     page.locator("#cf-socket").fill(socket_path)
     axe_check(page)
