@@ -7,20 +7,22 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from patchbay.adapters.leases import Lease, Leases, LocalLeases
+from patchbay.adapters.leases import CoordinatedLeases, Lease, Leases, LocalLeases
 from patchbay.adapters.leases.redis_store import RedisLeases
 from tests.support.coordination import MACHINE_REDIS, unique_prefix
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["local", "redis"])
+@pytest.fixture(params=["local", "redis", "coordinated"])
 async def leases(request: pytest.FixtureRequest) -> AsyncIterator[Leases]:
+    """Each store: in process, in Redis, and Redis behind the in-process fallback."""
     if request.param == "local":
         yield LocalLeases()
         return
     with unique_prefix() as prefix:
-        store = RedisLeases(MACHINE_REDIS, prefix=prefix)
+        redis_store = RedisLeases(MACHINE_REDIS, prefix=prefix)
+        store: Leases = redis_store if request.param == "redis" else CoordinatedLeases(redis_store)
         try:
             yield store
         finally:
