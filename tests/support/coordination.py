@@ -44,9 +44,11 @@ def machine_keys(prefix: str) -> list[str]:
 class OwnRedis:
     """A ``redis-server`` on ``127.0.0.1:<port>`` that a test starts and stops (no persistence)."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, *args: str) -> None:
         self.port = port
         self.url = f"redis://127.0.0.1:{port}/0"
+        self.args = args
+        """Extra ``redis-server`` options (e.g. ``--requirepass``)."""
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -54,19 +56,25 @@ class OwnRedis:
         if binary is None:
             raise RuntimeError("redis-server is not on PATH")
         self._process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *self.args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=0.2, socket_connect_timeout=0.2)
+        protected = "--requirepass" in self.args
         deadline = time.monotonic() + 10
         try:
             while time.monotonic() < deadline:
                 if self._process.poll() is not None:
                     raise RuntimeError(f"redis-server exited early with {self._process.returncode}")
-                with contextlib.suppress(redis.exceptions.RedisError):
+                try:
                     if client.ping():
                         return
+                except redis.exceptions.AuthenticationError:
+                    if protected:  # it answers: it wants the password
+                        return
+                except redis.exceptions.RedisError:
+                    pass
                 time.sleep(0.05)  # no readiness event to wait on; bounded by the deadline
         finally:
             client.close()

@@ -90,3 +90,22 @@ def test_the_settings_choose_the_store_and_never_show_the_redis_password() -> No
 def test_the_redis_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATCHBAY_REDIS_URL", "redis://127.0.0.1:6379/3")
     assert isinstance(open_leases(Settings()), CoordinatedLeases)
+
+
+async def test_a_redis_that_refuses_the_password_is_degraded_and_the_password_is_never_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = OwnRedis(free_port(), "--requirepass", "the-right-password-5678")
+    server.start()
+    password = "wrong-redis-password-1234"
+    store = RedisLeases(f"redis://:{password}@127.0.0.1:{server.port}/0", prefix="t:", timeout=0.5)
+    leases = CoordinatedLeases(store, retry_after=60)
+    try:
+        with caplog.at_level("WARNING", logger="patchbay.adapters.leases.coordinated"), anyio.fail_after(3):
+            lease = await leases.acquire("probe:a", "owner-1", ttl=30)
+        assert lease is not None and lease.backend == "local" and leases.state() == "degraded"
+        assert caplog.records and "coordination degraded" in caplog.text
+        assert password not in caplog.text and f"redis://:[REDACTED]@127.0.0.1:{server.port}/0" in caplog.text
+    finally:
+        await leases.aclose()
+        server.stop()

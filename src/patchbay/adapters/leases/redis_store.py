@@ -17,7 +17,8 @@ Expiry always uses the Redis server's clock, so instances with skewed clocks sti
 
 Nothing here waits long: the socket connect and read timeouts are short (``timeout`` seconds,
 default 0.5), redis-py's own retries are off, and every call is bounded by ``timeout`` as well. A
-Redis that cannot be reached or answers too slowly raises
+Redis that cannot be reached, answers too slowly or refuses a command (a wrong password, out of
+memory) raises
 :class:`~patchbay.core.errors.CoordinationUnavailable`; the caller decides what to fall back to
 (:class:`patchbay.adapters.leases.coordinated.CoordinatedLeases`).
 
@@ -143,7 +144,7 @@ class RedisLeases:
         try:
             with anyio.fail_after(self.timeout * 2):
                 return await call
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, TimeoutError, OSError) as exc:
+        except (redis.exceptions.RedisError, TimeoutError, OSError) as exc:  # refused, slow, auth, OOM, ...
             raise CoordinationUnavailable(f"Redis at {self.display_url} is unavailable: {type(exc).__name__}") from exc
 
     async def _script(self, name: str, key: str, *args: Any) -> int:
