@@ -112,3 +112,23 @@ def raw_get(prefix: str, key: str = "probe:conn-1") -> str | None:
         return value if isinstance(value, str) else None
     finally:
         client.close()
+
+
+async def test_racing_acquisitions_from_two_instances_have_exactly_one_winner_and_the_limit_holds(
+    instances: tuple[RedisLeases, RedisLeases, str],
+) -> None:
+    a, b, _ = instances
+    won: list[str] = []
+    placed: list[str] = []
+
+    async def take(store: RedisLeases, owner: str) -> None:
+        if await store.acquire("probe:contended", owner, ttl=30) is not None:
+            won.append(owner)
+        if await store.acquire_slot("probe:slots", owner, ttl=30, limit=4) is not None:
+            placed.append(owner)
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            for n in range(20):
+                group.start_soon(take, a if n % 2 else b, f"owner-{n}")
+    assert len(won) == 1 and len(placed) == 4
