@@ -145,6 +145,12 @@ class ConnectorService:
             self._prober = Prober(self.settings, credentials=self.credentials.store)
         return self._prober
 
+    async def aclose(self) -> None:
+        """Close what the prober holds open between probes (its Redis connection, when
+        ``PATCHBAY_REDIS_URL`` is set and a probe ran); the service stays usable."""
+        if self._prober is not None:
+            await self._prober.aclose()
+
     @property
     def projector(self) -> Projector:
         """The projector (:mod:`patchbay.control.projection`), built on first use: commands that
