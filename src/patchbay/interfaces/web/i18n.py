@@ -201,6 +201,7 @@ JS_MESSAGES: Mapping[str, str] = {
     "tools_cache_missing": N_("No tool list yet: refresh tools to probe the server."),
     "tools_cache_stale": N_("The tool list is out of date (the configuration changed): refresh tools."),
     "tools_set": N_("{tool}: {decision}"),
+    "tools_key_pending": N_("{tool}: {decision} chosen; press Enter to save it"),
     "tools_inherited_now": N_("{tool} inherits the global default"),
     "tools_reset_now": N_("{tool} uses the connector's default"),
     "tools_allow_all_text": N_(
