@@ -279,3 +279,13 @@ def test_a_command_with_a_shell_operator_is_refused_naming_it(command: str) -> N
     assert "shell operator" in str(exc.value)
     # the same characters in an argument are data for the program, passed as they are
     assert validate_stdio_target("grep", ["a|b;c", "$(x)"]).args == ("a|b;c", "$(x)")
+
+
+@pytest.mark.parametrize("url", ["https://256.1.1.1/mcp", "http://1.2.3/mcp", "http://10.0.0.999/", "http://host.123/"])
+def test_a_host_ending_in_a_number_must_be_a_valid_ipv4_address(url: str) -> None:
+    from patchbay.core.validation import validate_url
+
+    with pytest.raises(ConfigError) as exc:
+        validate_url(url)
+    assert "numeric host" in str(exc.value)
+    assert validate_url("http://192.0.2.10:8080/mcp") == "http://192.0.2.10:8080/mcp"

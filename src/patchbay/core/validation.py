@@ -105,6 +105,12 @@ def url_host_problem(host: str) -> str | None:
         return "must not %-escape the host; write the host name as it is"
     if any(not (ch.isalnum() or ch in "._-") for ch in host):
         return "has a host with characters a host name cannot contain (letters, digits, '.', '-', '_')"
+    if host.rstrip(".").rsplit(".", 1)[-1].isdigit():
+        # A host ending in a number is an IPv4 address to URL parsers (WHATWG, httpx): never a name.
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            return "has a numeric host that is not a valid IPv4 address (four numbers 0-255, e.g. 192.0.2.10)"
     return None
 
 
