@@ -24,8 +24,10 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads or writes the real user data home; the venv's console scripts are on PATH."""
+    """No test reads or writes the real user data home; the venv's console scripts are on PATH; a
+    fresh home holds no built-in connector unless a test turns seeding on (``PATCHBAY_BUILTINS``)."""
     monkeypatch.setenv("PATCHBAY_HOME", str(tmp_path_factory.mktemp("patchbay-home")))
+    monkeypatch.setenv("PATCHBAY_BUILTINS", "off")
     monkeypatch.delenv("PATCHBAY_DATABASE_URL", raising=False)
     path = os.environ.get("PATH", "")
     if str(VENV_BIN) not in path.split(os.pathsep):
