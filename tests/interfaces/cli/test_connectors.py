@@ -262,3 +262,17 @@ def test_the_list_table_shows_the_status_the_api_and_the_settings_page_show(run,
     for name, status in statuses.items():
         line = next(line for line in lines if f" {name} " in line)
         assert f" {status} " in line, (name, line)
+
+
+def test_list_shows_builtins_in_their_own_group_and_remove_refuses_them(
+    run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATCHBAY_BUILTINS", "on")
+    run("connector", "add", "mine", "--", "true")
+    listed = run("connector", "list").stdout
+    assert listed.index("mine") < listed.index("built-in connectors") < listed.index("paper-search")
+    assert "Europe PMC" in listed.replace("\n", " ")
+    removed = run("connector", "remove", "paper-search")
+    assert removed.exit_code != 0
+    assert "builtin_connector" in removed.stdout + removed.stderr
+    assert "paper-search" in run("connector", "list").stdout
