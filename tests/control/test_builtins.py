@@ -4,6 +4,7 @@ removed or re-pointed; a real probe lists paper-search's tools."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -27,9 +28,13 @@ def open_service(home: Path, *, builtins: bool = True) -> ConnectorService:
     return ConnectorService(open_store(settings), settings)
 
 
-def test_a_fresh_home_gets_paper_search_enabled_and_built_in(tmp_path: Path) -> None:
+def test_a_fresh_home_gets_paper_search_enabled_and_the_others_disabled(tmp_path: Path) -> None:
     service = open_service(tmp_path / "home")
-    (paper,) = service.list_connectors()
+    listed = {connector.name: connector for connector in service.list_connectors()}
+    assert sorted(listed) == sorted(spec.name for spec in BUILTINS)
+    assert {name for name, c in listed.items() if c.settings.enabled} == {"paper-search"}
+    assert {c.source for c in listed.values()} == {"builtin"}
+    paper = listed["paper-search"]
     assert (paper.name, paper.source, paper.settings.enabled) == ("paper-search", "builtin", True)
     assert paper.settings.approval_mode == "ask"
     assert paper.target == StdioTarget(command=sys.executable, args=("-I", "-m", "patchbay.connectors.paper_search"))
@@ -55,7 +60,7 @@ def test_a_later_seed_keeps_the_users_choices_bindings_grants_and_cache(tmp_path
     # A catalogue upgrade (here: another interpreter) changes the command and nothing else.
     report = again.seed_builtins(python="/opt/other/python3")
     after = again.get("paper-search")
-    assert report.upgraded == ("paper-search",)
+    assert report.upgraded == tuple(spec.name for spec in BUILTINS)
     assert after.target == StdioTarget(
         command="/opt/other/python3", args=("-I", "-m", "patchbay.connectors.paper_search")
     )
@@ -104,18 +109,16 @@ def test_a_builtin_cannot_be_removed_or_repointed(tmp_path: Path) -> None:
     assert service.get("paper-search").source == "builtin"
 
 
-async def test_a_real_probe_lists_paper_searchs_read_only_tools(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spec", BUILTINS, ids=lambda spec: spec.name)
+async def test_a_real_probe_of_each_builtin_lists_its_read_only_tools(tmp_path: Path, spec: BuiltinSpec) -> None:
     service = open_service(tmp_path / "home")
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    result = await service.probe("paper-search", workspace=workspace)
+    result = await service.probe(spec.name, workspace=workspace)
     assert result.state == "ready", result.message
-    assert sorted(tool.name for tool in result.tools) == [
-        "read_europepmc_fulltext",
-        "search_europepmc",
-        "search_preprints",
-        "search_pubmed",
-    ]
+    expected = sorted(tool.name for tool in importlib.import_module(spec.module).TOOLS)
+    assert sorted(tool.name for tool in result.tools) == expected
+    assert len(expected) == 4
     assert all(tool.annotations.get("readOnlyHint") is True for tool in result.tools)
 
 

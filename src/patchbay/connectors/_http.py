@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import email.utils
 import ipaddress
+import json
 import math
 import os
 import re
@@ -53,6 +54,7 @@ __all__ = [
     "Origin",
     "SourceClient",
     "checked_override",
+    "json_object",
     "user_agent",
 ]
 
@@ -98,6 +100,25 @@ class Fetched:
     content_type: str
     endpoint: str
     retrieved_at: str
+
+
+def json_object(fetched: Fetched, source: str) -> dict[str, Any]:
+    """``fetched``'s body as a JSON object.
+
+    Raises:
+        SourceError: ``source_bad_response``: not JSON, or not an object.
+    """
+    try:
+        data = json.loads(fetched.body)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise SourceError(
+            f"{source} answered with something that is not a JSON object",
+            code=ErrorCode.SOURCE_BAD_RESPONSE,
+            details={"source": source, "status": fetched.status},
+        )
+    return data
 
 
 def checked_override(url: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["ABSTRACT_CHARS", "AUTHORS_KEPT", "authors", "clip", "split_authors"]
+__all__ = ["ABSTRACT_CHARS", "AUTHORS_KEPT", "as_int", "authors", "clip", "split_authors"]
 
 ABSTRACT_CHARS = 600
 """Characters of an abstract a search result keeps."""
@@ -41,3 +41,12 @@ def authors(names: Sequence[str], keep: int = AUTHORS_KEPT) -> str:
     if len(names) <= keep:
         return ", ".join(names)
     return f"{', '.join(names[:keep])}, et al. ({len(names)} authors)"
+
+
+def as_int(value: object) -> int | None:
+    """An integer from a JSON number or a string of digits (APIs send counts as either); else None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None

@@ -17,7 +17,6 @@ Design: docs/builtins.md
 
 from __future__ import annotations
 
-import json
 import os
 import xml.etree.ElementTree as ET  # expat refuses entity-expansion bombs and external entities; bodies are capped
 from datetime import date
@@ -26,8 +25,8 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import Field
 
-from patchbay.connectors._http import Fetched, Origin, SourceClient
-from patchbay.connectors._records import ABSTRACT_CHARS, authors, clip, split_authors
+from patchbay.connectors._http import Origin, SourceClient, json_object
+from patchbay.connectors._records import ABSTRACT_CHARS, as_int, authors, clip, split_authors
 from patchbay.connectors._server import Arguments, BuiltinTool, main, provenance
 from patchbay.core.errors import ErrorCode, SourceError
 
@@ -55,20 +54,6 @@ def origins(api_key: str | None = None) -> dict[str, Origin]:
 ORIGINS = origins()
 
 
-def _json(fetched: Fetched, source: str) -> dict[str, Any]:
-    try:
-        data = json.loads(fetched.body)
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        raise SourceError(
-            f"{source} answered with something that is not a JSON object",
-            code=ErrorCode.SOURCE_BAD_RESPONSE,
-            details={"source": source, "status": fetched.status},
-        )
-    return data
-
-
 # -- Europe PMC search -------------------------------------------------------------------------
 
 
@@ -92,7 +77,7 @@ async def search_europepmc(args: EuropePmcSearch, http: SourceClient) -> dict[st
         "pageSize": args.page_size,
     }
     fetched = await http.get("epmc", f"{EPMC_REST}/search", {**params, "cursorMark": cursor})
-    data = _json(fetched, "Europe PMC")
+    data = json_object(fetched, "Europe PMC")
     results = (data.get("resultList") or {}).get("result") or []
     records = [_epmc_record(item) for item in results if isinstance(item, dict)]
     following = data.get("nextCursorMark")
@@ -101,7 +86,7 @@ async def search_europepmc(args: EuropePmcSearch, http: SourceClient) -> dict[st
         "provenance": provenance(
             "Europe PMC", fetched.endpoint, fetched.retrieved_at, {**params, "cursorMark": cursor}
         ),
-        "total": _int(data.get("hitCount")),
+        "total": as_int(data.get("hitCount")),
         "records": records,
         "next_cursor": following if more else None,
     }
@@ -119,7 +104,7 @@ def _epmc_record(item: dict[str, Any]) -> dict[str, Any]:
         "title": clip(item.get("title"), 300),
         "authors": authors(split_authors(item.get("authorString"), ",")),
         "journal": clip(journal, 200) or None,
-        "year": _int(item.get("pubYear")),
+        "year": as_int(item.get("pubYear")),
         "abstract": clip(item.get("abstractText"), ABSTRACT_CHARS),
         "open_access": item.get("isOpenAccess") == "Y",
         "full_text_available": bool(pmcid) and item.get("isOpenAccess") == "Y" and item.get("inEPMC") == "Y",
@@ -211,9 +196,9 @@ async def search_preprints(args: PreprintSearch, http: SourceClient) -> dict[str
     path = f"/details/{args.server}/{args.from_date}/{args.to_date}/{args.cursor}/json"
     query = {"category": args.category} if args.category else {}
     fetched = await http.get("biorxiv", path, query)
-    data = _json(fetched, "bioRxiv/medRxiv")
+    data = json_object(fetched, "bioRxiv/medRxiv")
     messages = data.get("messages") or [{}]
-    total = _int(messages[0].get("total")) if isinstance(messages[0], dict) else None
+    total = as_int(messages[0].get("total")) if isinstance(messages[0], dict) else None
     collection = [item for item in data.get("collection") or [] if isinstance(item, dict)][: args.page_size]
     following = args.cursor + len(collection)
     more = bool(collection) and total is not None and following < total
@@ -275,9 +260,9 @@ async def search_pubmed(args: PubMedSearch, http: SourceClient) -> dict[str, Any
         "retmax": args.page_size,
     }
     fetched = await http.get("ncbi", "/entrez/eutils/esearch.fcgi", {**search, **_ncbi_params()})
-    result = _json(fetched, "PubMed").get("esearchresult") or {}
+    result = json_object(fetched, "PubMed").get("esearchresult") or {}
     ids = [str(pmid) for pmid in result.get("idlist") or [] if str(pmid).isdigit()][: args.page_size]
-    total = _int(result.get("count")) or 0
+    total = as_int(result.get("count")) or 0
     records: list[dict[str, Any]] = []
     if ids:
         summary = await http.get(
@@ -285,7 +270,7 @@ async def search_pubmed(args: PubMedSearch, http: SourceClient) -> dict[str, Any
             "/entrez/eutils/esummary.fcgi",
             {"db": "pubmed", "id": ",".join(ids), "retmode": "json", **_ncbi_params()},
         )
-        found = _json(summary, "PubMed").get("result") or {}
+        found = json_object(summary, "PubMed").get("result") or {}
         records = [_pubmed_record(found[pmid]) for pmid in ids if isinstance(found.get(pmid), dict)]
     following = args.cursor + len(ids)
     return {
@@ -319,14 +304,6 @@ def _pubmed_record(item: dict[str, Any]) -> dict[str, Any]:
         "doi": doi,
         "url": f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/" if pmid.isdigit() else None,
     }
-
-
-def _int(value: object) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
 
 
 TOOLS = (

@@ -58,6 +58,16 @@ BUILTINS: tuple[BuiltinSpec, ...] = (
         enabled_by_default=True,
         optional_env=("NCBI_API_KEY", "PATCHBAY_SCIENCE_CONTACT"),
     ),
+    BuiltinSpec(
+        name="literature-graph",
+        display_name="Literature Graph",
+        module="patchbay.connectors.literature_graph",
+        description="The OpenAlex scholarly graph: works search, work detail, references, author search.",
+        data_sources=("OpenAlex",),
+        terms_url="https://openalex.org/terms",
+        enabled_by_default=False,
+        optional_env=("OPENALEX_API_KEY", "PATCHBAY_SCIENCE_CONTACT"),
+    ),
 )
 """Every built-in connector, by name order of the catalogue."""
 
