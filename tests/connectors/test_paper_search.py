@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from patchbay import Runtime, RuntimeServer, Settings, ToolCallError
+from patchbay.adapters.egress_audit import read_audit
 from patchbay.core.credentials import CredentialBinding
 from patchbay.core.errors import FailureReason
 from patchbay.core.models import ConnectorSettings, StdioTarget
@@ -34,13 +35,16 @@ def origin() -> Iterator[FakeOrigin]:
         yield fake
 
 
-def paper_search(origin: FakeOrigin, *, approval: str = "allow_all", **env: str) -> RuntimeServer:
+def paper_search(
+    origin: FakeOrigin, *, approval: str = "allow_all", audit: Path | None = None, **env: str
+) -> RuntimeServer:
+    audited = ("--audit-file", str(audit), "--connector-id", "id-paper-search") if audit else ()
     return RuntimeServer(
         connector_id="id-paper-search",
         name="paper-search",
         target=StdioTarget(
             command=sys.executable,
-            args=("-I", "-m", "patchbay.connectors.paper_search", "--base-url", origin.url),
+            args=("-I", "-m", "patchbay.connectors.paper_search", "--base-url", origin.url, *audited),
         ),
         settings=ConnectorSettings(approval_mode=approval),  # type: ignore[arg-type]
         bindings=tuple(CredentialBinding(delivery="env", name=name, value=value) for name, value in env.items()),
@@ -240,3 +244,21 @@ async def test_a_headless_default_ask_call_never_reaches_the_source(tmp_path: Pa
                 await runtime.call("mcp.paper-search.search_pubmed", {"query": "p53"})
     assert info.value.reason is FailureReason.APPROVAL_UNAVAILABLE
     assert origin.requests == []
+
+
+async def test_each_request_and_each_refusal_is_one_metadata_line_of_the_egress_audit(
+    tmp_path: Path, origin: FakeOrigin
+) -> None:
+    audit = tmp_path / "home" / "egress-audit.jsonl"
+    origin.route(f"{EPMC}/search", Reply(302, headers={"Location": "https://evil.example.net/steal?q=secret"}))
+    origin.route("/entrez/eutils/esearch.fcgi", Reply.file("paper_search/pubmed_esearch_empty.json"))
+    with anyio.fail_after(30):
+        async with running(tmp_path, paper_search(origin, audit=audit, NCBI_API_KEY="k-0123456789abcdef")) as runtime:
+            await call(runtime, "search_pubmed", {"query": "p53"})
+            with pytest.raises(ToolCallError):
+                await runtime.call("mcp.paper-search.search_europepmc", {"query": "p53"})
+    lines = [entry for entry in read_audit(audit) if entry["note"] == "mcp_builtin_request"]
+    assert [(entry["origin"], entry["approved"]) for entry in lines] == [(origin.url, True), (origin.url, False)]
+    assert {entry["connector_id"] for entry in lines} == {"id-paper-search"}
+    text = audit.read_text()
+    assert "k-0123456789abcdef" not in text and "p53" not in text and "evil" not in text

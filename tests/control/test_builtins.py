@@ -37,7 +37,19 @@ def test_a_fresh_home_gets_paper_search_enabled_and_the_others_disabled(tmp_path
     paper = listed["paper-search"]
     assert (paper.name, paper.source, paper.settings.enabled) == ("paper-search", "builtin", True)
     assert paper.settings.approval_mode == "ask"
-    assert paper.target == StdioTarget(command=sys.executable, args=("-I", "-m", "patchbay.connectors.paper_search"))
+    audit_file = str((tmp_path / "home" / "egress-audit.jsonl").absolute())
+    assert paper.target == StdioTarget(
+        command=sys.executable,
+        args=(
+            "-I",
+            "-m",
+            "patchbay.connectors.paper_search",
+            "--audit-file",
+            audit_file,
+            "--connector-id",
+            paper.connector_id,
+        ),
+    )
     assert paper.terms_url.startswith("https://")
 
 
@@ -61,9 +73,7 @@ def test_a_later_seed_keeps_the_users_choices_bindings_grants_and_cache(tmp_path
     report = again.seed_builtins(python="/opt/other/python3")
     after = again.get("paper-search")
     assert report.upgraded == tuple(spec.name for spec in BUILTINS)
-    assert after.target == StdioTarget(
-        command="/opt/other/python3", args=("-I", "-m", "patchbay.connectors.paper_search")
-    )
+    assert after.target == before.target.model_copy(update={"command": "/opt/other/python3"})
     assert after.settings == before.settings
     assert after.settings.enabled is False
     assert after.bindings == before.bindings

@@ -43,7 +43,7 @@ from typing import Any
 import anyio
 import httpx2
 
-from patchbay.adapters.transports.egress import EgressGuard, EgressPolicy, Resolver, guarded_client
+from patchbay.adapters.transports.egress import EgressDecision, EgressGuard, EgressPolicy, Resolver, guarded_client
 from patchbay.core.errors import ErrorCode, SourceError
 from patchbay.core.version import __version__
 
@@ -213,6 +213,8 @@ class SourceClient:
         backoff: seconds before the first retry without ``Retry-After``; doubled each time.
         sleep: how to wait (tests record the waits); default ``anyio.sleep``.
         resolver: the egress guard's name resolver (tests); default the system's.
+        observer: called with the guard's verdict on every request (the egress audit); it must
+            not raise.
 
     Raises:
         ValueError: (construction) a bad ``base_url`` override.
@@ -230,6 +232,7 @@ class SourceClient:
         backoff: float = 0.5,
         sleep: Sleep | None = None,
         resolver: Resolver | None = None,
+        observer: Callable[[EgressDecision], None] | None = None,
     ):
         self.origins = dict(origins)
         self.override = checked_override(base_url) if base_url else None
@@ -239,7 +242,9 @@ class SourceClient:
         self.backoff = backoff
         self._sleep: Sleep = sleep or anyio.sleep
         bases = [self.override] if self.override else [origin.base_url for origin in self.origins.values()]
-        self.guard = EgressGuard(EgressPolicy(allow_private=self.override is not None, resolver=resolver), bases)
+        self.guard = EgressGuard(
+            EgressPolicy(allow_private=self.override is not None, resolver=resolver, observer=observer), bases
+        )
         self._pacers: dict[str, _Pacer] = {}
         for key, origin in self.origins.items():
             self._pacers[key] = _Pacer(1.0 / origin.per_second if origin.per_second > 0 else 0.0)

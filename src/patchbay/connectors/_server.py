@@ -15,7 +15,11 @@ an async handler) and its origins, and calls :func:`run`. This module:
 
 Command line (what the registry's stdio target runs)::
 
-    python -I -m patchbay.connectors.paper_search [--base-url http://127.0.0.1:PORT]
+    python -I -m patchbay.connectors.paper_search [--audit-file HOME/egress-audit.jsonl --connector-id ID]
+        [--base-url http://127.0.0.1:PORT]
+
+With ``--audit-file`` and ``--connector-id`` every request the egress guard judged is one
+``mcp_builtin_request`` line of the egress audit (:func:`audit_observer`).
 
 ``--base-url`` is the loopback-only test override of :class:`~patchbay.connectors._http.SourceClient`.
 
@@ -28,6 +32,7 @@ import argparse
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -36,11 +41,23 @@ import pydantic
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from patchbay.adapters.egress_audit import AUDIT_FILE, EgressAudit
+from patchbay.adapters.transports.egress import EgressDecision
 from patchbay.connectors._http import Origin, SourceClient, checked_override
 from patchbay.core.errors import ErrorCode, PatchbayError, ValidationError
 from patchbay.core.version import __version__
 
-__all__ = ["Arguments", "BuiltinTool", "Handler", "build_server", "call", "main", "provenance", "tool_listing"]
+__all__ = [
+    "Arguments",
+    "BuiltinTool",
+    "Handler",
+    "audit_observer",
+    "build_server",
+    "call",
+    "main",
+    "provenance",
+    "tool_listing",
+]
 
 
 class Arguments(pydantic.BaseModel):
@@ -141,8 +158,41 @@ def provenance(source: str, endpoint: str, retrieved_at: str, request: Mapping[s
     return {"source": source, "endpoint": endpoint, "retrieved_at": retrieved_at, "request": dict(request)}
 
 
-async def _serve(name: str, tools: Sequence[BuiltinTool], origins: Mapping[str, Origin], base_url: str | None) -> None:
-    async with SourceClient(origins, base_url=base_url) as http:
+def audit_observer(audit_file: str, connector_id: str) -> Callable[[EgressDecision], None]:
+    """An egress guard observer appending one ``mcp_builtin_request`` line per verdict to
+    ``audit_file`` (metadata only: origin, time, approved; see :mod:`patchbay.adapters.egress_audit`).
+
+    Raises:
+        ValueError: ``audit_file`` is not an absolute path to a file named ``egress-audit.jsonl``.
+    """
+    path = Path(audit_file)
+    if not path.is_absolute() or path.name != AUDIT_FILE:
+        raise ValueError(f"--audit-file must be an absolute path to {AUDIT_FILE}")
+    audit = EgressAudit(path)
+
+    def observe(decision: EgressDecision) -> None:
+        try:
+            audit.record(
+                "mcp_builtin_request",
+                connector_id=connector_id,
+                origin=decision.origin,
+                project_id=None,
+                approved=decision.approved,
+            )
+        except ValueError:  # an origin the audit does not take: nothing but metadata is written
+            pass
+
+    return observe
+
+
+async def _serve(
+    name: str,
+    tools: Sequence[BuiltinTool],
+    origins: Mapping[str, Origin],
+    base_url: str | None,
+    observer: Callable[[EgressDecision], None] | None,
+) -> None:
+    async with SourceClient(origins, base_url=base_url, observer=observer) as http:
         server = build_server(name, tools, http)
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -158,10 +208,18 @@ def main(
     """
     parser = argparse.ArgumentParser(prog=f"python -m patchbay.connectors.{name.replace('-', '_')}")
     parser.add_argument("--base-url", default=None, help="tests only: a loopback origin replacing every public one")
+    parser.add_argument("--audit-file", default=None, help="the data home's egress-audit.jsonl")
+    parser.add_argument("--connector-id", default=None, help="this connector's id, for the audit lines")
     args = parser.parse_args(argv)
+    observer = None
+    if args.audit_file and args.connector_id:
+        try:
+            observer = audit_observer(args.audit_file, args.connector_id)
+        except ValueError as exc:
+            parser.error(str(exc))
     if args.base_url:
         try:
             checked_override(args.base_url)
         except ValueError as exc:
             parser.error(str(exc))
-    anyio.run(_serve, name, tools, origins, args.base_url)
+    anyio.run(_serve, name, tools, origins, args.base_url, observer)

@@ -50,13 +50,21 @@ class SeedReport:
         return bool(self.created or self.upgraded)
 
 
-def seed(repository: Repository, python: str, catalogue: Sequence[BuiltinSpec] = BUILTINS) -> SeedReport:
+def seed(
+    repository: Repository,
+    python: str,
+    catalogue: Sequence[BuiltinSpec] = BUILTINS,
+    *,
+    audit_file: str | None = None,
+) -> SeedReport:
     """Bring the registry's built-ins up to ``catalogue``, their command run by ``python``.
 
     Args:
         repository: the canonical store.
         python: the interpreter (absolute path) the built-ins' stdio targets start.
         catalogue: the built-ins (default :data:`~patchbay.core.builtins.BUILTINS`).
+        audit_file: the egress audit file the built-ins append their request lines to (their
+            target names it with their connector id, so a new one is written in two steps).
 
     Raises:
         CanonicalStateUnavailable: the store cannot be written.
@@ -66,14 +74,13 @@ def seed(repository: Repository, python: str, catalogue: Sequence[BuiltinSpec] =
     upgraded: list[str] = []
     shadowed: list[str] = []
     for spec in catalogue:
-        target = builtin_target(spec, python)
         current = existing.get(spec.name.lower())
         if current is None:
             try:
-                repository.connectors.create(
+                current = repository.connectors.create(
                     spec.name,
                     spec.display_name,
-                    target,
+                    builtin_target(spec, python),
                     source="builtin",
                     description=spec.description,
                     terms_url=spec.terms_url,
@@ -82,12 +89,15 @@ def seed(repository: Repository, python: str, catalogue: Sequence[BuiltinSpec] =
             except ConfigError:  # another process registered the name in between
                 continue
             created.append(spec.name)
-        elif current.source != "builtin":
+        if current.source != "builtin":
             shadowed.append(spec.name)
-        elif current.target != target:
+            continue
+        target = builtin_target(spec, python, audit_file=audit_file, connector_id=current.connector_id)
+        if current.target != target:
             try:
                 repository.connectors.update(current.connector_id, current.revision, target=target)
             except (RevisionConflictError, NotFoundError):  # changed or removed in between: next time
                 continue
-            upgraded.append(spec.name)
+            if spec.name not in created:
+                upgraded.append(spec.name)
     return SeedReport(tuple(created), tuple(upgraded), tuple(shadowed))

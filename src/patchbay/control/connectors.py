@@ -184,9 +184,11 @@ class ConnectorService:
         Raises:
             CanonicalStateUnavailable: the store cannot be written.
         """
+        from patchbay.adapters.egress_audit import audit_path
         from patchbay.control.builtins import seed
 
-        report = seed(self.repository, python or sys.executable)
+        audit_file = str(audit_path(self.settings.home).absolute())
+        report = seed(self.repository, python or sys.executable, audit_file=audit_file)
         return self._reprojected(report) if report.changed else report
 
     def add(

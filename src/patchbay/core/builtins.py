@@ -72,7 +72,16 @@ BUILTINS: tuple[BuiltinSpec, ...] = (
 """Every built-in connector, by name order of the catalogue."""
 
 
-def builtin_target(spec: BuiltinSpec, python: str) -> StdioTarget:
+def builtin_target(
+    spec: BuiltinSpec, python: str, *, audit_file: str | None = None, connector_id: str | None = None
+) -> StdioTarget:
     """The stdio target that starts ``spec``'s server with interpreter ``python`` (an absolute path,
-    normally ``sys.executable`` of the process that seeds)."""
-    return StdioTarget(command=python, args=("-I", "-m", spec.module))
+    normally ``sys.executable`` of the process that seeds).
+
+    With ``audit_file`` (the data home's ``egress-audit.jsonl``) and ``connector_id``, the server
+    appends one metadata-only egress audit line per HTTP request it sends or the guard refuses.
+    """
+    args: tuple[str, ...] = ("-I", "-m", spec.module)
+    if audit_file is not None and connector_id is not None:
+        args += ("--audit-file", audit_file, "--connector-id", connector_id)
+    return StdioTarget(command=python, args=args)
