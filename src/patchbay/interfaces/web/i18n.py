@@ -277,6 +277,8 @@ JS_MESSAGES: Mapping[str, str] = {
     "env_needs_value": N_("{name} needs a value."),
     "connector_added": N_("{name} was added"),
     "connector_updated": N_("{name} was changed"),
+    # built-in connectors
+    "group_builtin": N_("Built-in connectors"),
 }
 """Strings the scripts show, by key (``{name}`` placeholders are filled in by the script)."""
 
