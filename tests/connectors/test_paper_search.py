@@ -202,6 +202,7 @@ async def test_pubmed_uses_the_bound_api_key_and_never_shows_it(tmp_path: Path, 
     assert "k-0123456789abcdef" not in json.dumps(page) + json.dumps(log)
     assert [seen.query.get("api_key") for seen in origin.requests] == ["k-0123456789abcdef"] * 2
     assert origin.requests[1].query["id"] == "38000001,37000003"
+    assert {seen.query["email"] for seen in origin.requests} == {"lab@example.org"}
     assert origin.requests[0].headers["user-agent"].endswith("mailto:lab@example.org)")
 
 

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import Field
 
-from patchbay.connectors._http import Origin, SourceClient, json_object
+from patchbay.connectors._http import CONTACT_ENV, Origin, SourceClient, json_object
 from patchbay.connectors._records import ABSTRACT_CHARS, as_int, authors, clip, split_authors
 from patchbay.connectors._server import Arguments, BuiltinTool, main, provenance
 from patchbay.core.errors import ErrorCode, SourceError
@@ -243,8 +243,12 @@ class PubMedSearch(Arguments):
 
 
 def _ncbi_params() -> dict[str, str]:
-    """``tool``/``api_key`` for every E-utilities request (never part of a result)."""
+    """``tool``, ``email`` (the configured contact) and ``api_key`` for every E-utilities request, as
+    NCBI asks (never part of a result)."""
     params = {"tool": "patchbay"}
+    contact = os.environ.get(CONTACT_ENV, "").strip()
+    if "@" in contact and len(contact) <= 200:
+        params["email"] = contact
     key = os.environ.get(API_KEY_ENV, "").strip()
     if key:
         params["api_key"] = key
