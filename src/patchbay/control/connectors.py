@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +26,7 @@ from patchbay.control.options import checked_options as _checked_options
 from patchbay.control.options import merge_runtime_options
 from patchbay.control.queries import ConnectorQueries, catalog_fingerprint, real_dir
 from patchbay.core.credentials import BINDINGS_KEY, check_bindings
-from patchbay.core.errors import ConfigError, NotFoundError
+from patchbay.core.errors import BuiltinConnectorError, CanonicalStateUnavailable, ConfigError, NotFoundError
 from patchbay.core.models import (
     RESOURCE_SUBJECT,
     Connector,
@@ -54,6 +55,7 @@ from patchbay.core.validation import (
 )
 
 if TYPE_CHECKING:
+    from patchbay.control.builtins import SeedReport
     from patchbay.control.probe import Prober
     from patchbay.control.projection import ProjectionReport, Projector
     from patchbay.control.transport_detect import TransportDetection
@@ -134,6 +136,11 @@ class ConnectorService:
         self.last_projection: ProjectionReport | None = None
         """What the re-projection after the last committed mutation wrote or skipped."""
         self._committed: list[CommittedListener] = []
+        if settings.builtins:
+            try:
+                self.seed_builtins()
+            except CanonicalStateUnavailable as exc:  # a read-only store still serves reads
+                _log.warning("the built-in connectors could not be seeded: %s", exc)
 
     @property
     def prober(self) -> Prober:
@@ -192,6 +199,24 @@ class ConnectorService:
         return result
 
     # -- connectors -------------------------------------------------------------------------
+
+    def seed_builtins(self, python: str | None = None) -> SeedReport:
+        """Register the built-in connectors that are missing and update the command of those that
+        changed (:func:`patchbay.control.builtins.seed`); runs when the service opens with
+        ``settings.builtins`` on. A user's choices, bindings, grants and caches are never touched.
+
+        Args:
+            python: the interpreter the built-ins run with; default this process's.
+
+        Raises:
+            CanonicalStateUnavailable: the store cannot be written.
+        """
+        from patchbay.adapters.egress_audit import audit_path
+        from patchbay.control.builtins import seed
+
+        audit_file = str(audit_path(self.settings.home).absolute())
+        report = seed(self.repository, python or sys.executable, audit_file=audit_file)
+        return self._reprojected(report) if report.changed else report
 
     def add(
         self,
@@ -538,12 +563,18 @@ class ConnectorService:
 
         Raises:
             NotFoundError: ``not_found``.
+            BuiltinConnectorError: ``builtin_connector``: a built-in's command is not the user's.
             ConfigError: ``invalid_config``: runtime options or credential bindings the new
                 transport does not take (field e.g. ``limits``, ``bindings``), OAuth settings on a
                 target that is no URL (field ``target``); nothing stored.
             RevisionConflictError: ``revision_conflict``; nothing stored.
         """
         connector = self.get(name)
+        if connector.source == "builtin":
+            raise BuiltinConnectorError(
+                f"{name} is built in: its command is part of Patchbay (its settings can be changed)",
+                details={"connector": name},
+            )
         config = merge_runtime_options(connector.runtime_config, runtime_options or {})
         try:
             _checked_options(config, target)

@@ -107,6 +107,9 @@ class Settings(BaseSettings):
     api_max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
     """Most bytes of one REST API request body (declared or streamed); a bigger one is refused with
     413 ``payload_too_large`` before more of it is read."""
+    builtins: bool = True
+    """Seed the built-in connectors (``patchbay.core.builtins``) into the registry when the control
+    plane opens (``PATCHBAY_BUILTINS=off``: never; built-ins already registered stay)."""
     redis_url: SecretStr | None = None
     """Redis for coordination between instances (``redis://[:password@]host:6379/0``); unset: one
     instance, coordination in process. Only its redacted form (:attr:`redis_url_display`) is shown."""

@@ -299,3 +299,17 @@ def test_set_refuses_transport_auto(run) -> None:
     assert run("connector", "add", "docs", "--url", "https://mcp.example.com/mcp").exit_code == 0
     result = run("connector", "set", "docs", "--url", "https://mcp.example.com/x", "--transport", "auto")
     assert result.exit_code == 1 and "transport" in result.output
+
+
+def test_list_shows_builtins_in_their_own_group_and_remove_refuses_them(
+    run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATCHBAY_BUILTINS", "on")
+    run("connector", "add", "mine", "--", "true")
+    listed = run("connector", "list").stdout
+    assert listed.index("mine") < listed.index("built-in connectors") < listed.index("paper-search")
+    assert "Europe PMC" in listed.replace("\n", " ")
+    removed = run("connector", "remove", "paper-search")
+    assert removed.exit_code != 0
+    assert "builtin_connector" in removed.stdout + removed.stderr
+    assert "paper-search" in run("connector", "list").stdout

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from patchbay.control.states import connector_states
+from patchbay.core.builtins import BUILTINS
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeOutcome, SocketTarget, StdioTarget
 from patchbay.core.redaction import redact_text
@@ -209,7 +210,8 @@ def add(
 @app.command("list")
 @handle_errors
 def list_(as_json: bool = JSON_OPTION) -> None:
-    """List connectors with their status and tool count.
+    """List connectors with their status and tool count; built-in connectors in their own group,
+    with their data sources and terms link.
 
     The status is the settings page's badge (invalid > disabled > needs-auth > error >
     connecting/checking > connected/ready > unknown, from the configuration, the credentials, the
@@ -229,21 +231,26 @@ def list_(as_json: bool = JSON_OPTION) -> None:
         return
     service = state.service()
     table = Table("name", "enabled", "status", "tools", "transport", "target", "approval")
+    builtins = Table(
+        "name", "enabled", "status", "tools", "data source", "terms", "approval", title="built-in connectors"
+    )
     for c, states in zip(connectors, connector_states(service, connectors), strict=True):  # no catalog parsed
         status: str = states.status
         outcome = states.outcome
         if status == "error" and outcome is not None and outcome.code:
             status = f"error ({outcome.code})"
-        table.add_row(
-            c.name,
-            "yes" if c.settings.enabled else "no",
-            status,
-            "-" if states.tool_count is None else str(states.tool_count),
-            c.transport,
-            describe_target(c),
-            c.settings.approval_mode,
-        )
-    out_console.print(table)
+        enabled = "yes" if c.settings.enabled else "no"
+        tools = "-" if states.tool_count is None else str(states.tool_count)
+        if c.source == "builtin":
+            spec = next((spec for spec in BUILTINS if spec.name == c.name), None)
+            sources = ", ".join(spec.data_sources) if spec is not None else "-"
+            builtins.add_row(c.name, enabled, status, tools, sources, c.terms_url or "-", c.settings.approval_mode)
+            continue
+        table.add_row(c.name, enabled, status, tools, c.transport, describe_target(c), c.settings.approval_mode)
+    if table.row_count:
+        out_console.print(table)
+    if builtins.row_count:
+        out_console.print(builtins)
 
 
 @app.command("show")

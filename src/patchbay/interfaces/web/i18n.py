@@ -305,6 +305,8 @@ JS_MESSAGES: Mapping[str, str] = {
     "import_rename_conflicts": N_("{name} is taken as well: choose another name"),
     "transport_detected": N_("Transport detected: {transport}"),
     "transport_detected_auth": N_("Transport detected: {transport}; the server asks for authorization"),
+    # built-in connectors
+    "group_builtin": N_("Built-in connectors"),
 }
 """Strings the scripts show, by key (``{name}`` placeholders are filled in by the script)."""
 

@@ -207,6 +207,26 @@ async def test_a_builtin_connector_cannot_be_deleted(api: Api) -> None:
     assert (await api.client.get(f"/api/mcp/connectors/{builtin.connector_id}")).json()["source"] == "builtin"
 
 
+async def test_a_builtin_connectors_command_cannot_be_changed_but_its_details_can(api: Api) -> None:
+    builtin = api.service.repository.connectors.create(
+        "paper-search", "Paper Search", HttpTarget(url="https://papers.example/mcp"), source="builtin"
+    )
+    moved = await api.client.patch(
+        "/api/mcp/connectors/paper-search",
+        json={
+            "revision": builtin.revision,
+            "target": {"transport": "streamable_http", "url": "https://other.example/mcp"},
+        },
+    )
+    assert moved.status_code == 403 and error_of(moved)["code"] == "builtin_connector"
+    renamed = await api.client.patch(
+        "/api/mcp/connectors/paper-search", json={"revision": builtin.revision, "display_name": "Papers"}
+    )
+    assert renamed.status_code == 200, renamed.text
+    detail = (await api.client.get("/api/mcp/connectors/paper-search")).json()
+    assert (detail["display_name"], detail["target"]["url"]) == ("Papers", "https://papers.example/mcp")
+
+
 async def test_no_response_ever_carries_a_credential_value(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     canary = f"pbapi-canary-{uuid.uuid4().hex}"
     monkeypatch.setenv("PB_API_CANARY", canary)
