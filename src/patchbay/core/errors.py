@@ -110,6 +110,8 @@ class ErrorCode(StrEnum):
     UNAUTHORIZED = "unauthorized"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     CSRF_FAILED = "csrf_failed"
+    # a session event log whose seq or hash chain does not verify (a row altered or missing)
+    EVENT_CHAIN_BROKEN = "event_chain_broken"
 
 
 class FailureReason(StrEnum):

@@ -94,6 +94,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
     ErrorCode.CSRF_FAILED: 403,
     ErrorCode.UNKNOWN: 500,
+    ErrorCode.EVENT_CHAIN_BROKEN: 500,
 }
 """HTTP status of each stable code the API answers with (see the module docstring)."""
 
