@@ -48,6 +48,7 @@ from patchbay.runtime.context.resources import (
     list_resource_templates,
     list_resources,
 )
+from patchbay.runtime.events.backend import open_event_log
 from patchbay.runtime.events.log import EventLog, new_session_id, session_log_path
 from patchbay.runtime.output.guard import OutputGuard
 from patchbay.runtime.scope import tool_scope
@@ -242,7 +243,8 @@ class Runtime:
         # All connections of the process share one budget for the big messages they are reading.
         process_budget(self.settings.inflight_budget_bytes)
         async with AsyncExitStack() as stack:
-            self._log = EventLog(
+            self._log = open_event_log(
+                self.settings,
                 self._log_path,
                 self._session_id,
                 metadata={"workspace": self.config.workspace, "projectId": self.config.project_id},

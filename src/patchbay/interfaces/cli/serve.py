@@ -6,7 +6,7 @@ refused unless ``--allow-remote`` is given, and then a warning is printed: the A
 local commands, so whoever reaches it with the token can make this machine run programs. Every
 request needs the data home's API token (:mod:`patchbay.interfaces.api.auth`); ``--no-auth``
 serves without it, on loopback only, with a loud warning. At start it prints the URL, the data
-home and the database, and last the settings page URL: the login URL, which
+home, the database and this process's instance id (:mod:`patchbay.adapters.instance`), and last the settings page URL: the login URL, which
 logs the browser in and lands on ``/ui`` (the one line that shows the token; ``--json``: one JSON
 object with ``token`` and ``login_url``), then serves until interrupted (Ctrl-C or SIGTERM).
 
@@ -160,6 +160,9 @@ def serve(
         require_token=not no_auth,
     )
     context = app.state.context
+    from patchbay.adapters.instance import instance_id
+
+    instance = instance_id()  # made once per process, now: in /api/health and (shared store) every event
     store_problem = None
     database = database_label(settings.resolved_database_url)
     progress.step(f"opening the store ({database}; migrations run if it is not at the latest schema)")
@@ -211,7 +214,13 @@ def serve(
         login = login_url(url, token) if token is not None else None
         if as_json:
             document = redact_output(
-                {"url": url, "openapi": f"{url}/openapi.json", "home": str(settings.home), "database": database}
+                {
+                    "url": url,
+                    "openapi": f"{url}/openapi.json",
+                    "home": str(settings.home),
+                    "database": database,
+                    "instance": instance,
+                }
             )
             # the one place the token is shown: written past the redacting output on purpose
             document.update(token=token, login_url=login)
@@ -220,6 +229,7 @@ def serve(
             out_console.print(Text(f"Patchbay API: {url}  (OpenAPI: {url}/openapi.json, docs: {url}/docs)"))
             out_console.print(Text(f"Data home: {settings.home}"))
             out_console.print(Text(f"Database: {database}"))
+            out_console.print(Text(f"Instance: {instance}"))
             out_console.print(Text("Press Ctrl-C to stop. Open this URL in your browser to manage your connectors:"))
             # last, so it is what a person sees: the login URL, which lands on the settings page
             # (the one line that shows the token: written past the redacting output on purpose)

@@ -30,7 +30,8 @@ from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.responses import render_redacted
 from patchbay.interfaces.api.routes._deps import Context, workspace_or_default
 from patchbay.runtime.calls.permissions import ApprovalAnswer, ApprovalRequest
-from patchbay.runtime.events.reading import MAX_PAGE, SessionLogs
+from patchbay.runtime.events import MAX_PAGE
+from patchbay.runtime.events.backend import session_logs
 from patchbay.runtime.sessions import SessionInfo
 
 __all__ = ["router"]
@@ -154,7 +155,7 @@ def session_events(
     for an open session or one closed long ago whose log is on disk. Payloads were redacted when
     written and are redacted again here. Page on with ``next_after_seq`` while ``has_more``; an open
     session may log more later. An unknown session is 404 ``not_found``."""
-    page = SessionLogs(context.settings.sessions_dir).page(session_id, after_seq=after_seq, limit=limit)
+    page = session_logs(context.settings).page(session_id, after_seq=after_seq, limit=limit)
     return c.SessionEvents(
         session_id=page.session_id, events=page.events, next_after_seq=page.next_after_seq, has_more=page.has_more
     )
