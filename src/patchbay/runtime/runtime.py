@@ -216,7 +216,9 @@ class Runtime:
     @property
     def event_log_path(self) -> Path:
         """``<settings.sessions_dir>/<session_id>.jsonl``; every event appended so far is in the file
-        when this returns (the log is flushed for whoever reads it)."""
+        when this returns (the log is flushed for whoever reads it). With a PostgreSQL store there
+        is no file: the events are in the store's table
+        (:func:`~patchbay.runtime.events.backend.session_logs` reads them)."""
         if self._log is not None:
             self._log.flush()
         return self._log_path
