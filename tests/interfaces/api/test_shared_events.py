@@ -84,3 +84,12 @@ def test_a_session_called_through_one_instance_is_read_through_another(tmp_path:
             env=env,
         )
         assert [e["seq"] for e in json.loads(done.stdout)["events"]] == [3, 4]
+        done = subprocess.run(
+            ["patchbay", "--home", str(tmp_path / "c"), "sessions", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        listed = json.loads(done.stdout)["sessions"]
+        assert [(s["session_id"], s["events"], s["calls"]) for s in listed] == [(sid, len(events), 1)]

@@ -16,7 +16,7 @@ from patchbay.adapters.store import create_engine_for, upgrade_to_head
 from patchbay.core.errors import ErrorCode, NotFoundError, PatchbayError
 from patchbay.core.settings import Settings
 from patchbay.runtime.events.backend import events_in_database, open_event_log, session_logs
-from patchbay.runtime.events.database import DatabaseEventLog, DatabaseSessionLogs
+from patchbay.runtime.events.database import DatabaseEventLog, DatabaseSessionLogs, event_engine
 from patchbay.runtime.events.log import EventLog, session_log_path
 from patchbay.runtime.events.reading import SessionLogs
 from tests.support.postgres import postgres_schema
@@ -54,6 +54,7 @@ def test_the_store_url_chooses_files_or_the_table(tmp_path: Path, pg_url: str) -
         log.append("user.message", {"text": "hi"})
     assert not (tmp_path / "sessions" / f"{SID}.jsonl").exists()
     assert [e["type"] for e in session_logs(shared).page(SID).events] == ["user.message"]
+    event_engine(pg_url).dispose()  # the process's engine for that URL: its schema goes after this test
 
 
 def test_events_are_redacted_carry_the_instance_and_continue_a_session(engine: Engine) -> None:
