@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pydantic
 from anyio.abc import TaskGroup
 
@@ -48,7 +50,7 @@ from patchbay.runtime.context.resources import (
     list_resource_templates,
     list_resources,
 )
-from patchbay.runtime.events.backend import open_event_log
+from patchbay.runtime.events.backend import events_in_database, open_event_log
 from patchbay.runtime.events.log import EventLog, new_session_id, session_log_path
 from patchbay.runtime.output.guard import OutputGuard
 from patchbay.runtime.scope import tool_scope
@@ -245,14 +247,22 @@ class Runtime:
         # All connections of the process share one budget for the big messages they are reading.
         process_budget(self.settings.inflight_budget_bytes)
         async with AsyncExitStack() as stack:
-            self._log = open_event_log(
+            opening = functools.partial(
+                open_event_log,
                 self.settings,
                 self._log_path,
                 self._session_id,
                 metadata={"workspace": self.config.workspace, "projectId": self.config.project_id},
                 keep=tuple(s.name for s in self.config.servers),
             )
-            stack.callback(self._log.close)
+            if events_in_database(self.settings):
+                # the table's log reads the database at open and waits for its commits at close:
+                # both in a worker thread, never on the event loop
+                self._log = await anyio.to_thread.run_sync(opening)
+                stack.push_async_callback(_close_in_thread, self._log)
+            else:
+                self._log = opening()
+                stack.callback(self._log.close)
             for rejected in self.config.rejected:
                 # Left out of this runtime (its entry failed its checks): it never starts here.
                 self._log.append(
@@ -557,3 +567,9 @@ class Runtime:
             ToolCallError: see :func:`patchbay.runtime.context.prompts.expand_prompt`.
         """
         return await expand_prompt(self._peer(connector), prompt, arguments)
+
+
+async def _close_in_thread(log: EventLog) -> None:
+    """Close ``log`` in a worker thread, even while the closing task is being cancelled."""
+    with anyio.CancelScope(shield=True):
+        await anyio.to_thread.run_sync(log.close)

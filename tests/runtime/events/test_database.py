@@ -115,3 +115,22 @@ def test_a_gap_in_a_jsonl_log_breaks_its_chain(tmp_path: Path) -> None:
     with pytest.raises(PatchbayError) as caught:
         SessionLogs(tmp_path).page(SID)
     assert caught.value.code is ErrorCode.EVENT_CHAIN_BROKEN
+
+
+async def test_appends_on_the_event_loop_never_wait_for_a_locked_table(engine: Engine) -> None:
+    from sqlalchemy import text
+
+    log = DatabaseEventLog(engine, SID)
+    try:
+        with engine.connect() as holder:
+            holder.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:s, 7))"), {"s": SID})
+            with anyio.fail_after(2):  # the writer thread is stuck on the lock; the loop is not
+                for _ in range(100):
+                    log.append("user.message", {"text": "queued"})
+                    await anyio.lowlevel.checkpoint()
+            assert not log.sync(timeout=0.2)
+            holder.rollback()  # releases the lock
+        assert log.sync()
+        assert DatabaseSessionLogs(engine).summary(SID).events == 100
+    finally:
+        log.close()
