@@ -42,7 +42,8 @@ The codes (:class:`ErrorCode`); :mod:`patchbay.interfaces.api.errors` gives each
   ``canonical_state_unavailable``, ``runtime_reload_failed``, ``tool_error``;
 * answered by the REST API's middleware and handlers, carried by no PatchbayError:
   ``origin_refused``, ``method_not_allowed``, ``unauthorized``, ``payload_too_large``,
-  ``csrf_failed`` (a cookie-authenticated unsafe request without the page's CSRF header).
+  ``csrf_failed`` (a cookie-authenticated unsafe request without the page's CSRF header);
+* session event logs: ``event_chain_broken`` (a log whose seqs or hash chain do not verify).
 
 Why a tool call failed (:class:`FailureReason`, the code of a failed call): ``permission_denied``,
 ``approval_unavailable``, ``unknown_tool``, ``ambiguous_call``, ``cancelled``, ``tool_error``,
