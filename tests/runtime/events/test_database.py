@@ -134,3 +134,29 @@ async def test_appends_on_the_event_loop_never_wait_for_a_locked_table(engine: E
         assert DatabaseSessionLogs(engine).summary(SID).events == 100
     finally:
         log.close()
+
+
+async def test_two_logs_of_one_session_on_two_engines_interleave_without_gaps(engine: Engine, pg_url: str) -> None:
+    other = create_engine_for(pg_url)
+    logs = [DatabaseEventLog(engine, SID), DatabaseEventLog(other, SID)]  # two instances, one session
+
+    async def write(log: DatabaseEventLog, tag: int) -> None:
+        for index in range(40):
+            log.append("user.message", {"writer": tag, "index": index})
+            await anyio.lowlevel.checkpoint()
+
+    try:
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for tag, log in enumerate(logs):
+                    tg.start_soon(write, log, tag)
+        for log in logs:
+            log.close()
+        events = DatabaseSessionLogs(engine).page(SID, limit=100).events  # verifies the chain
+        assert [e["seq"] for e in events] == list(range(1, 81))
+        for tag in (0, 1):  # each writer's events in its own order
+            assert [e["payload"]["index"] for e in events if e["payload"]["writer"] == tag] == list(range(40))
+    finally:
+        for log in logs:
+            log.close()
+        other.dispose()
