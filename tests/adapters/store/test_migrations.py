@@ -39,6 +39,7 @@ TABLES = {
     "mcp_probe_outcomes",
     "state_version",
     "session_events",
+    "session_records",
 }
 
 

@@ -102,7 +102,15 @@ def test_summaries_count_events_and_calls(any_repo: Repository) -> None:
     store.append(SID, [*_rows(2), *_rows(1, "model.tool_call_requested")], instance="i")
     store.append("ses_00000000000000bb", [EventRow("user.message", "2026-12-03T09:00:00.000Z", "{}")], instance="i")
     summary = store.summary(SID)
-    assert (summary.events, summary.calls, summary.started_at) == (3, 1, TS)
+    assert (summary.events, summary.calls, summary.started_at, summary.workspace) == (3, 1, TS, None)
+    store.start(SID, workspace="/work/repo", project_id="prj_1", started_at="2026-12-03T07:00:00.000Z")
+    store.start(SID, workspace="/elsewhere", project_id=None, started_at="2026-12-04T07:00:00.000Z")  # kept: first
+    summary = store.summary(SID)
+    assert (summary.workspace, summary.project_id, summary.started_at) == (
+        "/work/repo",
+        "prj_1",
+        "2026-12-03T07:00:00.000Z",
+    )
     assert [s.session_id for s in store.recent(limit=5)] == ["ses_00000000000000bb", SID]
 
 

@@ -92,4 +92,6 @@ def test_a_session_called_through_one_instance_is_read_through_another(tmp_path:
             env=env,
         )
         listed = json.loads(done.stdout)["sessions"]
-        assert [(s["session_id"], s["events"], s["calls"]) for s in listed] == [(sid, len(events), 1)]
+        assert [(s["session_id"], s["events"], s["calls"], s["workspace"]) for s in listed] == [
+            (sid, len(events), 1, str(workspace.resolve()))
+        ]

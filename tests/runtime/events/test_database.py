@@ -90,12 +90,13 @@ async def test_the_background_writer_commits_off_the_event_loop(engine: Engine) 
 
 
 def test_an_open_log_of_this_process_is_committed_before_it_is_read(engine: Engine) -> None:
-    with DatabaseEventLog(engine, SID) as log:
+    with DatabaseEventLog(engine, SID, metadata={"workspace": "/work/repo", "projectId": "prj_1"}) as log:
         log.append("user.message", {"text": "one"}, defer=True)
         log.append("user.message", {"text": "two"})
         assert len(DatabaseSessionLogs(engine).page(SID).events) == 2
         summary = DatabaseSessionLogs(engine).summary(SID)
-        assert (summary.events, summary.calls) == (2, 0)
+        assert (summary.events, summary.calls, summary.workspace, summary.project_id) == (2, 0, "/work/repo", "prj_1")
+        assert [s.session_id for s in DatabaseSessionLogs(engine).recent()] == [SID]
 
 
 def test_unknown_and_malformed_sessions_are_not_found(engine: Engine) -> None:

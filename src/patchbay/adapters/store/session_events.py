@@ -2,7 +2,9 @@
 
 One row per event: ``session_id``, ``seq``, ``type``, ``ts``, ``instance`` (the writing
 process, :mod:`patchbay.adapters.instance`), ``payload`` (the redacted payload as compact JSON
-text, exactly as a JSONL line holds it) and ``hash``. :meth:`SessionEventStore.append` assigns
+text, exactly as a JSONL line holds it) and ``hash``; beside them ``session_records`` keeps
+what describes a session (``workspace``, ``project_id``, ``started_at``: the JSONL log's
+metadata record, :meth:`SessionEventStore.start`). :meth:`SessionEventStore.append` assigns
 the seqs inside its own transaction, after taking a per-session lock (a transaction-scoped
 advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite), so any number of writers in any
 number of processes give one session unique, gap-free seqs from 1.
@@ -27,7 +29,7 @@ from typing import Any
 from sqlalchemy import Engine, case, func, insert, select, text
 
 from patchbay.adapters.store._transactions import WRITE_OPTION
-from patchbay.adapters.store.tables import session_events
+from patchbay.adapters.store.tables import session_events, session_records
 from patchbay.core.errors import ErrorCode, NotFoundError, PatchbayError
 
 __all__ = ["CHAIN_START", "EventRow", "SessionEventStore", "StoredSession", "chain_hash", "event_line"]
@@ -68,7 +70,10 @@ class StoredSession:
     """A session as the table knows it (times are ISO-8601 UTC strings)."""
 
     session_id: str
+    workspace: str | None
+    project_id: str | None
     started_at: str | None
+    """When the session started (its record, else its first event)."""
     last_event_at: str | None
     events: int
     calls: int
@@ -127,6 +132,26 @@ class SessionEventStore:
                 )
             conn.execute(insert(session_events), values)
         return [v["seq"] for v in values]
+
+    def start(self, session_id: str, *, workspace: str | None, project_id: str | None, started_at: str) -> None:
+        """Record what describes the session, unless it has a record already (a continued session
+        keeps its first one). The values are stored as given: redact them first.
+
+        Raises:
+            sqlalchemy.exc.SQLAlchemyError: the database refused.
+        """
+        with self.engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:s, 7))"), {"s": session_id})
+            known = conn.execute(
+                select(session_records.c.session_id).where(session_records.c.session_id == session_id)
+            ).first()
+            if known is None:
+                conn.execute(
+                    insert(session_records).values(
+                        session_id=session_id, workspace=workspace, project_id=project_id, started_at=started_at
+                    )
+                )
 
     def last_seq(self, session_id: str) -> int:
         """The seq of the session's last event (0 when it has none)."""
@@ -198,18 +223,36 @@ class SessionEventStore:
         return self._summaries(session_id=None, limit=limit)
 
     def _summaries(self, *, session_id: str | None, limit: int) -> list[StoredSession]:
-        c = session_events.c
+        c, r = session_events.c, session_records.c
         calls = func.sum(case((c.type == _CALL_EVENT, 1), else_=0))
-        query = select(c.session_id, func.min(c.ts), func.max(c.ts), func.max(c.seq), calls).group_by(c.session_id)
+        events = select(
+            c.session_id.label("session_id"),
+            func.min(c.ts).label("first_ts"),
+            func.max(c.ts).label("last_ts"),
+            func.max(c.seq).label("last_seq"),
+            calls.label("calls"),
+        ).group_by(c.session_id)
         if session_id is not None:
-            query = query.where(c.session_id == session_id)
-        query = query.order_by(func.max(c.ts).desc(), c.session_id).limit(limit)
+            events = events.where(c.session_id == session_id)
+        grouped = events.subquery()
+        query = (
+            select(grouped, r.workspace, r.project_id, r.started_at)
+            .select_from(grouped.outerjoin(session_records, r.session_id == grouped.c.session_id))
+            .order_by(grouped.c.last_ts.desc(), grouped.c.session_id)
+            .limit(limit)
+        )
         with self.engine.connect() as conn:
             return [
                 StoredSession(
-                    session_id=r[0], started_at=r[1], last_event_at=r[2], events=int(r[3]), calls=int(r[4] or 0)
+                    session_id=row.session_id,
+                    workspace=row.workspace,
+                    project_id=row.project_id,
+                    started_at=row.started_at or row.first_ts,
+                    last_event_at=row.last_ts,
+                    events=int(row.last_seq),
+                    calls=int(row.calls or 0),
                 )
-                for r in conn.execute(query)
+                for row in conn.execute(query)
             ]
 
 

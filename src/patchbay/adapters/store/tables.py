@@ -54,6 +54,7 @@ __all__ = [
     "mcp_tool_cache",
     "metadata",
     "session_events",
+    "session_records",
     "projects",
     "state_version",
 ]
@@ -296,3 +297,16 @@ session_events = Table(
 """Session event logs when the store is shared (PostgreSQL): one row per event, ``seq`` assigned
 in the inserting transaction, ``hash`` chaining each event to the one before (see
 :mod:`patchbay.adapters.store.session_events`). Not canonical state: the runtime appends here."""
+
+
+session_records = Table(
+    "session_records",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("workspace", Text),
+    Column("project_id", Text),
+    Column("started_at", Text, nullable=False),
+    sqlite_strict=True,
+)
+"""What describes a session whose events are in ``session_events`` (the JSONL log's metadata
+record): written once, when the session first opens its log."""

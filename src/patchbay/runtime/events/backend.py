@@ -47,7 +47,8 @@ def open_event_log(
     keep: tuple[str, ...] = (),
 ) -> EventLog:
     """The event log of ``session_id``: the JSONL file ``path``, or with a PostgreSQL store a
-    :class:`~patchbay.runtime.events.database.DatabaseEventLog` (``metadata`` is then not kept).
+    :class:`~patchbay.runtime.events.database.DatabaseEventLog` (``metadata`` then goes to the
+    session's record in the store).
 
     Raises:
         PatchbayError: ``validation_error`` as :class:`EventLog` raises it.
@@ -58,7 +59,7 @@ def open_event_log(
         return EventLog(path, session_id, metadata=metadata, keep=keep)
     from patchbay.runtime.events.database import DatabaseEventLog, event_engine
 
-    return DatabaseEventLog(event_engine(settings.resolved_database_url), session_id, keep=keep)
+    return DatabaseEventLog(event_engine(settings.resolved_database_url), session_id, metadata=metadata, keep=keep)
 
 
 def session_logs(settings: Settings) -> EventReader:

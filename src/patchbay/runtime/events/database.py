@@ -29,7 +29,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from patchbay.adapters.instance import instance_id
 from patchbay.adapters.store import create_engine_for
-from patchbay.adapters.store.session_events import EventRow, SessionEventStore
+from patchbay.adapters.store.session_events import EventRow, SessionEventStore, StoredSession
 from patchbay.core.errors import NotFoundError, ValidationError
 from patchbay.core.redaction import redact_value
 from patchbay.runtime.events import MAX_PAGE
@@ -76,7 +76,8 @@ class DatabaseEventLog(EventLog):
     Args:
         engine: the shared store's engine (migrated to head).
         session_id: as for :class:`EventLog`; ``path`` is ``<session_id>`` (no file is written).
-        known_secrets, keep: as for :class:`EventLog`.
+        known_secrets, metadata, keep: as for :class:`EventLog` (``metadata``'s ``workspace`` and
+            ``projectId``, redacted, go to the session's record; a continued session keeps its own).
 
     The seqs :meth:`append` returns are this writer's count, continued from the table's last seq
     at open; the table assigns the stored ones when it inserts, so two writers of one session
@@ -93,6 +94,7 @@ class DatabaseEventLog(EventLog):
         session_id: str,
         *,
         known_secrets: tuple[str, ...] = (),
+        metadata: dict[str, Any] | None = None,
         keep: tuple[str, ...] = (),
     ):
         if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
@@ -101,6 +103,13 @@ class DatabaseEventLog(EventLog):
         self._init_state(session_id, known_secrets, keep)
         self._store = SessionEventStore(engine)
         self._instance = instance_id()
+        record = self._redact({k: v for k, v in (metadata or {}).items() if k in ("workspace", "projectId")})
+        self._store.start(
+            session_id,
+            workspace=_text_or_none(record.get("workspace")),
+            project_id=_text_or_none(record.get("projectId")),
+            started_at=self._timestamp(int(time.time() * 1000)),
+        )
         self._seq = self._store.last_seq(session_id)
         self._calls = 0
         self._meta = None
@@ -227,7 +236,7 @@ class DatabaseSessionLogs:
         return EventPage(session_id=session_id, events=events, next_after_seq=next_after, has_more=has_more)
 
     def summary(self, session_id: str) -> SessionSummary:
-        """As :meth:`SessionLogs.summary` (no workspace or project: the table does not keep them).
+        """As :meth:`SessionLogs.summary`.
 
         Raises:
             NotFoundError: ``not_found`` when the session has no event.
@@ -248,11 +257,15 @@ class DatabaseSessionLogs:
         return [_summary(s) for s in self._store.recent(limit=limit)]
 
 
-def _summary(stored: Any) -> SessionSummary:
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _summary(stored: StoredSession) -> SessionSummary:
     return SessionSummary(
         session_id=stored.session_id,
-        workspace=None,
-        project_id=None,
+        workspace=stored.workspace,
+        project_id=stored.project_id,
         started_at=stored.started_at,
         last_event_at=stored.last_event_at,
         events=stored.events,

@@ -1,4 +1,5 @@
-"""Session event logs in the database: one row per event, for several instances on PostgreSQL.
+"""Session event logs in the database: one row per event (and one record per session), for
+several instances on PostgreSQL.
 
 Created on every backend (one schema); only a PostgreSQL store writes it (a SQLite store keeps
 the JSONL files). ``(session_id, seq)`` is the primary key, so a seq is unique per session.
@@ -37,7 +38,16 @@ def upgrade() -> None:
         sa.CheckConstraint("seq >= 1", name="ck_session_events_seq"),
         sqlite_strict=True,
     )
+    op.create_table(
+        "session_records",
+        sa.Column("session_id", sa.Text(), primary_key=True),
+        sa.Column("workspace", sa.Text()),
+        sa.Column("project_id", sa.Text()),
+        sa.Column("started_at", sa.Text(), nullable=False),
+        sqlite_strict=True,
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("session_records")
     op.drop_table("session_events")
