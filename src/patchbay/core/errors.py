@@ -15,6 +15,7 @@ The hierarchy::
     ├── BuiltinConnectorError          builtin_connector
     ├── CanonicalStateUnavailable      canonical_state_unavailable
     ├── CredentialUnavailable          auth_required; details.reason is credential_unavailable
+    ├── CoordinationUnavailable        coordination_unavailable (Redis cannot be reached)
     ├── ProbeError                     a probe/connect code (command_not_found, timeout, ...)
     │   ├── AuthorizationRequired      auth_required (a person must authorize)
     │   ├── AuthorizationExpired       auth_expired (the stored grant was refused)
@@ -40,6 +41,8 @@ The codes (:class:`ErrorCode`); :mod:`patchbay.interfaces.api.errors` gives each
   ``tool_list_failed``, ``server_closed``, ``unknown``;
 * control plane: ``validation_error``, ``not_found``, ``revision_conflict``, ``builtin_connector``,
   ``canonical_state_unavailable``, ``runtime_reload_failed``, ``tool_error``;
+* coordination between instances: ``coordination_unavailable`` (the shared store, Redis, cannot be
+  reached; callers fall back to in-process coordination and never answer it to a client);
 * answered by the REST API's middleware and handlers, carried by no PatchbayError:
   ``origin_refused``, ``method_not_allowed``, ``unauthorized``, ``payload_too_large``,
   ``csrf_failed`` (a cookie-authenticated unsafe request without the page's CSRF header);
@@ -65,6 +68,7 @@ __all__ = [
     "CanonicalStateUnavailable",
     "CatalogError",
     "ConfigError",
+    "CoordinationUnavailable",
     "CredentialUnavailable",
     "EgressBlocked",
     "ErrorCode",
@@ -105,6 +109,8 @@ class ErrorCode(StrEnum):
     CANONICAL_STATE_UNAVAILABLE = "canonical_state_unavailable"
     RUNTIME_RELOAD_FAILED = "runtime_reload_failed"
     TOOL_ERROR = "tool_error"
+    # coordination between instances
+    COORDINATION_UNAVAILABLE = "coordination_unavailable"
     # answered by the REST API's middleware and handlers only
     ORIGIN_REFUSED = "origin_refused"
     METHOD_NOT_ALLOWED = "method_not_allowed"
@@ -284,6 +290,13 @@ class CredentialUnavailable(PatchbayError):
             },
         )
         self.problem = problem
+
+
+class CoordinationUnavailable(PatchbayError):
+    """The shared coordination store (Redis) cannot be reached or answered too slowly; the caller
+    falls back to coordinating within its own process."""
+
+    default_code = ErrorCode.COORDINATION_UNAVAILABLE
 
 
 class ProbeError(PatchbayError):

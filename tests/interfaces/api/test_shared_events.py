@@ -63,7 +63,7 @@ def test_a_session_called_through_one_instance_is_read_through_another(tmp_path:
                 "status": "ok",
                 "instance": b.info["instance"],
                 "database": {"backend": "postgresql", "ok": True},
-                "coordination": {"backend": "in-process"},
+                "coordination": {"backend": "in-process", "ok": True},
             }
             assert requests.get(f"{b.url}/api/health", timeout=30).json() == {"status": "ok"}
 

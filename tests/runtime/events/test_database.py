@@ -11,9 +11,9 @@ import anyio.lowlevel
 import pytest
 from sqlalchemy import Engine
 
-from patchbay.adapters.instance import instance_id
 from patchbay.adapters.store import create_engine_for, upgrade_to_head
 from patchbay.core.errors import ErrorCode, NotFoundError, PatchbayError
+from patchbay.core.instance import instance_id
 from patchbay.core.settings import Settings
 from patchbay.runtime.events.backend import events_in_database, open_event_log, session_logs
 from patchbay.runtime.events.database import DatabaseEventLog, DatabaseSessionLogs, event_engine

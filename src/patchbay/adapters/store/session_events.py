@@ -1,7 +1,7 @@
 """Session event logs in the ``session_events`` table (a shared PostgreSQL store).
 
 One row per event: ``session_id``, ``seq``, ``type``, ``ts``, ``instance`` (the writing
-process, :mod:`patchbay.adapters.instance`), ``payload`` (the redacted payload as compact JSON
+process, :mod:`patchbay.core.instance`), ``payload`` (the redacted payload as compact JSON
 text, exactly as a JSONL line holds it) and ``hash``; beside them ``session_records`` keeps
 what describes a session (``workspace``, ``project_id``, ``started_at``: the JSONL log's
 metadata record, :meth:`SessionEventStore.start`). :meth:`SessionEventStore.append` assigns

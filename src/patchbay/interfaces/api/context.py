@@ -148,6 +148,7 @@ class ApiContext:
         reload listener (now, or when the store is first opened); on the way out stop listening,
         then close every session (their servers stop). Enter and exit in one task."""
         async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(self._close_service)  # runs last: after the sessions closed
             host = SessionHost(self.settings, resolve=self._resolve, load=self._load, state_version=self._state_version)
             await stack.enter_async_context(host)
             stack.callback(self._stop_hosting)  # runs first: no reload is scheduled on a closing host
@@ -155,6 +156,10 @@ class ApiContext:
                 self.host = host
                 self._attach()
             yield
+
+    async def _close_service(self) -> None:
+        if self.service is not None:
+            await self.service.aclose()
 
     def close(self) -> None:
         if self._watch is not None:

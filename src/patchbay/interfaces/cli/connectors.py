@@ -101,7 +101,11 @@ def add(
     name: str = typer.Argument(..., help="Connector name: lower-case letters, digits, hyphens."),
     command: list[str] = typer.Argument(None, help="After `--`: the command and its arguments (stdio)."),
     url: str | None = typer.Option(None, "--url", help="Remote server URL (Streamable HTTP or SSE)."),
-    transport: str = typer.Option("streamable_http", "--transport", help="streamable_http or sse (with --url)."),
+    transport: str = typer.Option(
+        "streamable_http",
+        "--transport",
+        help="streamable_http, sse or auto (with --url; auto tries Streamable HTTP, then SSE, now, and stores the one found).",
+    ),
     socket: str | None = typer.Option(None, "--socket", help="Unix socket path (absolute or ~)."),
     cwd: str | None = typer.Option(None, "--cwd", help="Working directory inside the workspace (stdio)."),
     project: Path = typer.Option(Path("."), "--project", help="Workspace that --cwd is checked against."),
@@ -134,6 +138,11 @@ def add(
 
     Credentials (`--env`, `--header`, `--bearer`) are stored apart, owned by the connector; the
     connector keeps references only and nothing prints a value.
+
+    `--transport auto` connects once before anything is stored (a Streamable HTTP initialize,
+    else SSE; within the probe timeout, through the egress guard): the connector keeps the
+    transport found, and `--json` says how (`transport_detection`). When neither answers, nothing
+    is stored and the error names the probe code (`server_closed`, `timeout`, `network_blocked`, ...).
     """
     service = state.service()
     options = runtime_changes(
@@ -154,37 +163,47 @@ def add(
     given = [bool(command), url is not None, socket is not None]
     if sum(given) != 1:
         raise ConfigError("transport", "give exactly one of: -- COMMAND [ARGS...], --url URL, --socket PATH")
-    target: ConnectorTarget
+    target: ConnectorTarget | None = None
     if command:
         target = service.stdio_target(command[0], list(command[1:]), cwd=cwd, workspace=project)
     elif cwd is not None:
         raise ConfigError("cwd", "only a local command (stdio) connector has a working directory")
     elif url is not None:
-        target = service.remote_target(url, transport)
+        if transport != "auto":
+            target = service.remote_target(url, transport)
     else:
         target = service.socket_target(socket or "")
     specs = binding_specs(env, header, bearer)
-    connector, created = service.add(
-        name,
-        target,
-        description=description,
-        terms_url=terms_url,
-        privacy_url=privacy_url,
-        enabled=enable,
-        exist_ok=exist_ok,
-        runtime_options=options,
-        bindings=specs,
-    )
+    add_options: dict[str, Any] = {
+        "description": description,
+        "terms_url": terms_url,
+        "privacy_url": privacy_url,
+        "enabled": enable,
+        "exist_ok": exist_ok,
+        "runtime_options": options,
+        "bindings": specs,
+    }
+    detection: dict[str, Any] | None = None
+    if target is None:
+        import anyio
+
+        connector, created, found = anyio.run(lambda: service.add_auto(name, url or "", **add_options))
+        detection = found.to_dict()
+    else:
+        connector, created = service.add(name, target, **add_options)
     if as_json:
         effective = service.effective_runtime_options(connector).model_dump(mode="json")
         bindings = service.credentials.binding_views(connector)
         emit_json(
             {"connector": connector_dict(connector), "created": created, "runtime_options": effective}
             | {"bindings": bindings}
+            | ({"transport_detection": detection} if detection is not None else {})
         )
         return
     verb = "added" if created else "already present"
     out_console.print(Text(f"{connector.name}: {verb} ({connector.transport}: {describe_target(connector)})"))
+    if detection is not None:
+        out_console.print(Text(f"  transport detected: {detection['transport']} ({detection['message']})"))
 
 
 @app.command("list")

@@ -277,6 +277,33 @@ JS_MESSAGES: Mapping[str, str] = {
     "env_needs_value": N_("{name} needs a value."),
     "connector_added": N_("{name} was added"),
     "connector_updated": N_("{name} was changed"),
+    # access_resources, the Add form's "Expose resources", the Import dialog's renames
+    "resources_loading": N_("Reading the resource decision…"),
+    "resources_unreadable": N_("The resource decision could not be read: {message} (error code: {code})"),
+    "resources_now_allowed": N_("Now: agents read its resources without asking."),
+    "resources_now_grant_ask": N_(
+        "Now: each read asks, by a grant set outside this page. Turning this on allows them."
+    ),
+    "resources_now_allow_all": N_(
+        "Now: agents read its resources without asking, because the default decision is Allow all."
+    ),
+    "resources_now_ask": N_("Now: each read asks, because the default decision is Ask or Custom."),
+    "resources_now_off": N_("Now: the connector is off, so agents read none of its resources."),
+    "resources_now_denied": N_(
+        "A global Deny refuses every read of its resources in every workspace; it cannot be changed here."
+    ),
+    "resources_exposed": N_("The resources of {name} are exposed"),
+    "resources_unexposed": N_("The resources of {name} are no longer exposed"),
+    "connector_added_resources": N_("{name} was added and its resources are exposed"),
+    "connector_added_resources_failed": N_(
+        "{name} was added, but exposing its resources failed: {message} (error code: {code})"
+    ),
+    "import_rename_pending": N_("Use this name first, or put back the name in use, before importing."),
+    "import_rename_refused": N_("{message} (error code: {code})"),
+    "import_rename_applied": N_("{name} will be imported as {connector}"),
+    "import_rename_conflicts": N_("{name} is taken as well: choose another name"),
+    "transport_detected": N_("Transport detected: {transport}"),
+    "transport_detected_auth": N_("Transport detected: {transport}; the server asks for authorization"),
 }
 """Strings the scripts show, by key (``{name}`` placeholders are filled in by the script)."""
 

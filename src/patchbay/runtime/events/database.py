@@ -27,10 +27,10 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from patchbay.adapters.instance import instance_id
 from patchbay.adapters.store import create_engine_for
 from patchbay.adapters.store.session_events import EventRow, SessionEventStore, StoredSession
 from patchbay.core.errors import NotFoundError, ValidationError
+from patchbay.core.instance import instance_id
 from patchbay.core.redaction import redact_value
 from patchbay.runtime.events import MAX_PAGE
 from patchbay.runtime.events.log import EventLog, encode_json

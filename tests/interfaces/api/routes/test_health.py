@@ -7,10 +7,11 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from patchbay.adapters.instance import instance_id
+from patchbay.core.instance import instance_id
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api import create_app
 from tests.support.api import Api
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +23,7 @@ async def test_an_authenticated_caller_gets_instance_database_and_coordination(a
         "status": "ok",
         "instance": instance_id(),
         "database": {"backend": "sqlite", "ok": True},
-        "coordination": {"backend": "in-process"},
+        "coordination": {"backend": "in-process", "ok": True},
     }
 
 
@@ -45,4 +46,17 @@ async def test_a_store_that_cannot_be_opened_is_degraded(tmp_path: Path) -> None
     async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as client:
         body = (await client.get("/api/health")).json()
     assert body["status"] == "degraded" and body["database"] == {"backend": "sqlite", "ok": False}
+    app.state.context.close()
+
+
+async def test_a_redis_that_does_not_answer_is_degraded_coordination(tmp_path: Path) -> None:
+    nothing_listens = free_port()
+    settings = Settings(home=tmp_path / "home", redis_url=f"redis://127.0.0.1:{nothing_listens}/0")
+    app = create_app(settings, workspace=tmp_path, require_token=False)
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as client:
+        body = (await client.get("/api/health")).json()
+    assert body["status"] == "degraded"
+    assert body["coordination"] == {"backend": "redis", "ok": False} and body["database"]["ok"] is True
+    await app.state.context.connector_service().prober.aclose()
     app.state.context.close()

@@ -45,6 +45,7 @@ from patchbay.interfaces.api.contracts._connectors import (
     DisconnectResult,
     GrantCleared,
     GrantSet,
+    HttpAutoTargetBody,
     HttpTargetBody,
     HttpTargetView,
     LimitsChange,
@@ -73,6 +74,7 @@ from patchbay.interfaces.api.contracts._connectors import (
     ToolGrantUpdate,
     ToolGrantView,
     ToolList,
+    TransportDetectionView,
 )
 from patchbay.interfaces.api.contracts._health import CoordinationHealth, DatabaseHealth, Health
 from patchbay.interfaces.api.contracts._imports import (
@@ -125,6 +127,7 @@ __all__ = [
     "GrantCleared",
     "GrantSet",
     "Health",
+    "HttpAutoTargetBody",
     "HttpTargetBody",
     "HttpTargetView",
     "ImportCandidates",
@@ -169,6 +172,7 @@ __all__ = [
     "StdioTargetView",
     "TargetBody",
     "TargetView",
+    "TransportDetectionView",
     "ToolCacheView",
     "ToolCallOutcome",
     "ToolCallRequest",

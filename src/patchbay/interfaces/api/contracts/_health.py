@@ -17,9 +17,12 @@ class DatabaseHealth(_Response):
 
 
 class CoordinationHealth(_Response):
-    """How instances coordinate: ``in-process`` (one instance; nothing shared but the database)."""
+    """How instances coordinate: ``in-process`` (no ``PATCHBAY_REDIS_URL``: nothing shared but the
+    database; always ok) or ``redis``, ok while Redis answers (else this instance takes its
+    leases in process: degraded)."""
 
-    backend: Literal["in-process"]
+    backend: Literal["in-process", "redis"]
+    ok: bool
 
 
 class Health(_Response):
@@ -27,7 +30,8 @@ class Health(_Response):
     details for one holding the API token."""
 
     status: Literal["ok", "degraded"]
-    """``ok``: the store answers; ``degraded``: it does not (the routes that need it answer 503)."""
+    """``ok``: the store (and Redis, when configured) answers; ``degraded``: one does not (the
+    routes that need the store answer 503; without Redis the coordination holds in process only)."""
     instance: str | None = None
     """This process's instance id (``<hostname>-<pid>-<random>``); authenticated callers only."""
     database: DatabaseHealth | None = None

@@ -3,7 +3,8 @@
 Unauthenticated (a liveness probe carries no token) it answers ``{"status"}`` only: ``ok`` or
 ``degraded``, nothing about the host, the store or the process. With the API token (or a
 login's cookie, or on a ``--no-auth`` server) it adds this process's instance id, the store's
-backend and whether it answers, and the coordination backend. Always 200: ``degraded`` is an
+backend and whether it answers, and the coordination backend (``in-process``, or ``redis``
+and whether Redis answers). Always 200: ``degraded`` is an
 answer, not an error (docs/security.md "Health").
 """
 
@@ -18,8 +19,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 import patchbay.interfaces.api.contracts as c
-from patchbay.adapters.instance import instance_id
 from patchbay.core.errors import PatchbayError
+from patchbay.core.instance import instance_id
 from patchbay.interfaces.api.auth import HEALTH_PATH, request_access
 from patchbay.interfaces.api.context import ApiContext
 from patchbay.interfaces.api.errors import error_responses
@@ -47,6 +48,19 @@ async def _database_ok(context: ApiContext) -> bool:
     return False
 
 
+async def _coordination_ok(context: ApiContext) -> bool:
+    """Whether Redis answers (asked now, bounded by ``PATCHBAY_REDIS_TIMEOUT``), through the lease
+    store of this instance's prober; without the store open there is no prober: not ok."""
+    service = context.service
+    if service is None:
+        return False
+    leases = service.prober.leases
+    check = getattr(leases, "check", None)
+    with anyio.move_on_after(DATABASE_CHECK_SECONDS):
+        return (await check()) == "ok" if check is not None else leases.state() == "ok"
+    return False
+
+
 @router.get(
     HEALTH_PATH,
     response_model=c.Health,
@@ -56,11 +70,14 @@ async def _database_ok(context: ApiContext) -> bool:
     summary="Is this instance healthy",
 )
 async def health(request: Request, context: Context) -> c.Health:
-    """``ok`` when the canonical store answers (within a few seconds), else ``degraded``.
-    Needs no token; only an authenticated caller gets the details (``instance``, ``database``
-    ``{backend, ok}``, ``coordination`` ``{backend}``)."""
+    """``ok`` when the canonical store answers (within a few seconds) and, with
+    ``PATCHBAY_REDIS_URL``, Redis too; else ``degraded``. Needs no token; only an authenticated
+    caller gets the details (``instance``, ``database`` ``{backend, ok}``, ``coordination``
+    ``{backend, ok}``)."""
     ok = await _database_ok(context)
-    status: Literal["ok", "degraded"] = "ok" if ok else "degraded"
+    redis = context.settings.redis_url is not None
+    coordinated = await _coordination_ok(context) if redis else True
+    status: Literal["ok", "degraded"] = "ok" if ok and coordinated else "degraded"
     if request_access(request.scope) is None:
         return c.Health(status=status)
     backend = make_url(context.settings.resolved_database_url).get_backend_name()
@@ -68,5 +85,5 @@ async def health(request: Request, context: Context) -> c.Health:
         status=status,
         instance=instance_id(),
         database=c.DatabaseHealth(backend="postgresql" if backend == "postgresql" else "sqlite", ok=ok),
-        coordination=c.CoordinationHealth(backend="in-process"),
+        coordination=c.CoordinationHealth(backend="redis" if redis else "in-process", ok=coordinated),
     )
