@@ -50,6 +50,7 @@ The codes (:class:`ErrorCode`); :mod:`patchbay.interfaces.api.errors` gives each
 * a built-in connector's data source (inside the connector's own process, reported as a tool error
   result): ``source_unavailable``, ``source_rate_limited``, ``source_response_too_large``,
   ``source_bad_response``.
+* session event logs: ``event_chain_broken`` (a log whose seqs or hash chain do not verify).
 
 Why a tool call failed (:class:`FailureReason`, the code of a failed call): ``permission_denied``,
 ``approval_unavailable``, ``unknown_tool``, ``ambiguous_call``, ``cancelled``, ``tool_error``,
@@ -126,6 +127,8 @@ class ErrorCode(StrEnum):
     SOURCE_RATE_LIMITED = "source_rate_limited"
     SOURCE_RESPONSE_TOO_LARGE = "source_response_too_large"
     SOURCE_BAD_RESPONSE = "source_bad_response"
+    # a session event log whose seq or hash chain does not verify (a row altered or missing)
+    EVENT_CHAIN_BROKEN = "event_chain_broken"
 
 
 class FailureReason(StrEnum):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pydantic
 from anyio.abc import TaskGroup
 
@@ -48,6 +50,7 @@ from patchbay.runtime.context.resources import (
     list_resource_templates,
     list_resources,
 )
+from patchbay.runtime.events.backend import events_in_database, open_event_log
 from patchbay.runtime.events.log import EventLog, new_session_id, session_log_path
 from patchbay.runtime.output.guard import OutputGuard
 from patchbay.runtime.scope import tool_scope
@@ -215,7 +218,9 @@ class Runtime:
     @property
     def event_log_path(self) -> Path:
         """``<settings.sessions_dir>/<session_id>.jsonl``; every event appended so far is in the file
-        when this returns (the log is flushed for whoever reads it)."""
+        when this returns (the log is flushed for whoever reads it). With a PostgreSQL store there
+        is no file: the events are in the store's table
+        (:func:`~patchbay.runtime.events.backend.session_logs` reads them)."""
         if self._log is not None:
             self._log.flush()
         return self._log_path
@@ -242,13 +247,22 @@ class Runtime:
         # All connections of the process share one budget for the big messages they are reading.
         process_budget(self.settings.inflight_budget_bytes)
         async with AsyncExitStack() as stack:
-            self._log = EventLog(
+            opening = functools.partial(
+                open_event_log,
+                self.settings,
                 self._log_path,
                 self._session_id,
                 metadata={"workspace": self.config.workspace, "projectId": self.config.project_id},
                 keep=tuple(s.name for s in self.config.servers),
             )
-            stack.callback(self._log.close)
+            if events_in_database(self.settings):
+                # the table's log reads the database at open and waits for its commits at close:
+                # both in a worker thread, never on the event loop
+                self._log = await anyio.to_thread.run_sync(opening)
+                stack.push_async_callback(_close_in_thread, self._log)
+            else:
+                self._log = opening()
+                stack.callback(self._log.close)
             for rejected in self.config.rejected:
                 # Left out of this runtime (its entry failed its checks): it never starts here.
                 self._log.append(
@@ -553,3 +567,9 @@ class Runtime:
             ToolCallError: see :func:`patchbay.runtime.context.prompts.expand_prompt`.
         """
         return await expand_prompt(self._peer(connector), prompt, arguments)
+
+
+async def _close_in_thread(log: EventLog) -> None:
+    """Close ``log`` in a worker thread, even while the closing task is being cancelled."""
+    with anyio.CancelScope(shield=True):
+        await anyio.to_thread.run_sync(log.close)

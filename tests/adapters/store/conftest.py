@@ -1,26 +1,19 @@
 """Store fixtures: a migrated SQLite repository per test, and the same on PostgreSQL.
 
-PostgreSQL runs at ``PATCHBAY_TEST_POSTGRES_URL`` (default
-``postgresql+psycopg://postgres@127.0.0.1:5432/test``, trust auth). Each test gets its own schema
-(through libpq's ``options=-csearch_path=...``), dropped afterwards. When the server is not
-reachable the PostgreSQL variants fail under ``CI`` and are skipped elsewhere.
+PostgreSQL: :mod:`tests.support.postgres` (its own schema per test, dropped afterwards; the
+PostgreSQL variants fail under ``CI`` and are skipped elsewhere when the server is unreachable).
 """
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Engine
 
 from patchbay.adapters.store import Repository, create_engine_for, upgrade_to_head
-
-POSTGRES_URL = os.environ.get("PATCHBAY_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+from tests.support.postgres import postgres_schema
 
 
 def assert_sqlite_consistent(engine: Engine) -> None:
@@ -47,24 +40,8 @@ def sqlite_repo(sqlite_url: str) -> Iterator[Repository]:
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
-    admin = create_engine(POSTGRES_URL, connect_args={"connect_timeout": 3})
-    schema = f"patchbay_test_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except OperationalError as exc:
-        admin.dispose()
-        message = f"PostgreSQL not reachable at {POSTGRES_URL}: {exc.orig}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    separator = "&" if "?" in POSTGRES_URL else "?"
-    try:
-        yield f"{POSTGRES_URL}{separator}options={quote(f'-csearch_path={schema}')}"
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    with postgres_schema() as url:
+        yield url
 
 
 @pytest.fixture

@@ -38,6 +38,8 @@ TABLES = {
     "mcp_tool_cache",
     "mcp_probe_outcomes",
     "state_version",
+    "session_events",
+    "session_records",
 }
 
 

@@ -53,6 +53,8 @@ __all__ = [
     "mcp_project_tool_grants",
     "mcp_tool_cache",
     "metadata",
+    "session_events",
+    "session_records",
     "projects",
     "state_version",
 ]
@@ -276,3 +278,35 @@ state_version = Table(
 )
 """One row (``id`` 1): a counter moved in the same transaction as every write that changes a row
 of the other tables, so any process can tell cheaply that committed state changed."""
+
+
+session_events = Table(
+    "session_events",
+    metadata,
+    Column("session_id", Text, nullable=False),
+    Column("seq", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
+    Column("type", Text, nullable=False),
+    Column("ts", Text, nullable=False),
+    Column("instance", Text),
+    Column("payload", Text, nullable=False),
+    Column("hash", Text, nullable=False),
+    PrimaryKeyConstraint("session_id", "seq", name="pk_session_events"),
+    CheckConstraint("seq >= 1", name="ck_session_events_seq"),
+    sqlite_strict=True,
+)
+"""Session event logs when the store is shared (PostgreSQL): one row per event, ``seq`` assigned
+in the inserting transaction, ``hash`` chaining each event to the one before (see
+:mod:`patchbay.adapters.store.session_events`). Not canonical state: the runtime appends here."""
+
+
+session_records = Table(
+    "session_records",
+    metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("workspace", Text),
+    Column("project_id", Text),
+    Column("started_at", Text, nullable=False),
+    sqlite_strict=True,
+)
+"""What describes a session whose events are in ``session_events`` (the JSONL log's metadata
+record): written once, when the session first opens its log."""

@@ -24,7 +24,8 @@ header. Bearer-token requests need no CSRF token: a browser never adds that head
 
 What authenticated a request is in its ASGI scope (:func:`request_access`). An unauthenticated
 ``GET``/``HEAD`` of a page path (``/``, ``/ui`` and below) is let through with no access, so the
-page can answer 401 with a page a person can read (which URL to open) instead of JSON.
+page can answer 401 with a page a person can read (which URL to open) instead of JSON; so is
+``GET /api/health``, which then answers its status only (a load balancer's probe).
 
 Anything else is 401 ``unauthorized`` in the one error shape with ``WWW-Authenticate: Bearer``,
 before any route runs or any body is read; a websocket is closed with 1008 (policy violation)
@@ -53,6 +54,7 @@ from patchbay.interfaces.api.errors import error_response
 
 __all__ = [
     "CSRF_HEADER",
+    "HEALTH_PATH",
     "LOGIN_PATH",
     "SESSION_MAX_AGE",
     "Access",
@@ -63,6 +65,8 @@ __all__ = [
     "request_access",
 ]
 
+HEALTH_PATH = "/api/health"
+"""``GET /api/health``: answered without a token too (its status only; see the health route)."""
 LOGIN_PATH = "/login"
 """``GET /login?token=...`` logs a browser in (sets the session cookie) and redirects to ``/ui``."""
 AFTER_LOGIN = "/ui"
@@ -247,6 +251,9 @@ class TokenAuthMiddleware:
         if access is None:
             if scope.get("method") in ("GET", "HEAD") and is_page_path(str(scope.get("path", ""))):
                 await self.app(scope, receive, send)  # the page itself says how to log in (401)
+                return
+            if scope.get("method") == "GET" and scope.get("path") == HEALTH_PATH:
+                await self.app(scope, receive, send)  # a liveness probe: the route says the status only
                 return
             response = _unauthorized(
                 "this API needs its token as a bearer token in the Authorization header (`patchbay api-token` "

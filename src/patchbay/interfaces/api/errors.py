@@ -36,6 +36,9 @@ its status is in :data:`STATUS` or :data:`TOOL_STATUS`::
                                           (:mod:`patchbay.interfaces.api.auth`)
     unknown                       500     anything unexpected (logged, redacted); also the
                                           session routes of an app served without its lifespan
+    event_chain_broken            500     a session's event log does not verify (a seq missing;
+                                          in the shared store's table also a hash that does not
+                                          match: a row altered); details.seq
 
 A tool call (``POST /api/sessions/{session_id}/call``) that produced no result answers with the
 ToolCallError's failure reason as the code (DESIGN.md "Stable error codes")::
@@ -104,6 +107,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.PROTOCOL_ERROR: 502,
     ErrorCode.TIMEOUT: 504,
     ErrorCode.UNKNOWN: 500,
+    ErrorCode.EVENT_CHAIN_BROKEN: 500,
 }
 """HTTP status of each stable code the API answers with (see the module docstring)."""
 

@@ -329,17 +329,28 @@ def _explain_disabled(service: Any, tool: str, failure: ToolCallError, project: 
 
 
 @handle_errors
-def events(session_id: str, as_json: bool = JSON_OPTION) -> None:
-    """Print a session's event log in order (find sessions with: patchbay sessions)."""
+def events(
+    session_id: str,
+    after_seq: int = typer.Option(0, "--after-seq", min=0, help="Show only the events after this seq."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Show at most this many events (default: all)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Print a session's event log in order (find sessions with: patchbay sessions).
+
+    With a PostgreSQL store the events come from its table, whichever instance wrote them, and
+    their hash chain is checked (event_chain_broken when it does not verify)."""
+    from patchbay.runtime.events import MAX_PAGE
+    from patchbay.runtime.events.backend import session_logs
     from patchbay.runtime.events.log import session_log_path
-    from patchbay.runtime.events.reading import MAX_PAGE, SessionLogs
 
     session_log_path(state.settings.sessions_dir, session_id)  # a bad id is validation_error
-    logs = SessionLogs(state.settings.sessions_dir)
-    page = logs.page(session_id, limit=MAX_PAGE)
+    logs = session_logs(state.settings)
+    wanted = limit
+    page = logs.page(session_id, after_seq=after_seq, limit=min(MAX_PAGE, wanted or MAX_PAGE))
     items = list(page.events)
-    while page.has_more:
-        page = logs.page(session_id, after_seq=page.next_after_seq, limit=MAX_PAGE)
+    while page.has_more and (wanted is None or len(items) < wanted):
+        step = MAX_PAGE if wanted is None else min(MAX_PAGE, wanted - len(items))
+        page = logs.page(session_id, after_seq=page.next_after_seq, limit=step)
         items.extend(page.events)
     if as_json:
         emit_json({"session_id": session_id, "events": items})

@@ -6,8 +6,9 @@ refused unless ``--allow-remote`` is given, and then a warning is printed: the A
 local commands, so whoever reaches it with the token can make this machine run programs. Every
 request needs the data home's API token (:mod:`patchbay.interfaces.api.auth`); ``--no-auth``
 serves without it, on loopback only, with a loud warning. At start it prints the URL, the data
-home and the database, and last the settings page URL: the login URL, which
-logs the browser in and lands on ``/ui`` (the one line that shows the token; ``--json``: one JSON
+home, the database, the coordination and this process's instance id
+(:mod:`patchbay.core.instance`), and last the settings page URL: the login URL, which logs the
+browser in and lands on ``/ui`` (the one line that shows the token; ``--json``: one JSON
 object with ``token`` and ``login_url``), then serves until interrupted (Ctrl-C or SIGTERM).
 
 ``patchbay api-token`` prints the token and the header for the data home, whether or not a server
@@ -160,6 +161,9 @@ def serve(
         require_token=not no_auth,
     )
     context = app.state.context
+    from patchbay.core.instance import instance_id
+
+    instance = instance_id()  # made once per process, now: in /api/health and (shared store) every event
     store_problem = None
     database = database_label(settings.resolved_database_url)
     progress.step(f"opening the store ({database}; migrations run if it is not at the latest schema)")
@@ -219,6 +223,7 @@ def serve(
                     "home": str(settings.home),
                     "database": database,
                     "coordination": coordination,
+                    "instance": instance,
                 }
             )
             # the one place the token is shown: written past the redacting output on purpose
@@ -229,6 +234,7 @@ def serve(
             out_console.print(Text(f"Data home: {settings.home}"))
             out_console.print(Text(f"Database: {database}"))
             out_console.print(Text(f"Coordination: {coordination}"))
+            out_console.print(Text(f"Instance: {instance}"))
             out_console.print(Text("Press Ctrl-C to stop. Open this URL in your browser to manage your connectors:"))
             # last, so it is what a person sees: the login URL, which lands on the settings page
             # (the one line that shows the token: written past the redacting output on purpose)

@@ -27,9 +27,9 @@ def sessions(
 
     Show one session's events with: patchbay events SESSION_ID.
     """
-    from patchbay.runtime.events.reading import SessionLogs  # loaded only when this command runs
+    from patchbay.runtime.events.backend import session_logs  # loaded only when this command runs
 
-    recent = SessionLogs(state.settings.sessions_dir).recent(limit=limit)
+    recent = session_logs(state.settings).recent(limit=limit)
     if as_json:
         emit_json({"sessions": [asdict(s) for s in recent]})
         return

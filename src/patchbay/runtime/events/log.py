@@ -277,24 +277,7 @@ class EventLog:
         keep: tuple[str, ...] = (),
     ):
         self.path = Path(path)
-        self.session_id = session_id
-        self._known_secrets = known_secrets
-        self._keep = tuple(keep)
-        self._lock = threading.Lock()
-        self._text_cache: dict[str, str] = {}
-        self._json_cache: dict[str, str] = {}
-        self._registry_seen = registry_version()
-        self._key_cache: dict[str, bool] = {}
-        self._ts_second = -1
-        self._ts_prefix = ""
-        self._ts_ms = -1
-        self._ts = ""
-        self._session_json = json.dumps(session_id)
-        # Appended, not yet written: (seq, type, unix ms, payload JSON), rendered when written.
-        self._pending: list[tuple[int, str, int, str]] = []
-        self._writer: int | None = None  # the thread whose event loop runs run_writer()
-        self._wake: anyio.Event | None = None
-        self._writer_stopped = False
+        self._init_state(session_id, known_secrets, keep)
         if not self.path.parent.is_dir():  # the logs hold call arguments: only the owner may list them
             self.path.parent.parent.mkdir(parents=True, exist_ok=True)
             self.path.parent.mkdir(mode=0o700, exist_ok=True)
@@ -313,6 +296,27 @@ class EventLog:
             os.close(self._fd)
             self._fd = None
             raise
+
+    def _init_state(self, session_id: str, known_secrets: tuple[str, ...], keep: tuple[str, ...]) -> None:
+        """The state every log keeps, whatever it writes to (the file, or a database table)."""
+        self.session_id = session_id
+        self._known_secrets = known_secrets
+        self._keep = tuple(keep)
+        self._lock = threading.Lock()
+        self._text_cache: dict[str, str] = {}
+        self._json_cache: dict[str, str] = {}
+        self._registry_seen = registry_version()
+        self._key_cache: dict[str, bool] = {}
+        self._ts_second = -1
+        self._ts_prefix = ""
+        self._ts_ms = -1
+        self._ts = ""
+        self._session_json = json.dumps(session_id)
+        # Appended, not yet written: (seq, type, unix ms, payload JSON), rendered when written.
+        self._pending: list[tuple[int, str, int, str]] = []
+        self._writer: int | None = None  # the thread whose event loop runs run_writer()
+        self._wake: anyio.Event | None = None
+        self._writer_stopped = False
 
     def _claim(self, fd: int) -> None:
         if fcntl is None:  # pragma: no cover

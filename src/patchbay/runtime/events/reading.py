@@ -99,7 +99,9 @@ class SessionLogs:
         Raises:
             NotFoundError: ``not_found`` when the session has no log.
             ValidationError: ``validation_error`` for ``after_seq`` or ``limit`` out of range.
-            PatchbayError: ``validation_error`` when a complete line of the log is not JSON.
+            PatchbayError: ``validation_error`` when a complete line of the log is not JSON;
+                ``event_chain_broken`` when the seqs of the page do not follow each other from
+                ``after_seq + 1`` (an event is missing).
         """
         if not 0 <= after_seq:
             raise ValidationError("after_seq must be 0 or more", details={"field": "after_seq"})
@@ -128,6 +130,13 @@ class SessionLogs:
                 if len(events) == limit:
                     has_more = True
                     break
+                expected = events[-1]["seq"] + 1 if events else after_seq + 1
+                if event["seq"] != expected:
+                    raise PatchbayError(
+                        f"{path.name}: the event after seq {expected - 1} has seq {event['seq']} (an event is missing)",
+                        code=ErrorCode.EVENT_CHAIN_BROKEN,
+                        details={"session_id": session_id, "seq": expected},
+                    )
                 # Only the payload: the envelope holds ids the writer made (and "sessionId" is
                 # a secret-shaped key name).
                 events.append(event | {"payload": redact_value(event.get("payload") or {})})

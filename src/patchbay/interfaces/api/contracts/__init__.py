@@ -20,7 +20,7 @@ serve`` hosts took the committed change.
 
 The models live by area in private modules (``_base``: error shape and reload report;
 ``_connectors``: connectors, settings, probe, tools and grants; ``_imports``: import and the
-deprecated projections; ``_sessions``: sessions and tool calls); import them from here.
+deprecated projections; ``_sessions``: sessions and tool calls; ``_health``: the health answer); import them from here.
 """
 
 from patchbay.control.importer.models import ImportCandidates, ImportPreview, ImportResult
@@ -76,6 +76,7 @@ from patchbay.interfaces.api.contracts._connectors import (
     ToolList,
     TransportDetectionView,
 )
+from patchbay.interfaces.api.contracts._health import CoordinationHealth, DatabaseHealth, Health
 from patchbay.interfaces.api.contracts._imports import (
     ImportCommitRequest,
     ImportCommitted,
@@ -116,6 +117,8 @@ __all__ = [
     "ConnectorSettingsUpdate",
     "ConnectorSummary",
     "ConnectorUpdate",
+    "CoordinationHealth",
+    "DatabaseHealth",
     "Delivery",
     "DisconnectRequest",
     "DisconnectResult",
@@ -123,6 +126,7 @@ __all__ = [
     "ErrorResponse",
     "GrantCleared",
     "GrantSet",
+    "Health",
     "HttpAutoTargetBody",
     "HttpTargetBody",
     "HttpTargetView",

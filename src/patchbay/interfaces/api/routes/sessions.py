@@ -5,7 +5,8 @@ A session is one :class:`~patchbay.runtime.Runtime` of the app's
 :class:`~patchbay.runtime.sessions.SessionHost`, loaded from its workspace's projected snapshot
 only: it reaches the connectors the control plane projected there (registered and globally
 enabled), never a command or URL given in a request. Every call goes ToolRouter →
-PermissionEngine → executor and is logged in ``<home>/sessions/<session_id>.jsonl``; a committed
+PermissionEngine → executor and is logged in ``<home>/sessions/<session_id>.jsonl`` (with a PostgreSQL
+store in its ``session_events`` table, which every instance reads); a committed
 change rebuilds the session (idle at once, busy when its calls end; see ``runtime_reload``).
 
 Approval (DESIGN.md "Permissions" step 5): the API has no one to ask, so a call whose decision is
@@ -30,7 +31,8 @@ from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.responses import render_redacted
 from patchbay.interfaces.api.routes._deps import Context, workspace_or_default
 from patchbay.runtime.calls.permissions import ApprovalAnswer, ApprovalRequest
-from patchbay.runtime.events.reading import MAX_PAGE, SessionLogs
+from patchbay.runtime.events import MAX_PAGE
+from patchbay.runtime.events.backend import session_logs
 from patchbay.runtime.sessions import SessionInfo
 
 __all__ = ["router"]
@@ -151,10 +153,12 @@ def session_events(
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="At most this many events.")] = 100,
 ) -> c.SessionEvents:
     """The governed calls' audit trail: events with ``seq > after_seq`` in order, at most ``limit``,
-    for an open session or one closed long ago whose log is on disk. Payloads were redacted when
-    written and are redacted again here. Page on with ``next_after_seq`` while ``has_more``; an open
+    for an open session or one closed long ago whose log is kept (its JSONL file; with a PostgreSQL
+    store the table, whichever instance wrote it). Payloads were redacted when written and are
+    redacted again here. The page's chain is checked: a missing seq (or, in the table, an altered
+    row) is 500 ``event_chain_broken``. Page on with ``next_after_seq`` while ``has_more``; an open
     session may log more later. An unknown session is 404 ``not_found``."""
-    page = SessionLogs(context.settings.sessions_dir).page(session_id, after_seq=after_seq, limit=limit)
+    page = session_logs(context.settings).page(session_id, after_seq=after_seq, limit=limit)
     return c.SessionEvents(
         session_id=page.session_id, events=page.events, next_after_seq=page.next_after_seq, has_more=page.has_more
     )
