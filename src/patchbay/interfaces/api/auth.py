@@ -24,7 +24,8 @@ header. Bearer-token requests need no CSRF token: a browser never adds that head
 
 What authenticated a request is in its ASGI scope (:func:`request_access`). An unauthenticated
 ``GET``/``HEAD`` of a page path (``/``, ``/ui`` and below) is let through with no access, so the
-page can answer 401 with a page a person can read (which URL to open) instead of JSON.
+page can answer 401 with a page a person can read (which URL to open) instead of JSON; so is the
+OAuth callback (:data:`OAUTH_CALLBACK_PATH`), whose single-use ``state`` is its own capability.
 
 Anything else is 401 ``unauthorized`` in the one error shape with ``WWW-Authenticate: Bearer``,
 before any route runs or any body is read; a websocket is closed with 1008 (policy violation)
@@ -54,6 +55,7 @@ from patchbay.interfaces.api.errors import error_response
 __all__ = [
     "CSRF_HEADER",
     "LOGIN_PATH",
+    "OAUTH_CALLBACK_PATH",
     "SESSION_MAX_AGE",
     "Access",
     "TokenAuthMiddleware",
@@ -66,6 +68,10 @@ __all__ = [
 LOGIN_PATH = "/login"
 """``GET /login?token=...`` logs a browser in (sets the session cookie) and redirects to ``/ui``."""
 AFTER_LOGIN = "/ui"
+OAUTH_CALLBACK_PATH = "/api/mcp/oauth/callback"
+"""The OAuth redirect URI of page logins: reached without the token or cookie (the browser comes
+from the authorization server, which a ``SameSite=Strict`` cookie does not follow); the login's
+single-use ``state`` is its capability."""
 CSRF_HEADER = "X-Patchbay-CSRF"
 """The header a cookie-authenticated unsafe request must carry (the page's CSRF token)."""
 _UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -245,7 +251,8 @@ class TokenAuthMiddleware:
         access = self._access(list(scope.get("headers", [])))
         scope[_ACCESS_KEY] = access
         if access is None:
-            if scope.get("method") in ("GET", "HEAD") and is_page_path(str(scope.get("path", ""))):
+            path = str(scope.get("path", ""))
+            if scope.get("method") in ("GET", "HEAD") and (is_page_path(path) or path == OAUTH_CALLBACK_PATH):
                 await self.app(scope, receive, send)  # the page itself says how to log in (401)
                 return
             response = _unauthorized(
