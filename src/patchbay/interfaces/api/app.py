@@ -48,6 +48,7 @@ from patchbay.interfaces.api.errors import error_response, install_error_handler
 from patchbay.interfaces.api.limits import BodyLimitMiddleware
 from patchbay.interfaces.api.responses import RedactedJSONResponse
 from patchbay.interfaces.api.routes import compat, connectors, imports, oauth, projects, sessions, tools
+from patchbay.interfaces.web import oauth_callback
 from patchbay.interfaces.web.pages import install_pages
 
 __all__ = [
@@ -238,6 +239,7 @@ def create_app(
         app.include_router(router)
     app.state.api_routes = [route for router in routers for route in router.routes]  # for 405's Allow
     install_pages(app)  # the settings page at /ui: it reads and writes through the routes above
+    app.include_router(oauth_callback.router)  # where the browser lands after an OAuth authorization
     # the last added runs first: Host/Origin, then the body size, then the token
     if require_token:
         assert token is not None

@@ -143,9 +143,6 @@ def install_pages(app: FastAPI) -> None:
 
     Call it before the authentication middleware is added, so the headers middleware runs inside
     it and sees only requests that got through."""
-    from patchbay.interfaces.web import oauth_callback  # it renders through this module
-
     app.include_router(router)
-    app.include_router(oauth_callback.router)
     app.mount(STATIC_PATH, StaticFiles(directory=STATIC_DIR), name="static")
     app.add_middleware(PageHeadersMiddleware)
