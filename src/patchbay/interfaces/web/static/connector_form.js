@@ -15,6 +15,7 @@ import { api, ApiError, connectorPath, isRevisionConflict } from "./api.js";
 import { closeDialog, openDialog } from "./dialog.js";
 import { clone, show, slot } from "./dom.js";
 import { formatNumber, t } from "./i18n.js";
+import { oauthFieldsTouched, saveOAuthConfig } from "./oauth_form.js";
 import { showFailure } from "./outcome.js";
 import { shlexJoin, shlexSplit, ShlexError } from "./shlex.js";
 
@@ -232,6 +233,7 @@ function fill(connector) {
       $("cf-header-name").value = binding.name;
     }
   }
+  if (form.auth.kind === "none" && connector.oauth_state) form.auth = { kind: "oauth", header: "" };
   $("cf-auth").value = form.auth.kind;
 }
 
@@ -515,6 +517,17 @@ async function save() {
     const revision = form.mode === "add" ? changed.settings.revision : form.connector.settings.revision;
     changed = await api.put(connectorPath(changed.connector_id, "/settings"), { revision, ...filters });
   }
+  // OAuth settings: a second write with the revision the first answered; if it fails the
+  // connector stays as saved and the failure is shown
+  const oauth = form.kind === "remote" && $("cf-auth").value === "oauth";
+  if (oauth && (form.mode === "add" || form.auth.kind !== "oauth" || oauthFieldsTouched())) {
+    try {
+      const configured = await saveOAuthConfig(changed.connector_id, changed.revision);
+      changed = { ...changed, revision: configured.revision, runtime_reload: configured.runtime_reload };
+    } catch (error) {
+      changed = { ...changed, oauthFailure: error instanceof ApiError ? error : new ApiError(0, "unknown", String(error)) };
+    }
+  }
   return changed;
 }
 
@@ -547,12 +560,16 @@ async function onSubmit(event) {
   if (!changed) return;
   closeDialog(dialog(), "saved");
   const label = changed.display_name || changed.name;
+  const failed = changed.oauthFailure;
   document.dispatchEvent(
     new CustomEvent("patchbay:connector-saved", {
       detail: {
         connectorId: changed.connector_id,
         runtimeReload: changed.runtime_reload,
         message: t(mode === "add" ? "connector_added" : "connector_updated", { name: label }),
+        failure: failed
+          ? new ApiError(failed.status, failed.code, t("oauth_config_failed", { name: label, message: failed.message }), failed.details)
+          : null,
       },
     }),
   );
