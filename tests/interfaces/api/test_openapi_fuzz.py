@@ -167,7 +167,7 @@ def test_served_api_survives_fuzzing_and_the_database_stays_consistent(tmp_path:
         )
         report = run.stdout[-12000:] + run.stderr[-3000:]
         assert run.returncode == 0, report
-        assert "Tested: 28" in run.stdout, report  # seed 003 §8.1, §8.2 (+ sources), §8.4 but probe; projects; sessions
+        assert "Tested: 32" in run.stdout, report  # seed 003 §8.1, §8.2, §8.3, §8.4 but probe; projects; sessions
     assert served.process.returncode is not None
     with sqlite3.connect(home / "patchbay.db") as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
