@@ -180,3 +180,23 @@ def test_the_oauth_fields_fit_a_390_px_screen(world: tuple[Served, OAuthFixture]
         expect(form).to_contain_text("客户端 ID（可选）")
     axe_check(page)
     screenshot(page, "form-oauth-mobile")
+
+
+def test_connect_in_simplified_chinese_passes_axe(world: tuple[Served, OAuthFixture], pages: OpenPage) -> None:
+    served, fixture = world
+    body = {"name": "oauth-zh", "target": {"transport": "streamable_http", "url": fixture.url}}
+    created = served.session.post(f"{served.url}/api/mcp/connectors", json=body, timeout=30)
+    assert created.status_code == 201, created.text
+    put = served.session.put(
+        f"{served.url}/api/mcp/connectors/oauth-zh/oauth/config",
+        json={"revision": created.json()["revision"], "scope": "mcp"},
+        timeout=30,
+    )
+    assert put.status_code == 200, put.text
+    page = pages(served, locale="zh-CN")
+    page.goto(f"{served.url}/ui/connectors/oauth-zh")
+    expect(page.locator("#detail-heading")).to_have_text("oauth-zh")
+    page.locator("#tab-security").click()
+    expect(page.locator("#panel-security").get_by_role("button", name="连接", exact=True)).to_be_visible()
+    axe_check(page)
+    screenshot(page, "security-oauth-connect")
