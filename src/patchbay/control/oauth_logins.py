@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 import anyio.to_thread
@@ -97,7 +97,7 @@ class WebLogins:
 
         Raises:
             NotFoundError: ``not_found``.
-            ConfigError: ``invalid_config``: no OAuth settings, or not an interactive grant.
+            ConfigError: ``invalid_config``: the connector has no OAuth settings.
             PatchbayError: ``unknown`` when no login can run (the app runs without its lifespan).
         """
         if self._tg is None:
@@ -167,10 +167,6 @@ class WebLogins:
         if self._logins.get(login.connector_id) is login and login.done.is_set():
             del self._logins[login.connector_id]
         return verdict == "success" and login.result is not None and login.result.state == "ready"
-
-    def active(self) -> dict[str, Any]:
-        """Connector ids with a login waiting for its redirect (tests, diagnostics)."""
-        return {cid: login.url is not None for cid, login in self._logins.items() if not login.done.is_set()}
 
 
 def _failed(name: str, code: str, message: str) -> ProbeResult:

@@ -63,7 +63,7 @@ def web_logins(context: ApiContext) -> WebLogins:
 def put_oauth_config(connector: ConnectorRef, body: c.OAuthConfigRequest, service: Service) -> c.OAuthConfigured:
     """Replace a remote connector's OAuth settings (``patchbay auth configure``). A secret given
     as a value is stored as a credential the connector owns and never shown again; the answer is
-    metadata only. Everything is checked before anything is stored (``invalid_config`` naming the
+    metadata only. Everything is checked before anything is stored (422 ``validation_error`` naming the
     setting); a stale ``revision`` is 409 ``revision_conflict``."""
     current = resolve_connector(service, connector)
     if body.revision is not None:
@@ -108,7 +108,7 @@ async def start_oauth_login(
     ``authorize_url`` to open in a browser. The authorization server sends the browser back to
     this server's ``/api/mcp/oauth/callback``, which exchanges the code, pins the issuer and probes
     the connector (its catalog is cached). A connector with no OAuth settings is 422
-    ``invalid_config``; a new start cancels the connector's login still waiting."""
+    ``validation_error``; a new start cancels the connector's login still waiting."""
     logins = web_logins(context)
     service = await anyio.to_thread.run_sync(context.connector_service)
     current = await anyio.to_thread.run_sync(resolve_connector, service, connector)
