@@ -171,8 +171,8 @@ def test_served_api_survives_fuzzing_and_the_database_stays_consistent(tmp_path:
         )
         report = run.stdout[-12000:] + run.stderr[-3000:]
         assert run.returncode == 0, report
-        # seed 003 §8.1, §8.2 (+ sources), §8.4 but probe; projects; sessions; health
-        assert "Tested: 29" in run.stdout, report
+        # seed 003 §8.1, §8.2 (+ sources), §8.3, §8.4 but probe; projects; sessions; health
+        assert "Tested: 33" in run.stdout, report
     assert served.process.returncode is not None
     with sqlite3.connect(home / "patchbay.db") as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]

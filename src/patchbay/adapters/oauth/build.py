@@ -38,6 +38,7 @@ from patchbay.adapters.oauth.guarded import (
     GuardedPrivateKeyJWT,
 )
 from patchbay.adapters.oauth.provider import PatchbayOAuthProvider
+from patchbay.adapters.oauth.relay import relayed_callback
 from patchbay.adapters.oauth.storage import BundleStorage
 from patchbay.adapters.transports.egress import EgressGuard, EgressPolicy, guarded_client
 from patchbay.core.errors import AuthorizationRequired, ErrorCode, ProbeError
@@ -176,8 +177,11 @@ async def connector_auth(
                 server_url, config=config, storage=storage, connector=connector, client_secret=secret
             )
             return
-        port = await anyio.to_thread.run_sync(_stored_port, storage)
-        async with LoopbackCallback(connector_id=connector_id, port=port, verify=verify) as callback:
+        callback: LoopbackCallback | None = relayed_callback(connector_id=connector_id, verify=verify)
+        if callback is None:  # the CLI's login: a loopback listener, on the port registered before
+            port = await anyio.to_thread.run_sync(_stored_port, storage)
+            callback = LoopbackCallback(connector_id=connector_id, port=port, verify=verify)
+        async with callback:
             yield PatchbayOAuthProvider(
                 server_url,
                 config=config,

@@ -194,7 +194,7 @@ class LoopbackCallback:
             return values[0] if values else None
 
         state = one("state")
-        pending = self._pending.get(state) if state and parts.path == "/callback" else None
+        pending = self._pending.get(state) if state and parts.path == urlsplit(self.redirect_uri).path else None
         if pending is None or not secrets.compare_digest(pending.state, state or ""):
             self.refused += 1
             return "refused"

@@ -47,7 +47,8 @@ from patchbay.interfaces.api.context import ApiContext
 from patchbay.interfaces.api.errors import error_response, install_error_handlers
 from patchbay.interfaces.api.limits import BodyLimitMiddleware
 from patchbay.interfaces.api.responses import RedactedJSONResponse
-from patchbay.interfaces.api.routes import compat, connectors, health, imports, projects, sessions, tools
+from patchbay.interfaces.api.routes import compat, connectors, health, imports, oauth, projects, sessions, tools
+from patchbay.interfaces.web import oauth_callback
 from patchbay.interfaces.web.pages import install_pages
 
 __all__ = [
@@ -233,11 +234,13 @@ def create_app(
         projects.router,
         compat.router,
         health.router,
+        oauth.router,
     )
     for router in routers:
         app.include_router(router)
     app.state.api_routes = [route for router in routers for route in router.routes]  # for 405's Allow
     install_pages(app)  # the settings page at /ui: it reads and writes through the routes above
+    app.include_router(oauth_callback.router)  # where the browser lands after an OAuth authorization
     # the last added runs first: Host/Origin, then the body size, then the token
     if require_token:
         assert token is not None

@@ -25,7 +25,8 @@ header. Bearer-token requests need no CSRF token: a browser never adds that head
 What authenticated a request is in its ASGI scope (:func:`request_access`). An unauthenticated
 ``GET``/``HEAD`` of a page path (``/``, ``/ui`` and below) is let through with no access, so the
 page can answer 401 with a page a person can read (which URL to open) instead of JSON; so is
-``GET /api/health``, which then answers its status only (a load balancer's probe).
+``GET /api/health``, which then answers its status only (a load balancer's probe), and so is the
+OAuth callback (:data:`OAUTH_CALLBACK_PATH`), whose single-use ``state`` is its own capability.
 
 Anything else is 401 ``unauthorized`` in the one error shape with ``WWW-Authenticate: Bearer``,
 before any route runs or any body is read; a websocket is closed with 1008 (policy violation)
@@ -56,6 +57,7 @@ __all__ = [
     "CSRF_HEADER",
     "HEALTH_PATH",
     "LOGIN_PATH",
+    "OAUTH_CALLBACK_PATH",
     "SESSION_MAX_AGE",
     "Access",
     "TokenAuthMiddleware",
@@ -70,6 +72,10 @@ HEALTH_PATH = "/api/health"
 LOGIN_PATH = "/login"
 """``GET /login?token=...`` logs a browser in (sets the session cookie) and redirects to ``/ui``."""
 AFTER_LOGIN = "/ui"
+OAUTH_CALLBACK_PATH = "/api/mcp/oauth/callback"
+"""The OAuth redirect URI of page logins: reached without the token or cookie (the browser comes
+from the authorization server, which a ``SameSite=Strict`` cookie does not follow); the login's
+single-use ``state`` is its capability."""
 CSRF_HEADER = "X-Patchbay-CSRF"
 """The header a cookie-authenticated unsafe request must carry (the page's CSRF token)."""
 _UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -249,7 +255,8 @@ class TokenAuthMiddleware:
         access = self._access(list(scope.get("headers", [])))
         scope[_ACCESS_KEY] = access
         if access is None:
-            if scope.get("method") in ("GET", "HEAD") and is_page_path(str(scope.get("path", ""))):
+            path = str(scope.get("path", ""))
+            if scope.get("method") in ("GET", "HEAD") and (is_page_path(path) or path == OAUTH_CALLBACK_PATH):
                 await self.app(scope, receive, send)  # the page itself says how to log in (401)
                 return
             if scope.get("method") == "GET" and scope.get("path") == HEALTH_PATH:

@@ -36,6 +36,7 @@ import anyio.to_thread
 from sqlalchemy.engine import make_url
 
 from patchbay.control.connectors import ConnectorService
+from patchbay.control.oauth_logins import WebLogins
 from patchbay.core.errors import ErrorCode, PatchbayError
 from patchbay.core.models import Project, RuntimeConfig
 from patchbay.core.settings import Settings
@@ -56,6 +57,7 @@ class ApiContext:
         service: an already-built connector service (tests, embedding); else opened lazily.
         host: the session host while the app's lifespan runs (:meth:`hosting`), else None.
         listing: the connector list kept between requests (``GET /api/mcp/connectors``).
+        logins: the settings page's OAuth logins while the lifespan runs, else None.
     """
 
     settings: Settings
@@ -63,6 +65,7 @@ class ApiContext:
     service: ConnectorService | None = None
     host: SessionHost | None = None
     listing: ConnectorListing = field(default_factory=ConnectorListing)
+    logins: WebLogins | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _detach: Callable[[], None] | None = None
     _watch: _CommitWatch | None = None
@@ -146,11 +149,14 @@ class ApiContext:
     async def hosting(self) -> AsyncIterator[None]:
         """The app's lifespan: run a :class:`SessionHost` and make it the connector service's
         reload listener (now, or when the store is first opened); on the way out stop listening,
-        then close every session (their servers stop). Enter and exit in one task."""
+        then close every session (their servers stop). OAuth logins started from the page run
+        here too and are cancelled on the way out. Enter and exit in one task."""
         async with contextlib.AsyncExitStack() as stack:
             stack.push_async_callback(self._close_service)  # runs last: after the sessions closed
             host = SessionHost(self.settings, resolve=self._resolve, load=self._load, state_version=self._state_version)
             await stack.enter_async_context(host)
+            self.logins = await stack.enter_async_context(WebLogins().running())
+            stack.callback(setattr, self, "logins", None)
             stack.callback(self._stop_hosting)  # runs first: no reload is scheduled on a closing host
             with self._lock:
                 self.host = host

@@ -307,6 +307,11 @@ JS_MESSAGES: Mapping[str, str] = {
     "transport_detected_auth": N_("Transport detected: {transport}; the server asks for authorization"),
     # built-in connectors
     "group_builtin": N_("Built-in connectors"),
+    # OAuth: the form's second write and Connect
+    "oauth_config_failed": N_("{name} was saved, but its OAuth settings were not: {message}"),
+    "oauth_connect_done": N_("Connected: the authorization worked and the tokens are stored."),
+    "oauth_connect_failed": N_("The authorization did not complete."),
+    "oauth_connect_failed_code": N_("The authorization did not complete ({code})."),
 }
 """Strings the scripts show, by key (``{name}`` placeholders are filled in by the script)."""
 

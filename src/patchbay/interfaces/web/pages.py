@@ -37,7 +37,7 @@ from patchbay.interfaces.web.i18n import (
 )
 from patchbay.interfaces.web.security import PageHeadersMiddleware
 
-__all__ = ["PAGE_PATH", "STATIC_DIR", "STATIC_PATH", "TEMPLATES_DIR", "install_pages", "router"]
+__all__ = ["PAGE_PATH", "STATIC_DIR", "STATIC_PATH", "TEMPLATES_DIR", "install_pages", "render_page", "router"]
 
 PAGE_PATH = "/ui"
 STATIC_PATH = "/ui/static"
@@ -74,7 +74,12 @@ def _locale(request: Request) -> str:
     return choose_locale(request.cookies.get(LANG_COOKIE), request.headers.get("accept-language"))
 
 
-def _render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+def render_page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    """Render ``template`` in the request's language with the chrome every page shares.
+
+    Args:
+        template: a file of :data:`TEMPLATES_DIR`; context: its extra variables.
+    """
     locale = _locale(request)
     access = request_access(request.scope)
     body = (
@@ -110,8 +115,8 @@ def _page(request: Request, selected: str | None) -> Response:
     if switched is not None:
         return switched
     if request_access(request.scope) is None:
-        return _render(request, "login_needed.html", status_code=401)
-    return _render(request, "connectors.html", selected=selected or "", statuses=STATUS_PRIORITY)
+        return render_page(request, "login_needed.html", status_code=401)
+    return render_page(request, "connectors.html", selected=selected or "", statuses=STATUS_PRIORITY)
 
 
 @router.get("/")

@@ -20,7 +20,8 @@ serve`` hosts took the committed change.
 
 The models live by area in private modules (``_base``: error shape and reload report;
 ``_connectors``: connectors, settings, probe, tools and grants; ``_imports``: import and the
-deprecated projections; ``_sessions``: sessions and tool calls; ``_health``: the health answer); import them from here.
+deprecated projections; ``_sessions``: sessions and tool calls; ``_health``: the health answer;
+``_oauth``: OAuth settings, status and the page's login); import them from here.
 """
 
 from patchbay.control.importer.models import ImportCandidates, ImportPreview, ImportResult
@@ -88,6 +89,13 @@ from patchbay.interfaces.api.contracts._imports import (
     LegacyToggle,
     LegacyToggled,
 )
+from patchbay.interfaces.api.contracts._oauth import (
+    OAuthConfigRequest,
+    OAuthConfigured,
+    OAuthLoggedOut,
+    OAuthLoginStart,
+    OAuthStatusView,
+)
 from patchbay.interfaces.api.contracts._sessions import (
     SessionClosed,
     SessionEvents,
@@ -143,7 +151,12 @@ __all__ = [
     "LegacyToggle",
     "LegacyToggled",
     "LimitsChange",
+    "OAuthConfigRequest",
+    "OAuthConfigured",
+    "OAuthLoggedOut",
+    "OAuthLoginStart",
     "OAuthLogout",
+    "OAuthStatusView",
     "ProbeOutcomeView",
     "ProbeReport",
     "ProjectList",

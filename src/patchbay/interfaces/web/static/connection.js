@@ -9,6 +9,7 @@ import { api, ApiError, connectorPath } from "./api.js";
 import { registerTab } from "./detail.js";
 import { setText, show, slot } from "./dom.js";
 import { formatNumber, t } from "./i18n.js";
+import { renderConnect } from "./oauth_connect.js";
 import { probeText } from "./overview.js";
 import { showFailure, showSaved } from "./outcome.js";
 
@@ -66,6 +67,7 @@ function render(panel, connector, context) {
   const button = panel.querySelector('[data-action="probe"]');
   button.onclick = () => probe(panel, connector, context, button);
   busy(panel, button, inFlight);
+  renderConnect(panel, connector, context, { onlyWhenNeeded: true });
 }
 
 function busy(panel, button, on) {

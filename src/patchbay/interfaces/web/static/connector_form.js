@@ -15,6 +15,7 @@ import { api, ApiError, connectorPath, isRevisionConflict } from "./api.js";
 import { closeDialog, openDialog } from "./dialog.js";
 import { clone, show, slot } from "./dom.js";
 import { formatNumber, t } from "./i18n.js";
+import { oauthFieldsTouched, saveOAuthConfig } from "./oauth_form.js";
 import { showFailure } from "./outcome.js";
 import { shlexJoin, shlexSplit, ShlexError } from "./shlex.js";
 
@@ -238,6 +239,7 @@ function fill(connector) {
       $("cf-header-name").value = binding.name;
     }
   }
+  if (form.auth.kind === "none" && connector.oauth_state) form.auth = { kind: "oauth", header: "" };
   $("cf-auth").value = form.auth.kind;
 }
 
@@ -536,6 +538,17 @@ async function save() {
     changed = await api.put(connectorPath(changed.connector_id, "/settings"), { revision, ...filters });
   }
   if (form.mode === "add" && $("cf-resources").checked) changed = await exposeResources(changed);
+  // OAuth settings: a second write with the revision the first answered; if it fails the
+  // connector stays as saved and the failure is shown
+  const oauth = form.kind === "remote" && $("cf-auth").value === "oauth";
+  if (oauth && (form.mode === "add" || form.auth.kind !== "oauth" || oauthFieldsTouched())) {
+    try {
+      const configured = await saveOAuthConfig(changed.connector_id, changed.revision);
+      changed = { ...changed, revision: configured.revision, runtime_reload: configured.runtime_reload };
+    } catch (error) {
+      changed = { ...changed, oauthFailure: error instanceof ApiError ? error : new ApiError(0, "unknown", String(error)) };
+    }
+  }
   return changed;
 }
 
@@ -591,9 +604,18 @@ async function onSubmit(event) {
   closeDialog(dialog(), "saved");
   let message = savedMessage(mode, changed);
   if (detected) message = `${message}. ${detectedText(detected)}`;
+  const label = changed.display_name || changed.name;
+  const failed = changed.oauthFailure;
   document.dispatchEvent(
     new CustomEvent("patchbay:connector-saved", {
-      detail: { connectorId: changed.connector_id, runtimeReload: changed.runtime_reload, message },
+      detail: {
+        connectorId: changed.connector_id,
+        runtimeReload: changed.runtime_reload,
+        message,
+        failure: failed
+          ? new ApiError(failed.status, failed.code, t("oauth_config_failed", { name: label, message: failed.message }), failed.details)
+          : null,
+      },
     }),
   );
 }

@@ -282,7 +282,7 @@ function routeFromLocation() {
 
 /** After the Add/Edit form (or another writer) saved a connector: reload the list, select it and
  * show the outcome; after a lost revision race: show the conflict and reload, writing nothing. */
-async function onConnectorSaved({ connectorId, runtimeReload = null, message = "", conflict = false }) {
+async function onConnectorSaved({ connectorId, runtimeReload = null, message = "", conflict = false, failure = null }) {
   clearOutcome();
   if (conflict) {
     showConflict();
@@ -291,7 +291,8 @@ async function onConnectorSaved({ connectorId, runtimeReload = null, message = "
   }
   await loadList();
   await select(connectorId, { push: state.selected !== connectorId, focus: true });
-  showSaved(runtimeReload, message);
+  if (failure) showFailure(failure); // saved, but a second write (the OAuth settings) failed
+  else showSaved(runtimeReload, message);
 }
 
 // --- wiring --------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 import { registerTab } from "./detail.js";
 import { clone, setText, show, slot } from "./dom.js";
 import { t } from "./i18n.js";
+import { renderConnect } from "./oauth_connect.js";
 import { probeText } from "./overview.js";
 
 /** `url` when it is an absolute http(s) URL (a link the page may offer), else null. */
@@ -60,7 +61,7 @@ function renderLink(panel, name, url) {
   link.textContent = href;
 }
 
-function render(panel, connector) {
+function render(panel, connector, context) {
   const bindings = connector.bindings ?? [];
   const missing = bindings.some((b) => b.problem);
   const credential =
@@ -88,6 +89,7 @@ function render(panel, connector) {
   renderLink(panel, "terms", connector.terms_url);
   renderLink(panel, "privacy", connector.privacy_url);
   setText(panel, "probe", probeText(connector.last_probe));
+  renderConnect(panel, connector, context);
 }
 
 registerTab("security", render);
