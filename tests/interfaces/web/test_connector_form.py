@@ -199,6 +199,29 @@ def test_the_preview_splits_the_command_line_by_posix_shell_rules(
     expect(page.locator("#cf-preview code")).to_have_text(words)
 
 
+def test_shell_syntax_is_flagged_in_the_preview_and_refused_by_the_server(served: Served, pages: OpenPage) -> None:
+    page = pages(served)
+    form = _open_add(page, "local")
+    note = form.locator("#cf-preview [data-slot=operators]")
+    page.locator("#cf-name").fill("shelly")
+    page.locator("#cf-command").fill("mcp-server-time --local-timezone UTC")
+    expect(note).to_be_hidden()
+    page.locator("#cf-command").fill("mcp-server-time; rm -rf ~ | cat > out")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("No shell runs this command")
+    with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/api/mcp/connectors")) as answer:
+        form.locator("#cf-save").click()
+    assert answer.value.status == 422
+    error = page.locator("#cf-command-error")
+    expect(error).to_contain_text("shell operator")
+    expect(page.locator("#cf-command")).to_have_attribute("aria-invalid", "true")
+    page.locator("#cf-command").press("End")
+    page.locator("#cf-command").press("Backspace")  # editing the field takes its error away
+    expect(error).to_be_hidden()
+    expect(page.locator("#cf-command")).not_to_have_attribute("aria-invalid", "true")
+    assert served.session.get(f"{served.url}/api/mcp/connectors/shelly", timeout=30).status_code == 404
+
+
 def test_an_unclosed_quote_is_an_error_in_the_preview_and_nothing_is_sent(served: Served, pages: OpenPage) -> None:
     page = pages(served)
     form = _open_add(page, "local")

@@ -119,8 +119,16 @@ function renderPreview() {
     }),
   );
   show(slot(preview, "empty"), words.length === 0 && !problem);
+  show(slot(preview, "operators"), words.some(looksLikeShellSyntax));
   error.textContent = problem;
   show(error, Boolean(problem));
+}
+
+const SHELL_OPERATORS = new Set([";", "|", "||", "&", "&&", ">", ">>", "<", "<<", "2>", "2>&1", "&>"]);
+
+/** A word a person may have meant as shell syntax: an operator, or a command glued to one. */
+function looksLikeShellSyntax(word, index) {
+  return SHELL_OPERATORS.has(word) || /[;|&<>`]/.test(index === 0 ? word : word.slice(-1)) || word.startsWith("$(");
 }
 
 function shlexMessage(error) {
@@ -299,6 +307,15 @@ function clearErrors() {
   }
   for (const input of root.querySelectorAll("[aria-invalid]")) input.removeAttribute("aria-invalid");
   show($("connector-form-error"), false);
+}
+
+function clearFieldError(input) {
+  if (!(input instanceof HTMLElement) || !input.id) return;
+  const box = errorBoxOf(input);
+  if (!box) return;
+  box.textContent = "";
+  show(box, false);
+  input.removeAttribute("aria-invalid");
 }
 
 function errorBoxOf(input) {
@@ -647,6 +664,8 @@ function start() {
   $("connector-form").addEventListener("submit", onSubmit);
   $("cf-cancel").addEventListener("click", () => requestClose());
   $("cf-command").addEventListener("input", renderPreview);
+  // a field's error goes as soon as the field is edited: it described the value that was there
+  $("connector-form").addEventListener("input", (event) => clearFieldError(event.target));
   $("cf-auth").addEventListener("change", showAuth);
   $("cf-env-add").addEventListener("click", () => slot(addEnvRow(), "name").focus());
   // Escape asks first when something was typed: the dialog's own Escape would just close it
