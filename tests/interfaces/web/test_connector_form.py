@@ -9,6 +9,7 @@ that lost a revision race; the unsaved-changes guard; axe and screenshots in bot
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Iterator
@@ -220,6 +221,27 @@ def test_shell_syntax_is_flagged_in_the_preview_and_refused_by_the_server(served
     expect(error).to_be_hidden()
     expect(page.locator("#cf-command")).not_to_have_attribute("aria-invalid", "true")
     assert served.session.get(f"{served.url}/api/mcp/connectors/shelly", timeout=30).status_code == 404
+
+
+def test_a_failed_filter_write_after_adding_closes_the_form_and_says_what_was_saved(
+    served: Served, pages: OpenPage
+) -> None:
+    page = pages(served)
+    failure = {"error": {"code": "canonical_state_unavailable", "message": "the registry is busy"}}
+    page.route(
+        "**/api/mcp/connectors/*/settings",
+        lambda route: route.fulfill(status=503, content_type="application/json", body=json.dumps(failure)),
+    )
+    form = _open_add(page, "local")
+    page.locator("#cf-name").fill("filters-fail")
+    page.locator("#cf-command").fill("mcp-server-time")
+    form.locator("summary").click()
+    page.locator("#cf-exclude").fill("convert_*")
+    form.locator("#cf-save").click()
+    expect(page.locator("#connector-form-dialog")).to_be_hidden()  # not left open to add it twice
+    expect(page.locator("#outcome")).to_contain_text("filters-fail was saved, but its tool filters were not")
+    stored = served.session.get(f"{served.url}/api/mcp/connectors/filters-fail", timeout=30).json()
+    assert stored["settings"]["exclude_tools"] == []  # created; the filters never landed
 
 
 def test_an_unclosed_quote_is_an_error_in_the_preview_and_nothing_is_sent(served: Served, pages: OpenPage) -> None:

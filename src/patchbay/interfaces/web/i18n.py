@@ -278,6 +278,7 @@ JS_MESSAGES: Mapping[str, str] = {
     "env_needs_value": N_("{name} needs a value."),
     "connector_added": N_("{name} was added"),
     "connector_updated": N_("{name} was changed"),
+    "filters_failed": N_("{name} was saved, but its tool filters were not: {message}"),
     # access_resources, the Add form's "Expose resources", the Import dialog's renames
     "resources_loading": N_("Reading the resource decision…"),
     "resources_unreadable": N_("The resource decision could not be read: {message} (error code: {code})"),

@@ -551,8 +551,14 @@ async function save() {
     changed = await api.patch(connectorPath(current.connector_id), body);
   }
   if (Object.keys(filters).length) {
+    // a second write: when it fails the connector stays as saved and the failure is shown (saving
+    // the form again would add the connector twice)
     const revision = form.mode === "add" ? changed.settings.revision : form.connector.settings.revision;
-    changed = await api.put(connectorPath(changed.connector_id, "/settings"), { revision, ...filters });
+    try {
+      changed = await api.put(connectorPath(changed.connector_id, "/settings"), { revision, ...filters });
+    } catch (error) {
+      changed = { ...changed, filtersFailure: error instanceof ApiError ? error : new ApiError(0, "unknown", String(error)) };
+    }
   }
   if (form.mode === "add" && $("cf-resources").checked) changed = await exposeResources(changed);
   // OAuth settings: a second write with the revision the first answered; if it fails the
@@ -622,7 +628,8 @@ async function onSubmit(event) {
   let message = savedMessage(mode, changed);
   if (detected) message = `${message}. ${detectedText(detected)}`;
   const label = changed.display_name || changed.name;
-  const failed = changed.oauthFailure;
+  const failed = changed.filtersFailure ?? changed.oauthFailure;
+  const failedKey = changed.filtersFailure ? "filters_failed" : "oauth_config_failed";
   document.dispatchEvent(
     new CustomEvent("patchbay:connector-saved", {
       detail: {
@@ -630,7 +637,7 @@ async function onSubmit(event) {
         runtimeReload: changed.runtime_reload,
         message,
         failure: failed
-          ? new ApiError(failed.status, failed.code, t("oauth_config_failed", { name: label, message: failed.message }), failed.details)
+          ? new ApiError(failed.status, failed.code, t(failedKey, { name: label, message: failed.message }), failed.details)
           : null,
       },
     }),
