@@ -37,9 +37,11 @@ from sqlalchemy.engine import make_url
 
 from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ErrorCode, PatchbayError
+from patchbay.core.live_status import StatusRegistry
 from patchbay.core.models import Project, RuntimeConfig
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api.listing import ConnectorListing
+from patchbay.runtime.live_status import InProcessStatusRegistry
 from patchbay.runtime.sessions import SessionHost
 
 __all__ = ["ApiContext"]
@@ -56,6 +58,8 @@ class ApiContext:
         service: an already-built connector service (tests, embedding); else opened lazily.
         host: the session host while the app's lifespan runs (:meth:`hosting`), else None.
         listing: the connector list kept between requests (``GET /api/mcp/connectors``).
+        status: the live status registry the hosted sessions publish to (in memory, this
+            process's; ``runtime_state`` and ``GET /api/mcp/status/stream`` read it).
     """
 
     settings: Settings
@@ -63,6 +67,7 @@ class ApiContext:
     service: ConnectorService | None = None
     host: SessionHost | None = None
     listing: ConnectorListing = field(default_factory=ConnectorListing)
+    status: StatusRegistry = field(default_factory=InProcessStatusRegistry)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _detach: Callable[[], None] | None = None
     _watch: _CommitWatch | None = None
@@ -148,7 +153,13 @@ class ApiContext:
         reload listener (now, or when the store is first opened); on the way out stop listening,
         then close every session (their servers stop). Enter and exit in one task."""
         async with contextlib.AsyncExitStack() as stack:
-            host = SessionHost(self.settings, resolve=self._resolve, load=self._load, state_version=self._state_version)
+            host = SessionHost(
+                self.settings,
+                resolve=self._resolve,
+                load=self._load,
+                state_version=self._state_version,
+                status=self.status,
+            )
             await stack.enter_async_context(host)
             stack.callback(self._stop_hosting)  # runs first: no reload is scheduled on a closing host
             with self._lock:
