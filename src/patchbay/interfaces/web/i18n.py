@@ -277,6 +277,12 @@ JS_MESSAGES: Mapping[str, str] = {
     "env_needs_value": N_("{name} needs a value."),
     "connector_added": N_("{name} was added"),
     "connector_updated": N_("{name} was changed"),
+    # live status (live.js, the Connection tab)
+    "live_status_changed": N_("{name} is now: {state}"),
+    "live_none": N_("No open session uses it"),
+    "live_unknown": N_("No update from its sessions for over 90 seconds"),
+    "live_sessions": N_("{sessions} session(s), {calls} call(s) in flight, {restarts} restart(s)"),
+    "live_failed_ago": N_("failed {seconds} s ago"),
 }
 """Strings the scripts show, by key (``{name}`` placeholders are filled in by the script)."""
 
