@@ -60,6 +60,8 @@ class ApiContext:
         listing: the connector list kept between requests (``GET /api/mcp/connectors``).
         status: the live status registry the hosted sessions publish to (in memory, this
             process's; ``runtime_state`` and ``GET /api/mcp/status/stream`` read it).
+        streams_closing: set by :meth:`close_streams` when the server shuts down: every open
+            status stream ends (within its next look), so none holds the shutdown up.
     """
 
     settings: Settings
@@ -68,6 +70,7 @@ class ApiContext:
     host: SessionHost | None = None
     listing: ConnectorListing = field(default_factory=ConnectorListing)
     status: StatusRegistry = field(default_factory=InProcessStatusRegistry)
+    streams_closing: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _detach: Callable[[], None] | None = None
     _watch: _CommitWatch | None = None
@@ -166,6 +169,10 @@ class ApiContext:
                 self.host = host
                 self._attach()
             yield
+
+    def close_streams(self) -> None:
+        """End the open status streams (the server is shutting down; they would never end)."""
+        self.streams_closing = True
 
     def close(self) -> None:
         if self._watch is not None:

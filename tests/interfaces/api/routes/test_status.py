@@ -6,6 +6,7 @@ tests/fixtures/lifecycle_server.py (for a call that stays in flight)."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,22 @@ async def test_the_stream_pushes_a_connector_s_change_from_a_real_serve(tmp_path
             text = json.dumps(events)
             assert "mcp-server-time" not in text and "target" not in text and "timezone" not in text
             assert (await client.delete(f"/api/sessions/{sid}")).status_code == 200
+
+
+async def test_an_open_stream_does_not_hold_up_the_shutdown_of_serve(tmp_path: Path) -> None:
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    with serve_process(home, workspace) as served:
+        async with httpx2.AsyncClient(base_url=served.url, headers=served.headers, timeout=30) as client:
+            async with client.stream("GET", "/api/mcp/status/stream") as stream:
+                lines = stream.aiter_lines()
+                assert await anext(lines) == "retry: 3000"
+                served.process.send_signal(signal.SIGINT)
+                # well within the shutdown grace (5 s) plus the answer grace (5 s) uvicorn allows
+                with anyio.fail_after(4):
+                    async for _ in lines:
+                        pass
+        with anyio.fail_after(15):
+            while served.process.poll() is None:
+                await anyio.sleep(0.05)  # the process has no event to wait on; bounded
+        assert served.process.returncode == 0

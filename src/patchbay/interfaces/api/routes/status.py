@@ -75,7 +75,7 @@ async def _stream(context: ApiContext) -> AsyncIterator[bytes]:
     sent: dict[str, _Key] = {}
     quiet = 0.0
     yield b"retry: 3000\n\n"
-    while True:
+    while not context.streams_closing:
         lives = context.status.read_all()
         keys = {cid: live.key() for cid, live in lives.items()}
         changed = sorted(cid for cid in set(keys) | set(sent) if keys.get(cid) != sent.get(cid))
@@ -120,7 +120,7 @@ async def status_stream(context: Context) -> StreamingResponse:
     """Server-Sent Events: a ``status`` event (JSON: ``connector_id``, ``name``,
     ``runtime_state``, ``status``, ``runtime``) per connector whose live status changed, at most
     two a second per connector; at the start, one for each connector with a live status. The
-    stream runs until the client closes it."""
+    stream runs until the client closes it or the server shuts down."""
     return StreamingResponse(
         _stream(context),
         media_type="text/event-stream",
