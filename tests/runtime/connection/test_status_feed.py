@@ -9,7 +9,9 @@ import anyio
 import pytest
 
 from patchbay import Runtime, RuntimeConfig, RuntimeServer, Settings, ToolCallError
+from patchbay.core.live_status import LIVE_TTL, ConnectorLive
 from patchbay.core.models import ConnectorSettings, ToolSummary
+from patchbay.runtime.connection.status_feed import StatusFeed
 from patchbay.runtime.live_status import InProcessStatusRegistry
 from tests.support.servers import fixture_server
 from tests.support.waiting import wait_until
@@ -61,3 +63,27 @@ async def test_a_runtime_without_a_registry_publishes_nothing(tmp_path: Path) ->
     config = RuntimeConfig(project_id="p1", workspace=str(tmp_path), servers=(server("life"),))
     async with Runtime(config, settings=Settings(home=tmp_path / "home")) as runtime:
         assert (await runtime.call("mcp.life.echo", {"text": "hi"})).text == "hi"
+
+
+async def test_the_heartbeat_keeps_the_source_fresh_until_closed() -> None:
+    clock = [1000.0]
+    touched = anyio.Event()
+
+    class Recording(InProcessStatusRegistry):
+        def touch(self, source: str) -> None:
+            super().touch(source)
+            touched.set()
+
+    registry = Recording(clock=lambda: clock[0])
+    feed = StatusFeed(registry, "ses_x", interval=0.01)
+    registry.publish(feed.source, [ConnectorLive("con_a", "connected")])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(feed.run)
+        clock[0] += LIVE_TTL + 5  # past the TTL: only a touch makes it fresh again
+        with anyio.fail_after(5):
+            await touched.wait()
+        assert state(registry, "con_a") == "connected"
+        feed.close()  # ends the heartbeat (so the task group can exit) and withdraws the source
+    assert registry.read_all() == {}
+    feed.publish([])  # a closed feed publishes nothing
+    assert registry.read_all() == {}
