@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,10 +23,21 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_builtin_seeding() -> Iterator[None]:
+    """A fresh data home holds no built-in connector unless a test turns seeding on: set for the
+    whole session, so module-scoped servers (set up before any function fixture) see it too."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATCHBAY_BUILTINS", "off")
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads or writes the real user data home; the venv's console scripts are on PATH."""
+    """No test reads or writes the real user data home; the venv's console scripts are on PATH; no
+    built-in seeding (``PATCHBAY_BUILTINS``) unless the test turns it on."""
     monkeypatch.setenv("PATCHBAY_HOME", str(tmp_path_factory.mktemp("patchbay-home")))
+    monkeypatch.setenv("PATCHBAY_BUILTINS", "off")
     monkeypatch.delenv("PATCHBAY_DATABASE_URL", raising=False)
     path = os.environ.get("PATH", "")
     if str(VENV_BIN) not in path.split(os.pathsep):

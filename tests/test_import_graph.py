@@ -1,6 +1,7 @@
 """The module graph of ``src/patchbay``, read from the source: no import cycles, and the layers
-(core → adapters → runtime → control → interfaces, the package's ``__init__`` on top) import
-downwards only.
+(core → adapters → connectors → runtime → control → interfaces, the package's ``__init__`` on top)
+import downwards only, and no module outside ``patchbay.connectors`` imports it (the built-in
+connectors are separate programs the registry starts).
 
 Every import counts, wherever it is written: at module level, inside a function, under
 ``if TYPE_CHECKING:``. ``import a.b.c`` and ``from a.b import c`` (``c`` a module) name the module
@@ -18,7 +19,7 @@ from pathlib import Path
 from tests.support.paths import REPO
 
 SRC = REPO / "src"
-LAYERS = ("core", "adapters", "runtime", "control", "interfaces")
+LAYERS = ("core", "adapters", "connectors", "runtime", "control", "interfaces")
 """Lowest first; a module may import its own layer and the ones before it."""
 
 Graph = Mapping[str, frozenset[str]]
@@ -143,6 +144,19 @@ def test_the_modules_of_patchbay_import_each_other_in_no_cycle() -> None:
 def test_the_layers_import_downwards_only() -> None:
     upward = upward_imports(module_graph(SRC, "patchbay"))
     assert upward == [], "imports from a higher layer:\n" + "\n".join(upward)
+
+
+def test_nothing_outside_the_builtin_connectors_imports_them() -> None:
+    graph = module_graph(SRC, "patchbay")
+    inside = "patchbay.connectors"
+    found = [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        if module != inside and not module.startswith(inside + ".")
+        for target in sorted(targets)
+        if target == inside or target.startswith(inside + ".")
+    ]
+    assert found == [], "the built-in connectors are separate programs:\n" + "\n".join(found)
 
 
 # --- the graph builder itself, on a tiny package ---------------------------------------------------

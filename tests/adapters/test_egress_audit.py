@@ -73,7 +73,14 @@ def test_anything_but_a_bare_origin_is_refused(tmp_path: Path, origin: str) -> N
 
 
 def test_only_the_seed_notes_are_accepted(tmp_path: Path) -> None:
-    assert NOTES == {"mcp_probe", "mcp_connect", "mcp_tool_call", "mcp_oauth_discovery", "mcp_oauth_token"}
+    assert NOTES == {
+        "mcp_probe",
+        "mcp_connect",
+        "mcp_tool_call",
+        "mcp_oauth_discovery",
+        "mcp_oauth_token",
+        "mcp_builtin_request",  # one line per HTTP request of a built-in connector's own process
+    }
     with pytest.raises(ValueError):
         EgressAudit(audit_path(tmp_path)).record(
             "mcp_upload",  # type: ignore[arg-type]

@@ -132,7 +132,7 @@ def test_an_unchanged_option_set_writes_nothing(service: ConnectorService, tmp_p
     [
         ({"timeout": 5}, "timeout"),
         ({"cwd": "elsewhere"}, "cwd"),
-        ({"lifecycle": "lazy_keep_alive"}, "lifecycle"),
+        ({"lifecycle": "keep_forever"}, "lifecycle"),
         ({"lifecycle": 1}, "lifecycle"),
         ({"idle_timeout": 0}, "idle_timeout"),
         ({"idle_timeout": -1.0}, "idle_timeout"),

@@ -323,3 +323,12 @@ def test_redaction_of_long_hostile_text_finishes(tmp_path) -> None:
     ]
     code = "from patchbay.core.redaction import redact_text\n" + "\n".join(f"redact_text({expr})" for expr in inputs)
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_redact_url_masks_the_password_of_a_url_and_keeps_the_rest() -> None:
+    from patchbay.core.redaction import redact_url
+
+    assert redact_url("redis://:hunter2-redis@127.0.0.1:6379/0") == f"redis://:{REDACTED}@127.0.0.1:6379/0"
+    assert redact_url("rediss://app:pw@cache.example:6380/1") == f"rediss://app:{REDACTED}@cache.example:6380/1"
+    assert redact_url("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+    assert redact_url("rediss://[::1") == "rediss://[::1"  # does not parse: returned, never raises

@@ -184,6 +184,17 @@ def test_free_text_fields_refuse_terminal_escapes() -> None:
     assert validate_text("description", "Plain [text] with brackets") == "Plain [text] with brackets"
 
 
+def test_a_refused_control_character_is_named_in_the_message() -> None:
+    from patchbay.core.validation import validate_text
+
+    with pytest.raises(ConfigError) as exc:
+        validate_text("description", "line one\nline two")
+    assert "a line break" in str(exc.value)
+    with pytest.raises(ConfigError) as exc:
+        validate_text("description", "bell\x07")
+    assert "U+0007" in str(exc.value)
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -256,3 +267,25 @@ def test_deeply_nested_tool_arguments_are_refused_without_recursion() -> None:
     with pytest.raises(ValidationError):
         validate_tool_arguments(deep)
     assert validate_tool_arguments({"a": [1, 2.5, {"b": None, "c": True}]}) == {"a": [1, 2.5, {"b": None, "c": True}]}
+
+
+@pytest.mark.parametrize("command", ["mcp-server-time;", "a|b", "run&", "x>out", "`id`", "$(id)"])
+def test_a_command_with_a_shell_operator_is_refused_naming_it(command: str) -> None:
+    from patchbay.core.validation import validate_stdio_target
+
+    with pytest.raises(ConfigError) as exc:
+        validate_stdio_target(command, ["--flag"])
+    assert_invalid(exc, "command")
+    assert "shell operator" in str(exc.value)
+    # the same characters in an argument are data for the program, passed as they are
+    assert validate_stdio_target("grep", ["a|b;c", "$(x)"]).args == ("a|b;c", "$(x)")
+
+
+@pytest.mark.parametrize("url", ["https://256.1.1.1/mcp", "http://1.2.3/mcp", "http://10.0.0.999/", "http://host.123/"])
+def test_a_host_ending_in_a_number_must_be_a_valid_ipv4_address(url: str) -> None:
+    from patchbay.core.validation import validate_url
+
+    with pytest.raises(ConfigError) as exc:
+        validate_url(url)
+    assert "numeric host" in str(exc.value)
+    assert validate_url("http://192.0.2.10:8080/mcp") == "http://192.0.2.10:8080/mcp"

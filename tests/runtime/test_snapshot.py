@@ -357,7 +357,7 @@ def test_a_missing_or_corrupt_key_refuses_every_snapshot(
     assert exc.value.field == "snapshot"
 
 
-@pytest.mark.parametrize("lifecycle", ["lazy", "eager", "keep_alive"])
+@pytest.mark.parametrize("lifecycle", ["lazy", "eager", "keep_alive", "lazy_keep_alive"])
 def test_the_lifecycle_survives_the_snapshot(service: ConnectorService, workspace: Path, lifecycle: str) -> None:
     prj = service.queries.project(workspace)
     target = service.stdio_target("mcp-server-time", [], cwd=None, workspace=workspace)

@@ -1,7 +1,8 @@
 """The egress audit: one metadata-only JSON line per outbound operation.
 
 ``<home>/egress-audit.jsonl`` (mode 0600, append-only) gets one line per probe, connect, tool call
-and OAuth operation of a connector::
+and OAuth operation of a connector, and one per HTTP request a built-in connector's own process
+sends or has refused (``mcp_builtin_request``, with the request's origin)::
 
     {"note": "mcp_tool_call", "connector_id": "c_…", "origin": "https://mcp.example.com:443",
      "time": "2026-09-08T10:00:00.123Z", "project_id": "p_…", "approved": true}
@@ -47,7 +48,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 AUDIT_FILE = "egress-audit.jsonl"
-EgressNote = Literal["mcp_probe", "mcp_connect", "mcp_tool_call", "mcp_oauth_discovery", "mcp_oauth_token"]
+EgressNote = Literal[
+    "mcp_probe", "mcp_connect", "mcp_tool_call", "mcp_oauth_discovery", "mcp_oauth_token", "mcp_builtin_request"
+]
 NOTES: frozenset[str] = frozenset(get_args(EgressNote))
 """Every operation type the egress audit records."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +26,7 @@ from patchbay.control.options import checked_options as _checked_options
 from patchbay.control.options import merge_runtime_options
 from patchbay.control.queries import ConnectorQueries, catalog_fingerprint, real_dir
 from patchbay.core.credentials import BINDINGS_KEY, check_bindings
-from patchbay.core.errors import ConfigError, NotFoundError
+from patchbay.core.errors import BuiltinConnectorError, CanonicalStateUnavailable, ConfigError, NotFoundError
 from patchbay.core.models import (
     RESOURCE_SUBJECT,
     Connector,
@@ -54,8 +55,10 @@ from patchbay.core.validation import (
 )
 
 if TYPE_CHECKING:
+    from patchbay.control.builtins import SeedReport
     from patchbay.control.probe import Prober
     from patchbay.control.projection import ProjectionReport, Projector
+    from patchbay.control.transport_detect import TransportDetection
 
 __all__ = ["ConnectorService", "merge_runtime_options"]
 
@@ -82,6 +85,26 @@ class _SettingsChanges(TypedDict, total=False):
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _request_headers(bindings: Sequence[BindingSpec]) -> dict[str, str]:
+    """The HTTP headers ``bindings`` ask for, with the values they carry or name (an ``@env:VAR``
+    read now); a shared credential (``@credential:``) cannot be bound before the connector exists."""
+    headers: dict[str, str] = {}
+    for spec in bindings:
+        if spec.delivery == "env":
+            continue
+        value = spec.value if spec.value is not None else spec.plain
+        if spec.variable is not None:
+            found = os.environ.get(spec.variable)
+            value = found if found or (found == "" and spec.default_mode == "unset") else spec.default
+        if not value:
+            continue
+        if spec.delivery == "bearer":
+            headers["Authorization"] = f"Bearer {value}"
+        else:
+            headers[spec.name] = value
+    return headers
 
 
 _TRANSPORT_BOUND_OPTIONS = {"allow_private": "allow-private", "limits": "limits"}
@@ -113,6 +136,11 @@ class ConnectorService:
         self.last_projection: ProjectionReport | None = None
         """What the re-projection after the last committed mutation wrote or skipped."""
         self._committed: list[CommittedListener] = []
+        if settings.builtins:
+            try:
+                self.seed_builtins()
+            except CanonicalStateUnavailable as exc:  # a read-only store still serves reads
+                _log.warning("the built-in connectors could not be seeded: %s", exc)
 
     @property
     def prober(self) -> Prober:
@@ -123,6 +151,12 @@ class ConnectorService:
 
             self._prober = Prober(self.settings, credentials=self.credentials.store)
         return self._prober
+
+    async def aclose(self) -> None:
+        """Close what the prober holds open between probes (its Redis connection, when
+        ``PATCHBAY_REDIS_URL`` is set and a probe ran); the service stays usable."""
+        if self._prober is not None:
+            await self._prober.aclose()
 
     @property
     def projector(self) -> Projector:
@@ -165,6 +199,24 @@ class ConnectorService:
         return result
 
     # -- connectors -------------------------------------------------------------------------
+
+    def seed_builtins(self, python: str | None = None) -> SeedReport:
+        """Register the built-in connectors that are missing and update the command of those that
+        changed (:func:`patchbay.control.builtins.seed`); runs when the service opens with
+        ``settings.builtins`` on. A user's choices, bindings, grants and caches are never touched.
+
+        Args:
+            python: the interpreter the built-ins run with; default this process's.
+
+        Raises:
+            CanonicalStateUnavailable: the store cannot be written.
+        """
+        from patchbay.adapters.egress_audit import audit_path
+        from patchbay.control.builtins import seed
+
+        audit_file = str(audit_path(self.settings.home).absolute())
+        report = seed(self.repository, python or sys.executable, audit_file=audit_file)
+        return self._reprojected(report) if report.changed else report
 
     def add(
         self,
@@ -277,7 +329,74 @@ class ConnectorService:
 
     @staticmethod
     def remote_target(url: str, transport: str = "streamable_http") -> ConnectorTarget:
+        """Validate a remote target for ``add``: ``transport`` is ``streamable_http`` or ``sse``
+        (detect one for ``auto`` first: :meth:`detect_transport`).
+
+        Raises:
+            ConfigError: ``invalid_config`` naming ``url`` or ``transport``.
+        """
         return validate_http_target(url, transport)
+
+    async def detect_transport(
+        self,
+        url: str,
+        *,
+        name: str = "auto",
+        runtime_options: Mapping[str, Any] | None = None,
+        bindings: Sequence[BindingSpec] = (),
+    ) -> TransportDetection:
+        """Find which transport ``url`` speaks, for an add with transport ``auto``
+        (:func:`patchbay.control.transport_detect.detect_transport`); nothing is stored.
+
+        Args:
+            name: the connector-to-be, for messages and the egress audit (its lines name
+                ``new:<name>``: the connector has no id yet).
+            runtime_options: as for :meth:`add`; ``allow_private`` opens private addresses.
+            bindings: as for :meth:`add`; header and bearer values (managed, ``@plain:`` or
+                ``@env:VAR``) go with the detection requests and are masked in its messages.
+
+        Raises:
+            ConfigError: ``invalid_config``: a bad name, URL, runtime option or binding.
+            ProbeError: neither transport answered (``server_closed``, ``timeout``,
+                ``network_blocked``, ``tls_error``, ``protocol_error``, ...).
+        """
+        from patchbay.control.transport_detect import detect_transport  # loads the MCP SDK: only here
+
+        validate_connector_name(name)
+        target = validate_http_target(url, "streamable_http")
+        runtime_config = merge_runtime_options({}, runtime_options or {})
+        _checked_options(runtime_config, target)
+        self.credentials.prepare_new(target.transport, bindings)  # checks the specs, writes nothing
+        return await detect_transport(
+            target.url,
+            settings=self.settings,
+            runtime_config=runtime_config,
+            headers=_request_headers(bindings),
+            credentials=self.credentials.store,
+            name=name,
+            connector_id=f"new:{name}",  # it has no id yet: the audit lines name the one being added
+        )
+
+    async def add_auto(self, name: str, url: str, **add: Any) -> tuple[Connector, bool, TransportDetection]:
+        """:meth:`add` of a remote connector whose transport is detected first
+        (:meth:`detect_transport`). Returns ``(connector, created, detection)``; the stored target
+        names the detected transport.
+
+        Args:
+            add: the keyword arguments of :meth:`add` (``runtime_options`` and ``bindings`` go to
+                the detection too).
+
+        Raises:
+            ConfigError, ProbeError: as :meth:`detect_transport` (nothing stored), then as :meth:`add`.
+        """
+        import anyio.to_thread
+
+        detection = await self.detect_transport(
+            url, name=name, runtime_options=add.get("runtime_options"), bindings=add.get("bindings", ())
+        )
+        target = validate_http_target(url, detection.transport)
+        connector, created = await anyio.to_thread.run_sync(lambda: self.add(name, target, **add))
+        return connector, created, detection
 
     @staticmethod
     def socket_target(path: str) -> ConnectorTarget:
@@ -444,12 +563,18 @@ class ConnectorService:
 
         Raises:
             NotFoundError: ``not_found``.
+            BuiltinConnectorError: ``builtin_connector``: a built-in's command is not the user's.
             ConfigError: ``invalid_config``: runtime options or credential bindings the new
                 transport does not take (field e.g. ``limits``, ``bindings``), OAuth settings on a
                 target that is no URL (field ``target``); nothing stored.
             RevisionConflictError: ``revision_conflict``; nothing stored.
         """
         connector = self.get(name)
+        if connector.source == "builtin":
+            raise BuiltinConnectorError(
+                f"{name} is built in: its command is part of Patchbay (its settings can be changed)",
+                details={"connector": name},
+            )
         config = merge_runtime_options(connector.runtime_config, runtime_options or {})
         try:
             _checked_options(config, target)

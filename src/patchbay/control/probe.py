@@ -12,7 +12,10 @@ connection again. It never calls a tool. Everything is bounded:
 * at most ``Settings.probe_max_metadata_bytes`` (2 MiB) of tool and resource metadata, measured
   as the wire JSON of every listed tool and resource;
 * the last ``Settings.stderr_tail_bytes`` (16 KiB) of a stdio server's stderr are kept, redacted;
-* at most one probe per connector at a time, and ``Settings.probe_concurrency`` (4) at once;
+* at most one probe per connector at a time, and ``Settings.probe_concurrency`` (4) at once --
+  within this process through its own locks, and across instances through leases
+  (:mod:`patchbay.adapters.leases`: in Redis when ``PATCHBAY_REDIS_URL`` is set, renewed while the
+  probe runs, expiring ``Settings.probe_lease_ttl`` seconds after a holder died);
 * the server process (and its process group) is gone when :meth:`Prober.probe` returns, whether
   it succeeded, failed, timed out or the caller was cancelled (the transports shield teardown).
 
@@ -28,6 +31,7 @@ A server failure never raises: it becomes a :class:`~patchbay.core.models.ProbeR
 from __future__ import annotations
 
 import math
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -39,6 +43,7 @@ import anyio.lowlevel
 
 from patchbay.adapters.credentials import CredentialResolver
 from patchbay.adapters.egress_audit import EgressAudit, audit_path, target_origin
+from patchbay.adapters.leases import Leases, held, open_leases
 from patchbay.adapters.oauth.provider import Authorizer
 from patchbay.adapters.transports import Link
 from patchbay.adapters.transports.catalog import Catalog, ListingWarning, ToolDiagnostic, list_catalog
@@ -51,6 +56,7 @@ from patchbay.adapters.transports.connect import (
     with_limit,
 )
 from patchbay.core.errors import CatalogError, ConfigError, EgressBlocked, ErrorCode, PatchbayError
+from patchbay.core.instance import instance_id
 from patchbay.core.models import (
     Connector,
     ConnectorTarget,
@@ -109,8 +115,9 @@ class Prober:
     """Runs bounded connect probes and reports each as a ``ProbeResult``.
 
     One instance is meant to live as long as the control plane: its per-connector locks and its
-    global limit only coordinate probes that go through the same instance. Both are created
-    lazily, inside the running event loop.
+    global limit coordinate the probes of this process without polling; its :attr:`leases` extend
+    both rules to every instance sharing the same Redis. All are created lazily, inside the running
+    event loop.
 
     Usage::
 
@@ -127,13 +134,31 @@ class Prober:
             SDK handshake ``protocol_mode``.
         credentials: resolves a connector's credential bindings at probe time;
             None: a connector with bindings fails with ``auth_required``.
+        leases: the cross-instance lease store; default :func:`~patchbay.adapters.leases.open_leases`
+            of ``settings`` (Redis with an in-process fallback when ``redis_url`` is set).
     """
 
-    def __init__(self, settings: Settings, *, credentials: CredentialResolver | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, credentials: CredentialResolver | None = None, leases: Leases | None = None
+    ) -> None:
         self.settings = settings
         self.credentials = credentials
         self._locks: dict[str, _LockEntry] = {}
         self._limiter: anyio.Semaphore | None = None
+        self._leases = leases
+
+    @property
+    def leases(self) -> Leases:
+        """The lease store probes coordinate through; its ``state()`` (``ok``/``degraded``) is the
+        coordination health a status route reports."""
+        if self._leases is None:
+            self._leases = open_leases(self.settings)
+        return self._leases
+
+    async def aclose(self) -> None:
+        """Close the lease store's connection (Redis), if one was opened; the prober stays usable."""
+        if self._leases is not None:
+            await self._leases.aclose()
 
     @asynccontextmanager
     async def _exclusive(self, connector_id: str) -> AsyncIterator[None]:
@@ -170,7 +195,9 @@ class Prober:
         """Connect to ``connector`` once, list what it offers, disconnect.
 
         Waits first for any running probe of the same ``connector_id``, then for one of the
-        ``probe_concurrency`` global slots; the timeout starts only once both are held.
+        ``probe_concurrency`` global slots -- in this process, then across instances (the lease
+        ``probe:<connector_id>`` and a place under ``probe:slots``, see :attr:`leases`); the
+        timeout starts only once all are held.
 
         Args:
             connector: the connector to probe; its target is validated again.
@@ -212,7 +239,15 @@ class Prober:
         Raises:
             Only the caller's own cancellation; the connection is torn down before it propagates.
         """
-        async with self._exclusive(connector.connector_id), self._slots():
+        owner = f"{instance_id()}/{secrets.token_hex(4)}"  # one owner per probe: slots count probes
+        ttl = self.settings.probe_lease_ttl
+        limit = max(1, self.settings.probe_concurrency)
+        async with (
+            self._exclusive(connector.connector_id),
+            self._slots(),
+            held(self.leases, f"probe:{connector.connector_id}", owner, ttl),
+            held(self.leases, "probe:slots", owner, ttl, limit=limit),
+        ):
             return await self._probe_now(
                 connector,
                 workspace=workspace,

@@ -13,8 +13,10 @@ The hierarchy::
     ├── NotFoundError                  not_found
     ├── RevisionConflictError          revision_conflict (optimistic lock lost)
     ├── BuiltinConnectorError          builtin_connector
+    ├── SourceError                    a built-in connector's data source failed (source_unavailable, ...)
     ├── CanonicalStateUnavailable      canonical_state_unavailable
     ├── CredentialUnavailable          auth_required; details.reason is credential_unavailable
+    ├── CoordinationUnavailable        coordination_unavailable (Redis cannot be reached)
     ├── ProbeError                     a probe/connect code (command_not_found, timeout, ...)
     │   ├── AuthorizationRequired      auth_required (a person must authorize)
     │   ├── AuthorizationExpired       auth_expired (the stored grant was refused)
@@ -40,9 +42,14 @@ The codes (:class:`ErrorCode`); :mod:`patchbay.interfaces.api.errors` gives each
   ``tool_list_failed``, ``server_closed``, ``unknown``;
 * control plane: ``validation_error``, ``not_found``, ``revision_conflict``, ``builtin_connector``,
   ``canonical_state_unavailable``, ``runtime_reload_failed``, ``tool_error``;
+* coordination between instances: ``coordination_unavailable`` (the shared store, Redis, cannot be
+  reached; callers fall back to in-process coordination and never answer it to a client);
 * answered by the REST API's middleware and handlers, carried by no PatchbayError:
   ``origin_refused``, ``method_not_allowed``, ``unauthorized``, ``payload_too_large``,
-  ``csrf_failed`` (a cookie-authenticated unsafe request without the page's CSRF header).
+  ``csrf_failed`` (a cookie-authenticated unsafe request without the page's CSRF header);
+* a built-in connector's data source (inside the connector's own process, reported as a tool error
+  result): ``source_unavailable``, ``source_rate_limited``, ``source_response_too_large``,
+  ``source_bad_response``.
 
 Why a tool call failed (:class:`FailureReason`, the code of a failed call): ``permission_denied``,
 ``approval_unavailable``, ``unknown_tool``, ``ambiguous_call``, ``cancelled``, ``tool_error``,
@@ -64,6 +71,7 @@ __all__ = [
     "CanonicalStateUnavailable",
     "CatalogError",
     "ConfigError",
+    "CoordinationUnavailable",
     "CredentialUnavailable",
     "EgressBlocked",
     "ErrorCode",
@@ -74,6 +82,7 @@ __all__ = [
     "PatchbayError",
     "ProbeError",
     "RevisionConflictError",
+    "SourceError",
     "ToolCallError",
     "UnacceptableSchema",
     "ValidationError",
@@ -104,12 +113,19 @@ class ErrorCode(StrEnum):
     CANONICAL_STATE_UNAVAILABLE = "canonical_state_unavailable"
     RUNTIME_RELOAD_FAILED = "runtime_reload_failed"
     TOOL_ERROR = "tool_error"
+    # coordination between instances
+    COORDINATION_UNAVAILABLE = "coordination_unavailable"
     # answered by the REST API's middleware and handlers only
     ORIGIN_REFUSED = "origin_refused"
     METHOD_NOT_ALLOWED = "method_not_allowed"
     UNAUTHORIZED = "unauthorized"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     CSRF_FAILED = "csrf_failed"
+    # a built-in connector's data source (tool error results of the connector's own process)
+    SOURCE_UNAVAILABLE = "source_unavailable"
+    SOURCE_RATE_LIMITED = "source_rate_limited"
+    SOURCE_RESPONSE_TOO_LARGE = "source_response_too_large"
+    SOURCE_BAD_RESPONSE = "source_bad_response"
 
 
 class FailureReason(StrEnum):
@@ -250,6 +266,22 @@ class BuiltinConnectorError(PatchbayError):
     default_code = ErrorCode.BUILTIN_CONNECTOR
 
 
+class SourceError(PatchbayError):
+    """A built-in connector's public data source did not give a usable answer.
+
+    Raised inside the connector's own process and answered as a tool error result carrying the
+    code. ``details``: ``{"source": <source name>, "status": <HTTP status or None>}`` plus, for
+    ``source_rate_limited``, ``retry_after`` (seconds) -- never a URL query or a header value.
+
+    Codes: ``source_unavailable`` (network failure or 5xx after the bounded retries),
+    ``source_rate_limited`` (429/503 past the retries, or a ``Retry-After`` longer than allowed),
+    ``source_response_too_large`` (the body passed the size cap; reading stopped there),
+    ``source_bad_response`` (a 4xx, or a body that is not what the API documents).
+    """
+
+    default_code = ErrorCode.SOURCE_UNAVAILABLE
+
+
 class CanonicalStateUnavailable(PatchbayError):
     """The canonical store cannot be written (API 503)."""
 
@@ -281,6 +313,13 @@ class CredentialUnavailable(PatchbayError):
             },
         )
         self.problem = problem
+
+
+class CoordinationUnavailable(PatchbayError):
+    """The shared coordination store (Redis) cannot be reached or answered too slowly; the caller
+    falls back to coordinating within its own process."""
+
+    default_code = ErrorCode.COORDINATION_UNAVAILABLE
 
 
 class ProbeError(PatchbayError):

@@ -61,7 +61,7 @@ triggers a prompt). The kind is part of a grant's key, so no name a server picks
 match a resource or prompt grant."""
 RESOURCE_SUBJECT = "*"
 """The subject of a connector's one resource-read grant."""
-Lifecycle = Literal["lazy", "eager", "keep_alive"]
+Lifecycle = Literal["lazy", "eager", "keep_alive", "lazy_keep_alive"]
 RuntimeState = Literal["unknown", "checking", "ready", "connecting", "connected", "error", "disabled"]
 
 MAX_OPTION_SECONDS = 30 * 24 * 3600
@@ -318,7 +318,8 @@ class RuntimeOptions(_Model):
     lifecycle: Lifecycle = "lazy"
     """``lazy``: connect on first use, close after ``idle_timeout``; ``eager``: connect when the
     runtime starts, close after ``idle_timeout``; ``keep_alive``: connect when the runtime starts
-    and never close for idleness."""
+    and never close for idleness; ``lazy_keep_alive``: connect on first use, then never close for
+    idleness (a server too costly to start with every session, too costly to restart after a pause)."""
     idle_timeout: PositiveFloat | None = None
     """Seconds without calls after which a lazy/eager connection is closed (reopened on next use)."""
     request_timeout: PositiveFloat | None = None

@@ -19,7 +19,7 @@ import re
 import threading
 from functools import lru_cache
 from typing import Any
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 __all__ = [
     "MIN_SECRET_LENGTH",
@@ -29,6 +29,7 @@ __all__ = [
     "is_secret_key",
     "redact_known",
     "redact_text",
+    "redact_url",
     "redact_value",
     "register_secret",
     "registered_secrets",
@@ -451,3 +452,19 @@ class RedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = redact_text(record.stack_info, self.known_secrets)
         return True
+
+
+def redact_url(url: str) -> str:
+    """``url`` with the password of its userinfo masked, for logs and status output
+    (``redis://:pw@host:6379/0`` -> ``redis://:[REDACTED]@host:6379/0``); a URL without one, or
+    that does not parse, is returned with :func:`redact_text` applied. Never raises."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return redact_text(url)
+    if not password:
+        return redact_text(url)
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}:{REDACTED}@{host}"))

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from patchbay.core.redaction import redact_url
 
 __all__ = ["Settings", "default_home"]
 
@@ -105,6 +107,29 @@ class Settings(BaseSettings):
     api_max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
     """Most bytes of one REST API request body (declared or streamed); a bigger one is refused with
     413 ``payload_too_large`` before more of it is read."""
+    builtins: bool = True
+    """Seed the built-in connectors (``patchbay.core.builtins``) into the registry when the control
+    plane opens (``PATCHBAY_BUILTINS=off``: never; built-ins already registered stay)."""
+    redis_url: SecretStr | None = None
+    """Redis for coordination between instances (``redis://[:password@]host:6379/0``); unset: one
+    instance, coordination in process. Only its redacted form (:attr:`redis_url_display`) is shown."""
+    redis_prefix: str = "patchbay:"
+    """Put before every key Patchbay writes to Redis, so deployments can share one Redis."""
+    redis_timeout: float = Field(default=0.5, gt=0)
+    """Seconds Patchbay waits for Redis to connect or answer before it counts as unavailable."""
+    probe_lease_ttl: float = Field(default=30.0, gt=0)
+    """Seconds a probe's lease outlives its holder's last renewal (renewed every third of it): how
+    long another instance waits for the lease of an instance that died mid-probe."""
+
+    @property
+    def redis_url_display(self) -> str | None:
+        """:attr:`redis_url` with any password masked; None when unset."""
+        return None if self.redis_url is None else redact_url(self.redis_url.get_secret_value())
+
+    @field_validator("redis_url", mode="before")
+    @classmethod
+    def _empty_redis_url_means_none(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("home", mode="before")
     @classmethod

@@ -30,12 +30,17 @@ __all__ = [
 ]
 
 _CONTROL = {chr(c) for c in range(0x20)} | {"\x7f"}
+_SHELL_OPERATORS = frozenset(";|&<>`")
+_CONTROL_NAMES = {"\n": "a line break", "\r": "a carriage return", "\t": "a tab", "\x1b": "an escape, U+001B"}
 
 
 def _no_control(field: str, value: str) -> None:
     """Refuse control characters (terminal escapes included) and text that is not valid UTF-8."""
-    if any(ch in _CONTROL for ch in value):
-        raise ConfigError(field, "must not contain control characters")
+    found = next((ch for ch in value if ch in _CONTROL), None)
+    if found is not None:
+        raise ConfigError(
+            field, f"must not contain control characters ({_CONTROL_NAMES.get(found, f'U+{ord(found):04X}')})"
+        )
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -100,6 +105,12 @@ def url_host_problem(host: str) -> str | None:
         return "must not %-escape the host; write the host name as it is"
     if any(not (ch.isalnum() or ch in "._-") for ch in host):
         return "has a host with characters a host name cannot contain (letters, digits, '.', '-', '_')"
+    if host.rstrip(".").rsplit(".", 1)[-1].isdigit():
+        # A host ending in a number is an IPv4 address to URL parsers (WHATWG, httpx): never a name.
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            return "has a numeric host that is not a valid IPv4 address (four numbers 0-255, e.g. 192.0.2.10)"
     return None
 
 
@@ -193,7 +204,8 @@ def validate_stdio_target(
 
     Raises:
         ConfigError: field ``command`` (empty, starts with ``-``, contains whitespace-separated
-            arguments or control characters, looks like a secret), ``args`` (control/NUL
+            arguments, a shell operator (``; | & < >`` or a backtick) or control characters, looks like
+            a secret), ``args`` (control/NUL
             characters, a secret-looking argument) or ``cwd``.
     """
     if not command or not command.strip():
@@ -205,6 +217,14 @@ def validate_stdio_target(
         raise ConfigError(
             "command",
             "must be one executable, not a shell line; pass arguments separately (patchbay connector add NAME -- CMD ARG...)",
+        )
+    operator = next((ch for ch in command if ch in _SHELL_OPERATORS), None)
+    if operator is not None or "$(" in command:
+        # No shell runs the command, so these would be part of the program's name: never what was meant.
+        raise ConfigError(
+            "command",
+            f"must be one executable; {operator or '$('!r} is a shell operator and no shell runs connectors "
+            "(a pipeline or a command list needs a script of its own)",
         )
     _no_secret("command", command, "the command")
     if len(args) > 256:

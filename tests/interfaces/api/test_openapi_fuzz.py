@@ -110,6 +110,10 @@ generation.max-examples = {SESSION_TOOLS_EXAMPLES}
 [[operations]]
 include-name = "POST /api/sessions/{{session_id}}/call"
 checks.not_a_server_error.expected-statuses = ["1XX", "2XX", "3XX", "4XX", "502", "504"]
+
+[[operations]]
+include-name = "POST /api/mcp/connectors"
+checks.not_a_server_error.expected-statuses = ["1XX", "2XX", "3XX", "4XX", "502", "504"]
 """
     )
     return path

@@ -262,3 +262,54 @@ def test_the_list_table_shows_the_status_the_api_and_the_settings_page_show(run,
     for name, status in statuses.items():
         line = next(line for line in lines if f" {name} " in line)
         assert f" {status} " in line, (name, line)
+
+
+# -- --transport auto -----------------------------------------------------------------------------
+
+
+def test_add_with_transport_auto_stores_the_detected_transport(run) -> None:
+    from tests.support.servers import everything_http
+
+    for kind, expected in (("streamableHttp", "streamable_http"), ("sse", "sse")):
+        name = f"auto-{kind.lower()}"
+        with everything_http(kind) as url:
+            result = run("connector", "add", name, "--url", url, "--transport", "auto", "--allow-private", "--json")
+        assert result.exit_code == 0, result.output
+        body = json.loads(result.stdout)
+        assert body["connector"]["target"] == {"transport": expected, "url": url}
+        assert body["transport_detection"]["transport"] == expected
+        assert body["transport_detection"]["requested"] == "auto"
+        shown = json.loads(run("connector", "show", name, "--json").stdout)
+        assert shown["target"]["transport"] == expected
+
+
+def test_add_with_transport_auto_and_a_closed_port_fails_and_stores_nothing(run) -> None:
+    from tests.support.servers import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    result = run("connector", "add", "gone", "--url", url, "--transport", "auto", "--allow-private", "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["error"]["code"] == "server_closed"
+    assert json.loads(run("connector", "list", "--json").stdout)["connectors"] == []
+    text = run("connector", "add", "gone", "--url", url, "--transport", "auto", "--allow-private")
+    assert text.exit_code == 1 and "server_closed" in text.output
+
+
+def test_set_refuses_transport_auto(run) -> None:
+    assert run("connector", "add", "docs", "--url", "https://mcp.example.com/mcp").exit_code == 0
+    result = run("connector", "set", "docs", "--url", "https://mcp.example.com/x", "--transport", "auto")
+    assert result.exit_code == 1 and "transport" in result.output
+
+
+def test_list_shows_builtins_in_their_own_group_and_remove_refuses_them(
+    run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATCHBAY_BUILTINS", "on")
+    run("connector", "add", "mine", "--", "true")
+    listed = run("connector", "list").stdout
+    assert listed.index("mine") < listed.index("built-in connectors") < listed.index("paper-search")
+    assert "Europe PMC" in listed.replace("\n", " ")
+    removed = run("connector", "remove", "paper-search")
+    assert removed.exit_code != 0
+    assert "builtin_connector" in removed.stdout + removed.stderr
+    assert "paper-search" in run("connector", "list").stdout

@@ -96,7 +96,8 @@ def test_the_readme_quick_start_serves_the_api_and_prints_url_and_data_home(tmp_
 
 def test_serve_json_prints_one_start_document_and_serves_until_interrupted(tmp_path: Path) -> None:
     with serve_process(tmp_path / "home", tmp_path) as served:
-        assert set(served.info) == {"url", "openapi", "home", "database", "token", "login_url"}
+        assert set(served.info) == {"url", "openapi", "home", "database", "coordination", "token", "login_url"}
+        assert served.info["coordination"] == "in process (no PATCHBAY_REDIS_URL)"
         assert served.info["token"] == (tmp_path / "home" / "api-token").read_text().strip()
         assert served.info["login_url"] == f"{served.url}/login?token={served.info['token']}"
         assert served.info["home"] == str(tmp_path / "home") and served.info["openapi"] == served.url + "/openapi.json"

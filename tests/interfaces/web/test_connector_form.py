@@ -156,7 +156,8 @@ def test_a_unix_socket_added_through_the_form(world: tuple[Served, str, str], pa
     served, _, socket_path = world
     page = pages(served, locale="zh-CN")
     form = _open_add(page, "socket")
-    expect(form).to_contain_text("该程序以当前用户身份运行")
+    expect(form).to_contain_text("Patchbay 不会为套接字启动任何程序")
+    expect(form.locator(".notice.trust", has_text="该程序以当前用户身份运行")).to_be_hidden()  # Patchbay runs none
     page.locator("#cf-name").fill("sock-form")
     page.locator("#cf-socket").fill(socket_path)
     axe_check(page)
@@ -395,7 +396,74 @@ def test_the_form_fits_a_390_px_screen(world: tuple[Served, str, str], pages: Op
     name = f"narrow-{locale.lower()}"
     page.locator("#cf-name").fill(name)
     page.locator("#cf-url").fill(everything_url)
+    page.locator("#cf-allow-private").check()  # Auto (detect) connects now, to a loopback address
     page.locator("#cf-save").click()
     expect(form).to_be_hidden()
     expect(page.locator("#connectors-page")).to_have_attribute("data-view", "detail")
     expect(page.locator("#detail-heading")).to_have_text(name)
+
+
+# --- transport "Auto (detect)" ---
+
+
+def test_auto_detects_sse_and_the_detail_shows_it_and_edit_offers_no_auto(served: Served, pages: OpenPage) -> None:
+    page = pages(served)
+    with everything_http("sse") as sse_url:
+        form = _open_add(page, "remote")
+        form.locator("summary").click()
+        expect(page.locator("#cf-transport")).to_have_value("auto")
+        expect(page.get_by_label("Transport", exact=True).locator("option").first).to_have_text("Auto (detect)")
+        page.locator("#cf-name").fill("legacy-auto")
+        page.locator("#cf-url").fill(sse_url)
+        allow = page.get_by_label("Allow private network addresses")
+        expect(allow).not_to_be_checked()
+        allow.check()
+        axe_check(page)
+        screenshot(page, "form-remote-auto")
+        with page.expect_response(
+            lambda r: r.request.method == "POST" and r.url.endswith("/api/mcp/connectors")
+        ) as created:
+            form.locator("#cf-save").click()
+        assert created.value.status == 201, created.value.text()
+        _saved(page, "legacy-auto")
+    expect(page.locator("#outcome")).to_contain_text("Transport detected: Remote URL (SSE, legacy)")
+    expect(page.locator('#panel-overview dd[data-slot="kind"]')).to_have_text("Remote URL (SSE, legacy)")
+    stored = _api(served, "/api/mcp/connectors/legacy-auto")
+    assert stored["target"] == {"transport": "sse", "url": sse_url}
+    assert stored["runtime_options"]["allow_private"] is True
+
+    page.locator("#edit-connector").click()
+    expect(page.locator("#connector-form-dialog")).to_be_visible()
+    expect(page.locator("#cf-transport")).to_have_value("sse")
+    assert page.locator("#cf-transport option").evaluate_all("(options) => options.map((o) => o.value)") == [
+        "streamable_http",
+        "sse",
+    ]
+    expect(page.locator("#cf-allow-private")).to_be_checked()
+    page.locator("#cf-cancel").click()
+    expect(page.locator("#connector-form-dialog")).to_be_hidden()
+
+    form = _open_add(page, "remote")  # Add offers Auto again, first and chosen
+    expect(page.locator("#cf-transport")).to_have_value("auto")
+    page.locator("#cf-cancel").click()
+
+
+def test_auto_with_nothing_listening_shows_the_error_at_the_url_and_stores_nothing(
+    served: Served, pages: OpenPage
+) -> None:
+    from tests.support.servers import free_port
+
+    page = pages(served)
+    form = _open_add(page, "remote")
+    form.locator("summary").click()
+    page.locator("#cf-name").fill("nowhere-auto")
+    page.locator("#cf-url").fill(f"http://127.0.0.1:{free_port()}/mcp")
+    page.locator("#cf-allow-private").check()
+    with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/api/mcp/connectors")) as sent:
+        form.locator("#cf-save").click()
+    assert sent.value.status == 502
+    expect(page.locator("#cf-url-error")).to_contain_text("server_closed")
+    expect(page.locator("#cf-url")).to_have_attribute("aria-invalid", "true")
+    expect(form).to_be_visible()
+    names = [c["name"] for c in _api(served, "/api/mcp/connectors")["connectors"]]
+    assert "nowhere-auto" not in names

@@ -358,6 +358,17 @@ def test_every_tab_passes_axe_and_is_saved_in_both_languages(world: Served, page
 def test_the_tabs_fit_a_390_px_screen(world: Served, pages: OpenPage, locale: str) -> None:
     page = pages(world, locale=locale, width=390, height=844)
     _open(page, world, "broken")
+    strip = page.locator("[role=tablist]").first
+    # every tab is in view, none hidden behind a sideways scroll
+    assert strip.evaluate("el => el.scrollWidth <= el.clientWidth")
+    for tab in TABS:
+        box, bounds = page.locator(f"#tab-{tab}").bounding_box(), strip.bounding_box()
+        assert (
+            box
+            and bounds
+            and box["x"] >= bounds["x"]
+            and box["x"] + box["width"] <= bounds["x"] + bounds["width"] + 0.5
+        ), tab
     for tab in TABS[1:]:
         page.locator(f"#tab-{tab}").click()
         expect(page.locator(f"#panel-{tab}")).to_be_visible()

@@ -38,8 +38,13 @@ def _extracted() -> set[str]:
 
 
 def _catalogue(locale: str) -> dict[str, str]:
-    with (LOCALES_DIR / locale / "LC_MESSAGES" / "messages.po").open("rb") as po:
-        catalog = read_po(po, locale=locale)
+    path = LOCALES_DIR / locale / "LC_MESSAGES" / "messages.po"
+    with path.open("rb") as po:
+        # Strict: a malformed entry (an msgid without its msgstr) raises instead of being printed
+        # on serve's terminal and read as something else.
+        catalog = read_po(po, locale=locale, abort_invalid=True)
+    msgids = re.findall(r'^msgid ((?:".*"\n)+)', path.read_text(encoding="utf-8"), re.M)
+    assert sorted({m for m in msgids if msgids.count(m) > 1}) == [], f"{locale}: repeated msgids"
     assert not any(message.fuzzy for message in catalog if message.id), f"{locale}: fuzzy entries"
     return {str(message.id): str(message.string) for message in catalog if message.id}
 

@@ -267,3 +267,100 @@ def test_chinese_and_a_narrow_screen(world: Served, pages: OpenPage, width: int)
     expect(page.locator("#import-result h3")).to_have_text("已导入 2 个连接器")
     axe_check(page)
     screenshot(page, "import-result")
+
+
+# --- renaming an entry that conflicts ---
+
+CONFLICTING = '{"mcpServers": {"time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]}}}'
+
+
+def _preview_answer(page: Page) -> Any:
+    return page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/api/mcp/import/preview"))
+
+
+def test_a_conflicting_entry_is_imported_under_a_new_name_beside_the_existing_one(
+    world: Served, pages: OpenPage
+) -> None:
+    page = pages(world)
+    open_import(page)
+    page.locator("#import-text").fill(CONFLICTING)
+    page.get_by_role("button", name="Preview", exact=True).click()
+    time = _entry(page, "time")
+    expect(time.locator(".import-tag")).to_have_text("Cannot be imported")
+    field = time.get_by_label("Rename to")
+    taken = set(_names(world))
+    suggested = next(f"time-{n}" for n in range(2, 100) if f"time-{n}" not in taken)
+    expect(field).to_have_value(suggested)  # a free name, prefilled
+
+    # the server validates the name: a bad one is shown at the field, the preview stays
+    field.fill("Time Two!")
+    with _preview_answer(page) as answer:
+        time.get_by_role("button", name="Use this name").click()
+    assert answer.value.status == 422
+    error = time.locator("[data-slot=rename-error]")
+    expect(error).to_contain_text("rename: time=Time Two!")
+    expect(error).to_contain_text("(error code: validation_error)")
+    expect(field).to_have_attribute("aria-invalid", "true")
+    expect(field).to_be_focused()
+    expect(time.locator("input[type=checkbox]")).to_be_disabled()
+
+    # a name that is taken too is still a conflict
+    field.fill("time")
+    with _preview_answer(page) as answer:
+        field.press("Enter")
+    assert answer.value.ok
+    assert json.loads(answer.value.request.post_data or "{}")["renames"] == {"time": "time"}
+    expect(_entry(page, "time").locator(".import-facts")).to_contain_text("A connector named time already exists")
+
+    field = _entry(page, "time").get_by_label("Rename to")
+    field.fill(suggested)
+    with _preview_answer(page) as answer:
+        _entry(page, "time").get_by_role("button", name="Use this name").click()
+    assert answer.value.ok
+    time = _entry(page, "time")
+    expect(time.locator(".import-entry-name")).to_have_text(f"time (as {suggested})")
+    expect(time.locator(".import-tag")).not_to_have_text("Cannot be imported")
+    expect(time.locator("input[type=checkbox]")).to_be_enabled()
+    expect(time.locator(".import-facts")).not_to_contain_text("already exists")
+    expect(page.locator("#announcer")).to_contain_text(f"time will be imported as {suggested}")
+    time.locator("input[type=checkbox]").check()
+    # a name typed but not applied is not imported silently
+    field = time.get_by_label("Rename to")
+    field.fill(f"{suggested}-typed")
+    page.get_by_role("button", name="Import selected (1)").click()
+    expect(time.locator("[data-slot=rename-error]")).to_have_text(
+        "Use this name first, or put back the name in use, before importing."
+    )
+    expect(field).to_be_focused()
+    field.fill(suggested)
+    expect(time.locator("[data-slot=rename-error]")).to_be_hidden()
+    axe_check(page)
+    screenshot(page, "import-rename")
+
+    with page.expect_response(lambda r: r.url.endswith("/api/mcp/import/commit")) as committed:
+        page.get_by_role("button", name="Import selected (1)").click()
+    assert committed.value.ok
+    assert json.loads(committed.value.request.post_data or "{}")["renames"] == {"time": suggested}
+    expect(page.locator("#import-result [data-slot=imported] li")).to_have_text([suggested])
+    names = _names(world)
+    assert "time" in names and suggested in names  # both exist
+    renamed = _get(world, f"/api/mcp/connectors/{suggested}")
+    assert renamed["target"]["args"] == ["--local-timezone", "UTC"]
+    assert _get(world, "/api/mcp/connectors/time")["target"]["args"] == []
+
+
+def test_the_rename_field_in_chinese(world: Served, pages: OpenPage) -> None:
+    page = pages(world, locale="zh-CN")
+    open_import(page)
+    page.locator("#import-text").fill(CONFLICTING)
+    page.get_by_role("button", name="预览", exact=True).click()
+    time = _entry(page, "time")
+    field = time.get_by_label("重命名为")
+    expect(field).to_be_visible()
+    field.fill("Bad Name")
+    with _preview_answer(page) as answer:
+        time.get_by_role("button", name="使用此名称").click()
+    assert answer.value.status == 422
+    expect(time.locator("[data-slot=rename-error]")).to_contain_text("错误代码：validation_error")
+    axe_check(page)
+    screenshot(page, "import-rename")

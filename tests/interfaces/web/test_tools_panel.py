@@ -425,12 +425,23 @@ def test_the_tools_tab_works_with_the_keyboard_alone(world: World, pages: OpenPa
             break
     focused = page.locator("input:focus")
     expect(focused).to_have_attribute("value", "ask")  # the checked radio takes the focus
+    sent: list[str] = []
+    page.on(
+        "request",
+        lambda r: sent.append(r.post_data_json["decision"]) if r.method == "PUT" and "git_status" in r.url else None,
+    )
     page.keyboard.press("ArrowRight")
+    expect(page.locator("#tools-status")).to_contain_text("git_status: Deny chosen; press Enter to save it")
+    with page.expect_response(lambda r: r.request.method == "PUT" and "git_status" in r.url):
+        page.keyboard.press("Enter")
     expect(page.locator("#outcome")).to_contain_text("git_status: Deny. Saved")
-    page.keyboard.press("ArrowLeft")
-    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")  # Ask on the way ...
+    page.keyboard.press("ArrowLeft")  # ... to Allow, saved when the focus moves on
+    with page.expect_response(lambda r: r.request.method == "PUT" and "git_status" in r.url):
+        page.keyboard.press("Tab")
     expect(page.locator("#outcome")).to_contain_text("git_status: Allow. Saved")
-    expect(focused).to_have_attribute("value", "allow")
+    assert sent == ["deny", "allow"]  # nothing saved for the Ask passed on the way
+    expect(_tool(page, "git_status").locator("input:checked")).to_have_attribute("value", "allow")
     expect(page.locator("#tools-count")).to_have_text(f"1 of {GIT_TOOLS} allowed")
     assert world.tools("git")["git_status"]["decision"] == "allow"
 

@@ -120,6 +120,21 @@ async def test_an_idle_lazy_connection_closes_and_reopens_while_keep_alive_stays
     assert not any(payload == {"server": "kept", "reason": "idle"} for payload in shutdowns)
 
 
+async def test_lazy_keep_alive_waits_for_the_first_use_then_is_never_closed_for_idleness(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", idle_timeout=0.3)
+    kept_log, lazy_log = tmp_path / "kept.jsonl", tmp_path / "lazy.jsonl"
+    servers = (lifecycle("kept", kept_log, lifecycle="lazy_keep_alive"), lifecycle("lazy", lazy_log))
+    with anyio.fail_after(30):
+        async with Runtime(config(tmp_path, *servers), settings=settings) as runtime:
+            assert launches(kept_log) == [] and runtime.server_states()["kept"] == "idle"
+            kept = await _pid(runtime, "kept")
+            lazy = await _pid(runtime, "lazy")
+            await wait_until(lambda: runtime.server_states()["lazy"] == "idle")  # closed after 0.3 s ...
+            await wait_until(lambda: not psutil.pid_exists(lazy) or psutil.Process(lazy).status() == "zombie")
+            assert runtime.server_states()["kept"] == "connected"  # ... over which this one stayed
+            assert await _pid(runtime, "kept") == kept and len(launches(kept_log)) == 1
+
+
 async def test_a_call_in_flight_holds_off_the_idle_close(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", idle_timeout=0.2)
     with anyio.fail_after(20):

@@ -156,6 +156,7 @@ class ApiContext:
         reload listener (now, or when the store is first opened); on the way out stop listening,
         then close every session (their servers stop). Enter and exit in one task."""
         async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(self._close_service)  # runs last: after the sessions closed
             host = SessionHost(
                 self.settings,
                 resolve=self._resolve,
@@ -173,6 +174,10 @@ class ApiContext:
     def close_streams(self) -> None:
         """End the open status streams (the server is shutting down; they would never end)."""
         self.streams_closing = True
+
+    async def _close_service(self) -> None:
+        if self.service is not None:
+            await self.service.aclose()
 
     def close(self) -> None:
         if self._watch is not None:

@@ -26,6 +26,11 @@ its status is in :data:`STATUS` or :data:`TOOL_STATUS`::
                                           (:mod:`patchbay.interfaces.api.auth`)
     payload_too_large             413     a body over ``Settings.api_max_body_bytes``
                                           (details.limit: the cap in bytes)
+    server_closed                 502     a create with transport ``auto`` that no transport
+    network_blocked               502     answered (ProbeError: the probe code; details.field
+    tls_error                     502     "url", details.streamable_http / details.sse: each
+    protocol_error                502     attempt's code); nothing was stored
+    timeout                       504     the same, when the probe timeout passed first
     csrf_failed                   403     a POST/PUT/PATCH/DELETE authenticated by the session
                                           cookie without the right ``X-Patchbay-CSRF`` header
                                           (:mod:`patchbay.interfaces.api.auth`)
@@ -93,6 +98,11 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
     ErrorCode.CSRF_FAILED: 403,
+    ErrorCode.SERVER_CLOSED: 502,  # a transport "auto" create that found no server
+    ErrorCode.NETWORK_BLOCKED: 502,
+    ErrorCode.TLS_ERROR: 502,
+    ErrorCode.PROTOCOL_ERROR: 502,
+    ErrorCode.TIMEOUT: 504,
     ErrorCode.UNKNOWN: 500,
 }
 """HTTP status of each stable code the API answers with (see the module docstring)."""
@@ -130,13 +140,18 @@ _DESCRIPTIONS = {
     500: "An unexpected error (`unknown`): a bug, logged.",
     502: (
         "The MCP server failed the call: `tool_error` (its error result is in `details.result`), "
-        "`mcp_server_unavailable` (`details.code` says why), `mcp_server_unstable`, `mcp_server_restarted`."
+        "`mcp_server_unavailable` (`details.code` says why), `mcp_server_unstable`, `mcp_server_restarted`; "
+        "a create with transport `auto` that found no server (`server_closed`, `network_blocked`, `tls_error`, "
+        "`protocol_error`; nothing stored)."
     ),
     503: (
         "The canonical store cannot be used (`canonical_state_unavailable`); for a tool call "
         "`mcp_server_unavailable` with `details.code` `runtime_reload_failed` (the session has no runtime)."
     ),
-    504: "The tool call got no result in time (`timeout`).",
+    504: (
+        "The tool call got no result in time (`timeout`); a create with transport `auto` got no answer "
+        "within the probe timeout (`timeout`; nothing stored)."
+    ),
 }
 
 

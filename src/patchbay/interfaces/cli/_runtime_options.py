@@ -23,7 +23,7 @@ LIFECYCLE_OPTION = typer.Option(
     None,
     "--lifecycle",
     metavar="MODE",
-    help="lazy (default: connect on first use), eager or keep_alive.",
+    help="lazy (default: connect on first use), eager, keep_alive or lazy_keep_alive (first use, then never idle-closed).",
     rich_help_panel=PANEL,
 )
 IDLE_TIMEOUT_OPTION = typer.Option(
@@ -224,8 +224,8 @@ def runtime_rows(connector: Connector, options: RuntimeOptions) -> list[tuple[st
         return text if key in stored else f"{text} (default)"
 
     idle = options.idle_timeout
-    if options.lifecycle == "keep_alive":
-        idle_text = "never (keep_alive)"
+    if options.lifecycle in ("keep_alive", "lazy_keep_alive"):
+        idle_text = f"never ({options.lifecycle})"
     else:
         idle_text = mark("idle_timeout", "never" if not idle or not math.isfinite(idle) else _seconds(idle))
     r = options.restart

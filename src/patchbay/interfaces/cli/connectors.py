@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from patchbay.control.states import connector_states
+from patchbay.core.builtins import BUILTINS
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeOutcome, SocketTarget, StdioTarget
 from patchbay.core.redaction import redact_text
@@ -101,7 +102,11 @@ def add(
     name: str = typer.Argument(..., help="Connector name: lower-case letters, digits, hyphens."),
     command: list[str] = typer.Argument(None, help="After `--`: the command and its arguments (stdio)."),
     url: str | None = typer.Option(None, "--url", help="Remote server URL (Streamable HTTP or SSE)."),
-    transport: str = typer.Option("streamable_http", "--transport", help="streamable_http or sse (with --url)."),
+    transport: str = typer.Option(
+        "streamable_http",
+        "--transport",
+        help="streamable_http, sse or auto (with --url; auto tries Streamable HTTP, then SSE, now, and stores the one found).",
+    ),
     socket: str | None = typer.Option(None, "--socket", help="Unix socket path (absolute or ~)."),
     cwd: str | None = typer.Option(None, "--cwd", help="Working directory inside the workspace (stdio)."),
     project: Path = typer.Option(Path("."), "--project", help="Workspace that --cwd is checked against."),
@@ -134,6 +139,11 @@ def add(
 
     Credentials (`--env`, `--header`, `--bearer`) are stored apart, owned by the connector; the
     connector keeps references only and nothing prints a value.
+
+    `--transport auto` connects once before anything is stored (a Streamable HTTP initialize,
+    else SSE; within the probe timeout, through the egress guard): the connector keeps the
+    transport found, and `--json` says how (`transport_detection`). When neither answers, nothing
+    is stored and the error names the probe code (`server_closed`, `timeout`, `network_blocked`, ...).
     """
     service = state.service()
     options = runtime_changes(
@@ -154,43 +164,54 @@ def add(
     given = [bool(command), url is not None, socket is not None]
     if sum(given) != 1:
         raise ConfigError("transport", "give exactly one of: -- COMMAND [ARGS...], --url URL, --socket PATH")
-    target: ConnectorTarget
+    target: ConnectorTarget | None = None
     if command:
         target = service.stdio_target(command[0], list(command[1:]), cwd=cwd, workspace=project)
     elif cwd is not None:
         raise ConfigError("cwd", "only a local command (stdio) connector has a working directory")
     elif url is not None:
-        target = service.remote_target(url, transport)
+        if transport != "auto":
+            target = service.remote_target(url, transport)
     else:
         target = service.socket_target(socket or "")
     specs = binding_specs(env, header, bearer)
-    connector, created = service.add(
-        name,
-        target,
-        description=description,
-        terms_url=terms_url,
-        privacy_url=privacy_url,
-        enabled=enable,
-        exist_ok=exist_ok,
-        runtime_options=options,
-        bindings=specs,
-    )
+    add_options: dict[str, Any] = {
+        "description": description,
+        "terms_url": terms_url,
+        "privacy_url": privacy_url,
+        "enabled": enable,
+        "exist_ok": exist_ok,
+        "runtime_options": options,
+        "bindings": specs,
+    }
+    detection: dict[str, Any] | None = None
+    if target is None:
+        import anyio
+
+        connector, created, found = anyio.run(lambda: service.add_auto(name, url or "", **add_options))
+        detection = found.to_dict()
+    else:
+        connector, created = service.add(name, target, **add_options)
     if as_json:
         effective = service.effective_runtime_options(connector).model_dump(mode="json")
         bindings = service.credentials.binding_views(connector)
         emit_json(
             {"connector": connector_dict(connector), "created": created, "runtime_options": effective}
             | {"bindings": bindings}
+            | ({"transport_detection": detection} if detection is not None else {})
         )
         return
     verb = "added" if created else "already present"
     out_console.print(Text(f"{connector.name}: {verb} ({connector.transport}: {describe_target(connector)})"))
+    if detection is not None:
+        out_console.print(Text(f"  transport detected: {detection['transport']} ({detection['message']})"))
 
 
 @app.command("list")
 @handle_errors
 def list_(as_json: bool = JSON_OPTION) -> None:
-    """List connectors with their status and tool count.
+    """List connectors with their status and tool count; built-in connectors in their own group,
+    with their data sources and terms link.
 
     The status is the settings page's badge (invalid > disabled > needs-auth > error >
     connecting/checking > connected/ready > unknown, from the configuration, the credentials, the
@@ -210,21 +231,26 @@ def list_(as_json: bool = JSON_OPTION) -> None:
         return
     service = state.service()
     table = Table("name", "enabled", "status", "tools", "transport", "target", "approval")
+    builtins = Table(
+        "name", "enabled", "status", "tools", "data source", "terms", "approval", title="built-in connectors"
+    )
     for c, states in zip(connectors, connector_states(service, connectors), strict=True):  # no catalog parsed
         status: str = states.status
         outcome = states.outcome
         if status == "error" and outcome is not None and outcome.code:
             status = f"error ({outcome.code})"
-        table.add_row(
-            c.name,
-            "yes" if c.settings.enabled else "no",
-            status,
-            "-" if states.tool_count is None else str(states.tool_count),
-            c.transport,
-            describe_target(c),
-            c.settings.approval_mode,
-        )
-    out_console.print(table)
+        enabled = "yes" if c.settings.enabled else "no"
+        tools = "-" if states.tool_count is None else str(states.tool_count)
+        if c.source == "builtin":
+            spec = next((spec for spec in BUILTINS if spec.name == c.name), None)
+            sources = ", ".join(spec.data_sources) if spec is not None else "-"
+            builtins.add_row(c.name, enabled, status, tools, sources, c.terms_url or "-", c.settings.approval_mode)
+            continue
+        table.add_row(c.name, enabled, status, tools, c.transport, describe_target(c), c.settings.approval_mode)
+    if table.row_count:
+        out_console.print(table)
+    if builtins.row_count:
+        out_console.print(builtins)
 
 
 @app.command("show")

@@ -209,9 +209,17 @@ def serve(
                 Text(f"warning: {store_problem}; API routes answer 503 until it can be used", style="yellow")
             )
         login = login_url(url, token) if token is not None else None
+        # where probe leases (and later the other coordination) go; the password is never shown
+        coordination = settings.redis_url_display or "in process (no PATCHBAY_REDIS_URL)"
         if as_json:
             document = redact_output(
-                {"url": url, "openapi": f"{url}/openapi.json", "home": str(settings.home), "database": database}
+                {
+                    "url": url,
+                    "openapi": f"{url}/openapi.json",
+                    "home": str(settings.home),
+                    "database": database,
+                    "coordination": coordination,
+                }
             )
             # the one place the token is shown: written past the redacting output on purpose
             document.update(token=token, login_url=login)
@@ -220,6 +228,7 @@ def serve(
             out_console.print(Text(f"Patchbay API: {url}  (OpenAPI: {url}/openapi.json, docs: {url}/docs)"))
             out_console.print(Text(f"Data home: {settings.home}"))
             out_console.print(Text(f"Database: {database}"))
+            out_console.print(Text(f"Coordination: {coordination}"))
             out_console.print(Text("Press Ctrl-C to stop. Open this URL in your browser to manage your connectors:"))
             # last, so it is what a person sees: the login URL, which lands on the settings page
             # (the one line that shows the token: written past the redacting output on purpose)

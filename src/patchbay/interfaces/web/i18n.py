@@ -201,6 +201,7 @@ JS_MESSAGES: Mapping[str, str] = {
     "tools_cache_missing": N_("No tool list yet: refresh tools to probe the server."),
     "tools_cache_stale": N_("The tool list is out of date (the configuration changed): refresh tools."),
     "tools_set": N_("{tool}: {decision}"),
+    "tools_key_pending": N_("{tool}: {decision} chosen; press Enter to save it"),
     "tools_inherited_now": N_("{tool} inherits the global default"),
     "tools_reset_now": N_("{tool} uses the connector's default"),
     "tools_allow_all_text": N_(
@@ -277,6 +278,35 @@ JS_MESSAGES: Mapping[str, str] = {
     "env_needs_value": N_("{name} needs a value."),
     "connector_added": N_("{name} was added"),
     "connector_updated": N_("{name} was changed"),
+    # access_resources, the Add form's "Expose resources", the Import dialog's renames
+    "resources_loading": N_("Reading the resource decision…"),
+    "resources_unreadable": N_("The resource decision could not be read: {message} (error code: {code})"),
+    "resources_now_allowed": N_("Now: agents read its resources without asking."),
+    "resources_now_grant_ask": N_(
+        "Now: each read asks, by a grant set outside this page. Turning this on allows them."
+    ),
+    "resources_now_allow_all": N_(
+        "Now: agents read its resources without asking, because the default decision is Allow all."
+    ),
+    "resources_now_ask": N_("Now: each read asks, because the default decision is Ask or Custom."),
+    "resources_now_off": N_("Now: the connector is off, so agents read none of its resources."),
+    "resources_now_denied": N_(
+        "A global Deny refuses every read of its resources in every workspace; it cannot be changed here."
+    ),
+    "resources_exposed": N_("The resources of {name} are exposed"),
+    "resources_unexposed": N_("The resources of {name} are no longer exposed"),
+    "connector_added_resources": N_("{name} was added and its resources are exposed"),
+    "connector_added_resources_failed": N_(
+        "{name} was added, but exposing its resources failed: {message} (error code: {code})"
+    ),
+    "import_rename_pending": N_("Use this name first, or put back the name in use, before importing."),
+    "import_rename_refused": N_("{message} (error code: {code})"),
+    "import_rename_applied": N_("{name} will be imported as {connector}"),
+    "import_rename_conflicts": N_("{name} is taken as well: choose another name"),
+    "transport_detected": N_("Transport detected: {transport}"),
+    "transport_detected_auth": N_("Transport detected: {transport}; the server asks for authorization"),
+    # built-in connectors
+    "group_builtin": N_("Built-in connectors"),
     # live status (live.js, the Connection tab)
     "live_status_changed": N_("{name} is now: {state}"),
     "live_none": N_("No open session uses it"),

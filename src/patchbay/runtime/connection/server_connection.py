@@ -53,6 +53,8 @@ OnStatus = Callable[["ServerConnection"], None]
 
 _T = TypeVar("_T")
 _STDERR_IN_DETAILS = 1000
+# Lifecycles whose connection is never closed for idleness and reconnects in the background.
+KEPT_ALIVE = frozenset({"keep_alive", "lazy_keep_alive"})
 _Outcome = Literal["stopped", "idle", "lost", "connect_failed"]
 
 
@@ -124,7 +126,7 @@ class ServerConnection:
         unresponsive = self.options.unresponsive_timeouts
         self._unresponsive = False
         idle = self.options.idle_timeout or settings.idle_timeout
-        self.idle_timeout = math.inf if self.options.lifecycle == "keep_alive" or idle <= 0 else idle
+        self.idle_timeout = math.inf if self.options.lifecycle in KEPT_ALIVE or idle <= 0 else idle
 
         self._current_state: ConnectionState = "idle"  # through the _state property from here on
         self._ready = anyio.Event()
@@ -422,9 +424,9 @@ class ServerConnection:
                 self._connect_failures += 1
                 delay = self.options.restart.delay(self._connect_failures)
                 self._retry_at = anyio.current_time() + delay
-                if self.options.lifecycle != "keep_alive" or not self._may_retry(at=self._retry_at):
+                if self.options.lifecycle not in KEPT_ALIVE or not self._may_retry(at=self._retry_at):
                     break
-                # keep_alive keeps trying in the background, on the restart policy's delays.
+                # A kept-alive connection keeps trying in the background, on the restart policy's delays.
                 if not await self._backoff(delay):
                     break
                 continue

@@ -207,6 +207,26 @@ async def test_a_builtin_connector_cannot_be_deleted(api: Api) -> None:
     assert (await api.client.get(f"/api/mcp/connectors/{builtin.connector_id}")).json()["source"] == "builtin"
 
 
+async def test_a_builtin_connectors_command_cannot_be_changed_but_its_details_can(api: Api) -> None:
+    builtin = api.service.repository.connectors.create(
+        "paper-search", "Paper Search", HttpTarget(url="https://papers.example/mcp"), source="builtin"
+    )
+    moved = await api.client.patch(
+        "/api/mcp/connectors/paper-search",
+        json={
+            "revision": builtin.revision,
+            "target": {"transport": "streamable_http", "url": "https://other.example/mcp"},
+        },
+    )
+    assert moved.status_code == 403 and error_of(moved)["code"] == "builtin_connector"
+    renamed = await api.client.patch(
+        "/api/mcp/connectors/paper-search", json={"revision": builtin.revision, "display_name": "Papers"}
+    )
+    assert renamed.status_code == 200, renamed.text
+    detail = (await api.client.get("/api/mcp/connectors/paper-search")).json()
+    assert (detail["display_name"], detail["target"]["url"]) == ("Papers", "https://papers.example/mcp")
+
+
 async def test_no_response_ever_carries_a_credential_value(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     canary = f"pbapi-canary-{uuid.uuid4().hex}"
     monkeypatch.setenv("PB_API_CANARY", canary)
@@ -580,3 +600,51 @@ async def test_terms_and_privacy_urls_are_stored_shown_changed_and_checked(api: 
     assert stale.status_code == 422, stale.text
     assert error_of(stale)["details"]["field"] == "terms_url"
     assert (await api.client.get("/api/mcp/connectors/docs")).json()["privacy_url"] == "http://x.test/p"
+
+
+# -- transport "auto" -----------------------------------------------------------------------------
+
+
+async def test_create_with_transport_auto_stores_the_detected_transport(api: Api) -> None:
+    from tests.support.servers import everything_http
+
+    for kind, expected in (("streamableHttp", "streamable_http"), ("sse", "sse")):
+        with everything_http(kind) as url:
+            with anyio.fail_after(30):
+                created = await api.create(
+                    f"auto-{expected.replace('_', '-')}",
+                    {"transport": "auto", "url": url},
+                    runtime_options={"allow_private": True},
+                )
+        assert created["target"] == {"transport": expected, "url": url}
+        assert created["transport"] == expected
+        detection = created["transport_detection"]
+        assert detection["requested"] == "auto" and detection["transport"] == expected
+        assert detection["auth_required"] is False
+        shown = (await api.client.get(f"/api/mcp/connectors/{created['name']}")).json()
+        assert shown["target"]["transport"] == expected and "transport_detection" not in shown
+
+
+async def test_create_with_transport_auto_and_nothing_listening_is_502_and_stores_nothing(api: Api) -> None:
+    from tests.support.servers import free_port
+
+    body = {
+        "name": "gone",
+        "target": {"transport": "auto", "url": f"http://127.0.0.1:{free_port()}/mcp"},
+        "runtime_options": {"allow_private": True},
+    }
+    with anyio.fail_after(30):
+        response = await api.client.post("/api/mcp/connectors", json=body)
+    assert response.status_code == 502, response.text
+    error = error_of(response)
+    assert error["code"] == "server_closed" and error["details"]["field"] == "url"
+    assert (await api.client.get("/api/mcp/connectors")).json()["connectors"] == []
+
+
+async def test_transport_auto_is_refused_when_changing_a_target(api: Api) -> None:
+    await api.create("docs", REMOTE)
+    response = await api.client.patch(
+        "/api/mcp/connectors/docs",
+        json={"revision": 1, "target": {"transport": "auto", "url": "https://mcp.example.com/other"}},
+    )
+    assert response.status_code == 422 and error_of(response)["code"] == "validation_error"

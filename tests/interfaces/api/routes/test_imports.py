@@ -200,3 +200,38 @@ async def test_a_pasted_snippet_that_is_no_jsonc_is_reported_with_its_position(a
     assert commit.status_code == 422 and error_of(commit)["details"]["field"] == "text"
     huge = await api.client.post("/api/mcp/import/preview", json={"text": " " * 1_000_001})
     assert huge.status_code == 422 and error_of(huge)["details"]["field"] == "body.text"
+
+
+async def test_preview_takes_renames_so_a_conflicting_entry_can_be_imported_beside_the_existing_one(
+    api: Api, user_home: Path
+) -> None:
+    created = await api.client.post(
+        "/api/mcp/connectors", json={"name": "clock", "target": {"transport": "stdio", "command": "mcp-server-time"}}
+    )
+    assert created.status_code == 201, created.text
+    pasted = '{"clock": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]}}'
+    plain = (await api.client.post("/api/mcp/import/preview", json={"text": pasted})).json()["entries"][0]
+    assert (plain["import_name"], plain["conflict"]["connector"], plain["importable"]) == ("clock", "clock", False)
+
+    renamed = await api.client.post("/api/mcp/import/preview", json={"text": pasted, "renames": {"clock": "clock-2"}})
+    assert renamed.status_code == 200, renamed.text
+    entry = renamed.json()["entries"][0]
+    assert (entry["name"], entry["import_name"], entry["conflict"], entry["importable"]) == (
+        "clock",
+        "clock-2",
+        None,
+        True,
+    )
+    taken = await api.client.post("/api/mcp/import/preview", json={"text": pasted, "renames": {"clock": "CLOCK"}})
+    assert taken.status_code == 422  # not a connector name (lower case only)
+    assert error_of(taken)["details"]["field"] == "rename"
+    assert error_of(taken)["message"].startswith("rename: clock=CLOCK: ")
+    unused = await api.client.post("/api/mcp/import/preview", json={"text": pasted, "renames": {"nowhere": "x"}})
+    assert unused.status_code == 422 and error_of(unused)["details"]["field"] == "rename"
+
+    commit = await api.client.post(
+        "/api/mcp/import/commit", json={"text": pasted, "select": ["clock-2"], "renames": {"clock": "clock-2"}}
+    )
+    assert commit.status_code == 200, commit.text
+    listed = (await api.client.get("/api/mcp/connectors")).json()["connectors"]
+    assert sorted(c["name"] for c in listed) == ["clock", "clock-2"]

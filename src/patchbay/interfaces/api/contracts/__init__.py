@@ -45,6 +45,7 @@ from patchbay.interfaces.api.contracts._connectors import (
     DisconnectResult,
     GrantCleared,
     GrantSet,
+    HttpAutoTargetBody,
     HttpTargetBody,
     HttpTargetView,
     LimitsChange,
@@ -75,6 +76,7 @@ from patchbay.interfaces.api.contracts._connectors import (
     ToolGrantUpdate,
     ToolGrantView,
     ToolList,
+    TransportDetectionView,
 )
 from patchbay.interfaces.api.contracts._imports import (
     ImportCommitRequest,
@@ -123,6 +125,7 @@ __all__ = [
     "ErrorResponse",
     "GrantCleared",
     "GrantSet",
+    "HttpAutoTargetBody",
     "HttpTargetBody",
     "HttpTargetView",
     "ImportCandidates",
@@ -169,6 +172,7 @@ __all__ = [
     "StdioTargetView",
     "TargetBody",
     "TargetView",
+    "TransportDetectionView",
     "ToolCacheView",
     "ToolCallOutcome",
     "ToolCallRequest",

@@ -29,6 +29,7 @@ __all__ = [
     "Delivery",
     "DisconnectRequest",
     "DisconnectResult",
+    "HttpAutoTargetBody",
     "HttpTargetBody",
     "HttpTargetView",
     "LimitsChange",
@@ -52,6 +53,7 @@ __all__ = [
     "StdioTargetView",
     "TargetBody",
     "TargetView",
+    "TransportDetectionView",
     "ToolCacheView",
     "ToolDecisionView",
     "ToolGrantCleared",
@@ -104,6 +106,20 @@ class SocketTargetBody(_Request):
 
 
 TargetBody = Annotated[StdioTargetBody | HttpTargetBody | SocketTargetBody, Field(discriminator="transport")]
+
+
+class HttpAutoTargetBody(_Request):
+    """Create only: a remote server whose transport Patchbay detects once, now (Streamable HTTP
+    first, then SSE); the created connector names the transport found, never ``auto``."""
+
+    transport: Literal["auto"]
+    url: Annotated[str, Field(min_length=8, max_length=2048, pattern=r"^[Hh][Tt][Tt][Pp][Ss]?://")]
+    """Absolute http(s) URL without user name or password."""
+
+
+CreateTargetBody = Annotated[
+    StdioTargetBody | HttpTargetBody | HttpAutoTargetBody | SocketTargetBody, Field(discriminator="transport")
+]
 
 
 class StdioTargetView(_Response):
@@ -392,12 +408,26 @@ class ConnectorDetail(ConnectorSummary):
     """The MCP protocol version the last ready probe negotiated; null when unknown."""
 
 
+class TransportDetectionView(_Response):
+    """How a create with transport ``auto`` chose the stored transport."""
+
+    requested: Literal["auto"]
+    transport: Literal["streamable_http", "sse"]
+    """The transport found (the connector's ``transport``)."""
+    auth_required: bool
+    """The server answered HTTP 401/403: it needs credentials or an OAuth login."""
+    message: str
+    """One sentence on how it was decided."""
+
+
 class ConnectorChanged(ConnectorDetail):
     """A connector as a mutation (create, update, settings) left it, and how the open sessions
     took the change."""
 
     runtime_reload: RuntimeReload
     """How the open sessions took the change."""
+    transport_detection: TransportDetectionView | None = None
+    """A create with transport ``auto``: what was detected; null otherwise."""
 
 
 class ConnectorCreate(_Request):
@@ -421,7 +451,9 @@ class ConnectorCreate(_Request):
     """The service's terms of use: an absolute http(s) URL without user name or password; empty: none."""
     privacy_url: Annotated[str, Field(max_length=2048)] = ""
     """The service's privacy policy, as ``terms_url``."""
-    target: TargetBody
+    target: CreateTargetBody
+    """A command, URL or socket; a URL's transport may be ``auto`` (detected now: Streamable HTTP,
+    else SSE; failure answers 502, or 504 ``timeout``, and nothing is stored)."""
     enabled: bool = False
     runtime_options: RuntimeOptionsChange | None = None
     bindings: Annotated[list[BindingRequest], Field(max_length=64)] = Field(default_factory=list)

@@ -7,8 +7,10 @@ answers with ``runtime_reload``: how the open sessions took it.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
+import anyio.from_thread
 import anyio.to_thread
 from fastapi import APIRouter, Response
 
@@ -32,6 +34,9 @@ from patchbay.interfaces.api.routes._deps import (
     workspace_or_default,
 )
 from patchbay.runtime.sessions import collect_reloads
+
+if TYPE_CHECKING:
+    from patchbay.control.transport_detect import TransportDetection
 
 __all__ = ["binding_spec", "router"]
 
@@ -110,7 +115,7 @@ def list_connectors(service: Service, context: Context) -> Response:
     "",
     status_code=201,
     response_model=c.ConnectorChanged,
-    responses=error_responses(409),
+    responses=error_responses(409, 502, 504),
     summary="Create a connector",
 )
 def create_connector(
@@ -119,8 +124,25 @@ def create_connector(
     """Register a connector after validating its definition. A stdio ``target.cwd`` is checked
     against the workspace ``cwd`` (default: where the server was started). Credentials in
     ``bindings`` are stored apart and owned by the connector; the connector keeps references.
-    Created disabled unless ``enabled`` is true."""
-    target = _target(body.target, service, context, cwd)
+    Created disabled unless ``enabled`` is true.
+
+    A URL target with transport ``auto`` is detected first, once (a Streamable HTTP ``initialize``,
+    else SSE, through the egress guard with the request's ``allow_private`` and header bindings,
+    within the probe timeout): the connector stores the transport found and ``transport_detection``
+    says how it was chosen (``auth_required`` when the server answered 401/403). When neither
+    transport answers, nothing is stored: 504 ``timeout``, else 502 with the probe code
+    (``server_closed``, ``network_blocked``, ``tls_error``, ``protocol_error``, ...)."""
+    options = _options(body.runtime_options)
+    specs = [binding_spec(b) for b in body.bindings]
+    detection: TransportDetection | None = None
+    if isinstance(body.target, c.HttpAutoTargetBody):
+        url = body.target.url
+        detection = anyio.from_thread.run(
+            functools.partial(service.detect_transport, url, name=body.name, runtime_options=options, bindings=specs)
+        )
+        target = service.remote_target(url, detection.transport)
+    else:
+        target = _target(body.target, service, context, cwd)
     with collect_reloads() as reloads:
         connector, _ = service.add(
             body.name,
@@ -130,13 +152,15 @@ def create_connector(
             terms_url=body.terms_url,
             privacy_url=body.privacy_url,
             enabled=body.enabled,
-            runtime_options=_options(body.runtime_options),
-            bindings=[binding_spec(b) for b in body.bindings],
+            runtime_options=options,
+            bindings=specs,
         )
-    return _changed(
-        connector_detail(service, connector, context.status.read(connector.connector_id)),
-        reload_view(reloads.result()),
+    changed = _changed(
+        connector_detail(service, connector, context.status.read(connector.connector_id)), reload_view(reloads.result())
     )
+    if detection is not None:
+        changed.transport_detection = c.TransportDetectionView(**detection.to_dict())
+    return changed
 
 
 @router.get(

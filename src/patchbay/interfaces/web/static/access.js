@@ -3,6 +3,7 @@
 // custom, allow_all). Saved with PUT .../settings under the settings revision the page read;
 // switching to Allow all is confirmed first; a lost race reloads and overwrites nothing.
 
+import { renderResources } from "./access_resources.js";
 import { api, connectorPath, isRevisionConflict } from "./api.js";
 import { registerTab } from "./detail.js";
 import { openDialog } from "./dialog.js";
@@ -35,6 +36,7 @@ function render(panel, connector, context) {
     event.preventDefault();
     save(form, connector, context);
   };
+  renderResources(panel, connector);
 }
 
 async function save(form, connector, context) {

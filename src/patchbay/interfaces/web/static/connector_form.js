@@ -40,6 +40,8 @@ const FIELD_ELEMENTS = {
   privacy_url: "cf-privacy",
   header: "cf-header-name",
   env: "cf-env-add",
+  transport: "cf-transport",
+  allow_private: "cf-allow-private",
 };
 
 const form = {
@@ -53,6 +55,9 @@ const form = {
   closing: false,
 };
 let rowCounter = 0;
+// "Auto (detect)": offered by Add only (the server detects the transport once and stores it;
+// Edit keeps the stored one). Taken out of the select while editing, put back first for Add.
+let autoTransport = null;
 
 function dialog() {
   return $("connector-form-dialog");
@@ -207,6 +212,7 @@ function fill(connector) {
     $("cf-transport").value = target.transport;
   }
   const options = connector.runtime_options ?? {};
+  $("cf-allow-private").checked = options.allow_private === true;
   $("cf-lifecycle").value = options.lifecycle ?? "lazy";
   $("cf-request-timeout").value = options.request_timeout ?? "";
   $("cf-idle-timeout").value = options.idle_timeout ?? "";
@@ -242,6 +248,7 @@ export function openConnectorForm({ kind = "local", connector = null, opener = d
   if (!root || root.open) return;
   reset();
   form.mode = connector ? "edit" : "add";
+  offerAutoTransport(!connector);
   form.connector = connector;
   form.kind = connector ? KIND_OF_TRANSPORT[connector.transport] : kind;
   form.auth = { kind: "none", header: "" };
@@ -256,6 +263,15 @@ export function openConnectorForm({ kind = "local", connector = null, opener = d
   form.initial = snapshot();
   openDialog(root, { opener });
   (connector ? $("cf-display") : $("cf-name")).focus();
+}
+
+function offerAutoTransport(offered) {
+  const select = $("cf-transport");
+  autoTransport ??= $("cf-transport-auto");
+  if (!autoTransport) return;
+  if (offered && autoTransport.parentElement !== select) select.prepend(autoTransport);
+  if (!offered) autoTransport.remove();
+  select.value = offered ? "auto" : "streamable_http";
 }
 
 // --- closing ---------------------------------------------------------------------------------
@@ -388,6 +404,10 @@ function runtimeOptions() {
     }
     if (form.mode === "add" ? value !== null : value !== (initial[key] ?? null)) options[key] = value;
   }
+  if (form.kind === "remote") {
+    const allowPrivate = $("cf-allow-private").checked;
+    if (form.mode === "add" ? allowPrivate : allowPrivate !== (initial.allow_private === true)) options.allow_private = allowPrivate;
+  }
   return options;
 }
 
@@ -515,7 +535,29 @@ async function save() {
     const revision = form.mode === "add" ? changed.settings.revision : form.connector.settings.revision;
     changed = await api.put(connectorPath(changed.connector_id, "/settings"), { revision, ...filters });
   }
+  if (form.mode === "add" && $("cf-resources").checked) changed = await exposeResources(changed);
   return changed;
+}
+
+/** The created connector's resource-read grant (PUT .../resources/grant allow), a second write:
+ * when it fails the connector stays created and the answer carries `resourcesError`. */
+async function exposeResources(created) {
+  try {
+    const grant = await api.put(connectorPath(created.connector_id, "/resources/grant"), { decision: "allow" });
+    return { ...created, runtime_reload: grant.runtime_reload, resourcesExposed: true };
+  } catch (error) {
+    return { ...created, resourcesError: error instanceof ApiError ? error : new ApiError(0, "unknown", String(error)) };
+  }
+}
+
+function savedMessage(mode, changed) {
+  const name = changed.display_name || changed.name;
+  if (changed.resourcesError) {
+    const { message, code } = changed.resourcesError;
+    return t("connector_added_resources_failed", { name, message, code: code ?? "unknown" });
+  }
+  if (changed.resourcesExposed) return t("connector_added_resources", { name });
+  return t(mode === "add" ? "connector_added" : "connector_updated", { name });
 }
 
 async function onSubmit(event) {
@@ -545,17 +587,20 @@ async function onSubmit(event) {
     button.removeAttribute("aria-busy");
   }
   if (!changed) return;
+  const detected = changed.transport_detection ?? null; // an Add with "Auto (detect)"
   closeDialog(dialog(), "saved");
-  const label = changed.display_name || changed.name;
+  let message = savedMessage(mode, changed);
+  if (detected) message = `${message}. ${detectedText(detected)}`;
   document.dispatchEvent(
     new CustomEvent("patchbay:connector-saved", {
-      detail: {
-        connectorId: changed.connector_id,
-        runtimeReload: changed.runtime_reload,
-        message: t(mode === "add" ? "connector_added" : "connector_updated", { name: label }),
-      },
+      detail: { connectorId: changed.connector_id, runtimeReload: changed.runtime_reload, message },
     }),
   );
+}
+
+function detectedText(detection) {
+  const transport = t(detection.transport === "sse" ? "transport_sse" : "transport_streamable_http");
+  return t(detection.auth_required ? "transport_detected_auth" : "transport_detected", { transport });
 }
 
 // --- the Edit button ------------------------------------------------------------------------

@@ -50,8 +50,10 @@ function renderRow(connector) {
   link.dataset.focus = `link:${connector.connector_id}`;
   if (isSelected(connector)) link.setAttribute("aria-current", "page");
   setText(row, "name", connector.display_name || connector.name);
-  setText(row, "kind", t(`transport_${connector.transport}`));
-  setText(row, "target", targetSummary(connector.target));
+  // a built-in's command is Patchbay's own: its row says what it is and where its data comes from
+  const builtin = connector.source === "builtin";
+  setText(row, "kind", builtin ? t("source_builtin") : t(`transport_${connector.transport}`));
+  setText(row, "target", builtin ? connector.description : targetSummary(connector.target));
   slot(row, "badge").replaceChildren(badge(connector.status));
   const toggle = slot(row, "toggle");
   toggle.dataset.focus = `toggle:${connector.connector_id}`;

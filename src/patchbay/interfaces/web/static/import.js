@@ -22,6 +22,8 @@ const state = {
   candidates: null, // GET /api/mcp/import/sources, once per opening
   request: null, // the source the shown preview read ({text} or {paths}); a commit reads it again
   preview: null,
+  renames: {}, // entry name → connector name, applied by the shown preview (and sent with the commit)
+  taken: new Set(), // the existing connector names (lowercase), for a free rename suggestion
   busy: false,
 };
 
@@ -130,6 +132,7 @@ function staleReview() {
   // the shown preview no longer matches the source: never commit what the person did not see
   state.request = null;
   state.preview = null;
+  state.renames = {};
   show($("import-review"), false);
   show($("import-commit"), false);
 }
@@ -195,7 +198,7 @@ function facts(entry) {
   return out;
 }
 
-function renderEntry(entry, index) {
+function renderEntry(entry, index, keep) {
   const row = clone("tpl-import-entry");
   row.dataset.name = entry.name;
   const check = slot(row, "check");
@@ -204,6 +207,7 @@ function renderEntry(entry, index) {
   check.disabled = !entry.importable;
   check.checked = isSafe(entry);
   check.addEventListener("change", updateCount);
+  if (keep.has(index)) check.checked = keep.get(index) && entry.importable;
   const label = slot(row, "label");
   label.htmlFor = check.id;
   setText(row, "name", entry.import_name && entry.import_name !== entry.name ? t("import_renamed", { name: entry.name, connector: entry.import_name }) : entry.name);
@@ -223,6 +227,7 @@ function renderEntry(entry, index) {
     }),
   );
   setText(row, "diff", entry.diff.join("\n"));
+  renderRename(row, entry, index);
   return row;
 }
 
@@ -269,7 +274,7 @@ function showTextProblem(preview) {
   return true;
 }
 
-function renderPreview(preview) {
+function renderPreview(preview, keep = new Map()) {
   const review = $("import-review");
   const problems = preview.files.filter((file) => file.status !== "ok" && file.status !== "absent" && file.origin !== "pasted");
   slot(review, "files").replaceChildren(
@@ -280,16 +285,17 @@ function renderPreview(preview) {
     }),
   );
   show($("import-none-found"), preview.entries.length === 0);
-  slot(review, "entries").replaceChildren(...preview.entries.map(renderEntry));
+  slot(review, "entries").replaceChildren(...preview.entries.map((entry, index) => renderEntry(entry, index, keep)));
   show(review);
   show($("import-commit"), preview.entries.some((entry) => entry.importable));
   updateCount();
 }
 
-async function runPreview({ announceIt = true } = {}) {
+async function runPreview({ announceIt = true, again = null } = {}) {
   if (state.busy) return false;
   clearFailure();
-  const request = sourceRequest();
+  // a fresh Preview reads the source as it is now, without renames; `again` repeats a request
+  const request = again ?? sourceRequest();
   if (request === null) return false;
   setBusy(true);
   try {
@@ -300,6 +306,8 @@ async function runPreview({ announceIt = true } = {}) {
     }
     state.request = request;
     state.preview = preview;
+    state.renames = { ...(request.renames ?? {}) };
+    await loadTaken(preview);
     renderPreview(preview);
     if (announceIt) {
       $("import-review-title").focus();
@@ -313,6 +321,129 @@ async function runPreview({ announceIt = true } = {}) {
   } finally {
     setBusy(false);
   }
+}
+
+// --- renaming an entry that conflicts ------------------------------------------------------
+
+/** The existing connector names, read when a preview shows a conflict (for the suggestion). */
+async function loadTaken(preview) {
+  if (!preview.entries.some((entry) => entry.conflict)) return;
+  try {
+    const listing = await api.get("/api/mcp/connectors");
+    state.taken = new Set(listing.connectors.map((connector) => connector.name.toLowerCase()));
+  } catch {
+    state.taken = new Set(); // only the suggestion needs it: the server checks the name anyway
+  }
+}
+
+/** A free connector name for `entry`: its name with -2, -3, ... (at most 64 characters), taken
+ * neither by a connector nor by another entry of the preview. */
+export function suggestName(base, taken) {
+  for (let n = 2; ; n += 1) {
+    const suffix = `-${n}`;
+    const candidate = `${base.slice(0, 64 - suffix.length)}${suffix}`;
+    if (!taken.has(candidate)) return candidate;
+  }
+}
+
+function takenNames() {
+  const taken = new Set(state.taken);
+  for (const entry of state.preview?.entries ?? []) if (entry.import_name) taken.add(entry.import_name.toLowerCase());
+  for (const name of Object.values(state.renames)) taken.add(name.toLowerCase());
+  return taken;
+}
+
+function renderRename(row, entry, index) {
+  const applied = state.renames[entry.name];
+  if (!entry.conflict && applied === undefined) return;
+  const box = slot(row, "rename");
+  const input = slot(row, "rename-input");
+  input.id = `import-rename-${index}`;
+  slot(row, "rename-label").htmlFor = input.id;
+  const hint = slot(row, "rename-hint");
+  hint.id = `${input.id}-hint`;
+  const error = slot(row, "rename-error");
+  error.id = `${input.id}-error`;
+  input.setAttribute("aria-describedby", `${hint.id} ${error.id}`);
+  const base = (entry.import_name ?? entry.name).toLowerCase();
+  input.value = applied ?? suggestName(base, takenNames());
+  input.addEventListener("input", () => {
+    show(error, false);
+    input.removeAttribute("aria-invalid");
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter") return;
+    event.preventDefault();
+    applyRename(entry, input, index);
+  });
+  slot(row, "rename-apply").addEventListener("click", () => applyRename(entry, input, index));
+  show(box);
+}
+
+function renameError(input, message) {
+  const error = document.getElementById(`${input.id}-error`);
+  error.textContent = message;
+  show(error);
+  input.setAttribute("aria-invalid", "true");
+  input.focus();
+  announce(message);
+}
+
+/** A rename typed but not applied yet: said at its field (the commit would not use it). */
+function pendingRename() {
+  for (const [index, entry] of (state.preview?.entries ?? []).entries()) {
+    const input = document.getElementById(`import-rename-${index}`);
+    const applied = state.renames[entry.name];
+    if (input && applied !== undefined && input.value.trim() !== applied) {
+      renameError(input, t("import_rename_pending"));
+      return true;
+    }
+  }
+  return false;
+}
+
+/** Preview again with `entry` renamed to the field's name: the server validates it (a bad name
+ * is shown at the field, the preview kept) and reports whether it still conflicts. */
+async function applyRename(entry, input, index) {
+  if (state.busy || state.request === null) return;
+  clearFailure();
+  const name = input.value.trim();
+  if (!name) {
+    renameError(input, t("field_required"));
+    return;
+  }
+  const renames = { ...state.renames, [entry.name]: name };
+  const request = { ...state.request, renames };
+  const keep = new Map();
+  for (const [i, shown] of state.preview.entries.entries()) {
+    const box = document.getElementById(`import-entry-${i}`);
+    if (shown.importable && box) keep.set(i, box.checked);
+  }
+  setBusy(true);
+  let preview;
+  try {
+    preview = await api.post("/api/mcp/import/preview", request);
+  } catch (error) {
+    setBusy(false);
+    if (error instanceof ApiError && error.status === 422) {
+      renameError(input, t("import_rename_refused", { message: error.message, code: error.code }));
+    } else {
+      failure(error);
+    }
+    return;
+  }
+  setBusy(false);
+  state.request = request;
+  state.renames = renames;
+  state.preview = preview;
+  renderPreview(preview, keep);
+  const now = preview.entries[index];
+  const field = document.getElementById(`import-rename-${index}`);
+  if (field) field.focus();
+  const said = now?.conflict
+    ? t("import_rename_conflicts", { name: now.import_name ?? name })
+    : t("import_rename_applied", { name: entry.name, connector: now?.import_name ?? name });
+  announce(said);
 }
 
 // --- the commit ----------------------------------------------------------------------------
@@ -358,7 +489,9 @@ async function commit() {
     announce(t("import_select_first"));
     return;
   }
+  if (pendingRename()) return;
   setBusy(true);
+  const request = state.request;
   let committed;
   try {
     committed = await api.post("/api/mcp/import/commit", {
@@ -370,7 +503,7 @@ async function commit() {
     setBusy(false);
     // the files or the connectors changed since the preview (a name taken meanwhile): show
     // what is true now, and why nothing was imported
-    await runPreview({ announceIt: false });
+    await runPreview({ announceIt: false, again: request });
     failure(error);
     return;
   }

@@ -16,10 +16,12 @@ export const FILTERS = {
 };
 
 /** The groups, in the order shown: enabled ones, then the ones that are off, then imported ones
- * not enabled yet (imports arrive off, for a person to review). */
-export const GROUPS = ["enabled", "available", "imported"];
+ * not enabled yet (imports arrive off, for a person to review), then the built-in connectors,
+ * on or off, in their own group. */
+export const GROUPS = ["enabled", "available", "imported", "builtin"];
 
 export function groupOf(connector) {
+  if (connector.source === "builtin") return "builtin";
   if (connector.settings.enabled) return "enabled";
   return connector.source === "imported" ? "imported" : "available";
 }

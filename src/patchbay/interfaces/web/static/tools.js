@@ -90,10 +90,34 @@ function buildRow(tool) {
   row.dataset.tool = tool.name;
   slot(row, "source").id = `tool-source-${++rowCount}`;
   const group = slot(row, "decision");
+  // Arrow keys move the checked radio at every press: a keyboard choice is saved once, with
+  // Enter or Space or when the focus leaves the row's control, so passing Ask on the way from
+  // Deny to Allow saves nothing. A pointer choice is saved at once.
+  let pointer = false;
+  group.addEventListener("pointerdown", () => {
+    pointer = true;
+  });
+  group.addEventListener("keydown", (event) => {
+    if ((event.key === "Enter" || event.key === " ") && row.dataset.pending) {
+      event.preventDefault();
+      commitPending(row);
+    }
+  });
+  group.addEventListener("focusout", (event) => {
+    if (!group.contains(event.relatedTarget)) commitPending(row);
+  });
   for (const input of group.querySelectorAll("input")) {
     input.name = `tool-decision:${tool.name}`;
     input.addEventListener("change", () => {
-      if (input.checked) setDecision(row.dataset.tool, input.value);
+      if (!input.checked) return;
+      if (pointer) {
+        pointer = false;
+        delete row.dataset.pending;
+        setDecision(row.dataset.tool, input.value);
+        return;
+      }
+      row.dataset.pending = input.value;
+      setStatus(t("tools_key_pending", { tool: row.dataset.tool, decision: decisionLabel(input.value) }));
     });
     // choosing the value already in effect (a default, or an inherited one) makes it this scope's
     // own setting; no change event fires for it
@@ -106,6 +130,13 @@ function buildRow(tool) {
   }
   slot(row, "inherit").addEventListener("click", () => clearGrant(row.dataset.tool));
   return row;
+}
+
+function commitPending(row) {
+  const decision = row.dataset.pending;
+  if (!decision) return;
+  delete row.dataset.pending;
+  setDecision(row.dataset.tool, decision);
 }
 
 function updateRow(row, tool) {
@@ -130,7 +161,7 @@ function updateRow(row, tool) {
   const group = slot(row, "decision");
   group.disabled = Boolean(lock) || state.working;
   for (const input of group.querySelectorAll("input")) {
-    input.checked = input.value === tool.decision;
+    input.checked = input.value === (row.dataset.pending ?? tool.decision); // a keyboard choice not saved yet stays
   }
   group.setAttribute("aria-describedby", setText(row, "source", sourceText(tool)).id);
   const inherit = slot(row, "inherit");

@@ -1,0 +1,134 @@
+"""Leases in the machine's Redis, shared by two stores as two instances would share them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+import redis
+
+from patchbay.adapters.leases import held
+from patchbay.adapters.leases.redis_store import RedisLeases
+from tests.support.coordination import MACHINE_REDIS, machine_keys, unique_prefix
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def instances() -> AsyncIterator[tuple[RedisLeases, RedisLeases, str]]:
+    """Two stores on one Redis and one prefix: instance A and instance B."""
+    with unique_prefix() as prefix:
+        a, b = RedisLeases(MACHINE_REDIS, prefix=prefix), RedisLeases(MACHINE_REDIS, prefix=prefix)
+        try:
+            yield a, b, prefix
+        finally:
+            await a.aclose()
+            await b.aclose()
+
+
+def raw() -> redis.Redis:
+    return redis.Redis.from_url(MACHINE_REDIS, socket_timeout=2, decode_responses=True)
+
+
+async def test_a_lease_is_one_key_holding_its_owner_with_a_ttl_and_release_deletes_it(
+    instances: tuple[RedisLeases, RedisLeases, str],
+) -> None:
+    a, b, prefix = instances
+    lease = await a.acquire("probe:conn-1", "instance-a/1", ttl=30)
+    assert lease is not None and lease.backend == "redis"
+    client = raw()
+    try:
+        assert client.get(f"{prefix}probe:conn-1") == "instance-a/1"
+        assert 0 < client.pttl(f"{prefix}probe:conn-1") <= 30_000
+        assert await b.acquire("probe:conn-1", "instance-b/1", ttl=30) is None
+        assert await b.release(lease.__class__("probe:conn-1", "instance-b/1", 30, backend="redis")) is False
+        assert client.get(f"{prefix}probe:conn-1") == "instance-a/1"
+    finally:
+        client.close()
+    assert await a.release(lease) is True
+    assert machine_keys(prefix) == []
+
+
+async def test_the_global_limit_counts_the_holders_of_both_instances(
+    instances: tuple[RedisLeases, RedisLeases, str],
+) -> None:
+    a, b, prefix = instances
+    mine = [await a.acquire_slot("probe:slots", f"a/{n}", ttl=30, limit=4) for n in range(3)]
+    theirs = await b.acquire_slot("probe:slots", "b/0", ttl=30, limit=4)
+    assert all(mine) and theirs is not None
+    assert await a.acquire_slot("probe:slots", "a/3", ttl=30, limit=4) is None
+    assert await b.acquire_slot("probe:slots", "b/1", ttl=30, limit=4) is None
+    client = raw()
+    try:
+        holders = client.zrange(f"{prefix}probe:slots", 0, -1)
+        assert sorted(holders) == ["a/0", "a/1", "a/2", "b/0"]
+    finally:
+        client.close()
+    assert await b.release(theirs) is True
+    assert await a.acquire_slot("probe:slots", "a/3", ttl=30, limit=4) is not None
+
+
+async def test_held_renews_in_the_background_and_a_killed_holder_s_lease_is_taken_over(
+    instances: tuple[RedisLeases, RedisLeases, str],
+) -> None:
+    a, b, prefix = instances
+    # A holds for longer than three ttls: its background renewals keep B out all along.
+    inside = anyio.Event()
+    b_got_it = anyio.Event()
+    done = anyio.Event()
+
+    async def b_waits() -> None:
+        await inside.wait()
+        async with held(b, "probe:conn-1", "instance-b/1", ttl=0.3):
+            b_got_it.set()
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(b_waits)
+            async with held(a, "probe:conn-1", "instance-a/1", ttl=0.3):
+                inside.set()
+                until = anyio.current_time() + 1.0
+                while anyio.current_time() < until:  # watch the lease for a second
+                    assert raw_get(prefix) == "instance-a/1"
+                    assert not b_got_it.is_set()
+                    await anyio.sleep(0.05)
+            await b_got_it.wait()  # A released on the way out: B takes it at once
+            done.set()
+    assert done.is_set() and machine_keys(prefix) == []
+
+    # A "killed" holder: it took the lease and never renews nor releases it.
+    assert await a.acquire("probe:conn-2", "killed-instance/1", ttl=0.3) is not None
+    with anyio.fail_after(5):
+        async with held(b, "probe:conn-2", "instance-b/2", ttl=30) as lease:
+            assert lease.owner == "instance-b/2"
+            assert raw_get(prefix, "probe:conn-2") == "instance-b/2"
+
+
+def raw_get(prefix: str, key: str = "probe:conn-1") -> str | None:
+    client = raw()
+    try:
+        value = client.get(f"{prefix}{key}")
+        return value if isinstance(value, str) else None
+    finally:
+        client.close()
+
+
+async def test_racing_acquisitions_from_two_instances_have_exactly_one_winner_and_the_limit_holds(
+    instances: tuple[RedisLeases, RedisLeases, str],
+) -> None:
+    a, b, _ = instances
+    won: list[str] = []
+    placed: list[str] = []
+
+    async def take(store: RedisLeases, owner: str) -> None:
+        if await store.acquire("probe:contended", owner, ttl=30) is not None:
+            won.append(owner)
+        if await store.acquire_slot("probe:slots", owner, ttl=30, limit=4) is not None:
+            placed.append(owner)
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            for n in range(20):
+                group.start_soon(take, a if n % 2 else b, f"owner-{n}")
+    assert len(won) == 1 and len(placed) == 4

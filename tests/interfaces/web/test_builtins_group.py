@@ -1,0 +1,44 @@
+"""The settings page shows the built-in connectors in their own group, enabled or not, in both
+languages, against a real ``patchbay serve`` on a data home that seeded them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from patchbay.adapters.store import open_store
+from patchbay.core.models import StdioTarget
+from patchbay.core.settings import Settings
+from tests.support.browser import OpenPage, axe_check, page_server
+
+
+def test_builtins_have_their_own_group_on_or_off(
+    tmp_path: Path, pages: OpenPage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATCHBAY_BUILTINS", "on")
+    store = open_store(Settings(home=tmp_path / "home", database_url=None))
+    store.connectors.create("mine", "Mine", StdioTarget(command="true"))
+    store.close()
+    with page_server(tmp_path) as served:
+        names = {
+            c["name"]: c
+            for c in served.session.get(f"{served.url}/api/mcp/connectors", timeout=30).json()["connectors"]
+        }
+        assert names["paper-search"]["source"] == "builtin" and names["paper-search"]["settings"]["enabled"] is True
+        assert names["literature-graph"]["settings"]["enabled"] is False
+        page = pages(served)
+        expect(page.locator(".group-title")).to_have_text(["Enabled (1)", "Built-in connectors (2)"])
+        builtin = page.locator("[data-group=builtin]")
+        expect(builtin).to_contain_text("Paper Search")
+        expect(builtin).to_contain_text("Literature Graph")
+        paper = builtin.locator(".row").filter(has_text="Paper Search")
+        expect(paper.locator(".row-meta")).to_have_text(
+            "Built-in · Search papers and preprints: Europe PMC (search, open full text), bioRxiv/medRxiv, PubMed."
+        )
+        expect(page.locator("[data-group=enabled]")).to_contain_text("Mine")
+        axe_check(page)
+        chinese = pages(served, locale="zh-CN")
+        expect(chinese.locator("[data-group=builtin] .group-title")).to_have_text("内置连接器 (2)")
+        axe_check(chinese)

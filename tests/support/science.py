@@ -1,0 +1,134 @@
+"""A local fake origin for the built-in science connectors: one HTTP server on 127.0.0.1 that
+answers like the public APIs, from the committed fixtures (tests/fixtures/science/), with scripted
+failures (429, 5xx, redirects, oversized bodies) queued per path.
+
+Usage::
+
+    with FakeOrigin() as origin:
+        origin.route("/search", Reply.file("paper_search/epmc_search_page1.json"))
+        origin.queue("/search", Reply(429, headers={"Retry-After": "1"}))
+        ... point a connector at origin.url (the loopback ``--base-url`` override) ...
+        assert origin.requests[0].path == "/search"
+
+A route key is a path, or ``path?name=value`` to answer only requests with that query parameter
+(checked first). Unrouted paths answer 404. Every request is recorded (path, query, headers).
+"""
+
+from __future__ import annotations
+
+import threading
+import urllib.parse
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+
+from tests.support.paths import FIXTURES
+
+SCIENCE = FIXTURES / "science"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One answer: status, headers, body; ``length=False`` sends no Content-Length (the body ends
+    when the connection closes)."""
+
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    length: bool = True
+
+    @staticmethod
+    def file(name: str, content_type: str = "application/json") -> Reply:
+        """The fixture ``tests/fixtures/science/<name>``."""
+        return Reply(200, (SCIENCE / name).read_bytes(), {"Content-Type": content_type})
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request the fake received."""
+
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+
+
+class FakeOrigin:
+    """The fake origin (see the module docstring); a context manager that starts and stops it."""
+
+    def __init__(self) -> None:
+        self.requests: list[Seen] = []
+        self._routes: dict[str, Reply] = {}
+        self._queues: dict[str, deque[Reply]] = defaultdict(deque)
+        self._lock = threading.Lock()
+        origin = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                parsed = urllib.parse.urlsplit(self.path)
+                query = dict(urllib.parse.parse_qsl(parsed.query))
+                reply = origin._answer(parsed.path, query, {k.lower(): v for k, v in self.headers.items()})
+                self.send_response(reply.status)
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                if reply.length:
+                    self.send_header("Content-Length", str(len(reply.body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(reply.body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def route(self, key: str, reply: Reply) -> None:
+        """Answer ``key`` (a path, or ``path?name=value``) with ``reply`` from now on."""
+        with self._lock:
+            self._routes[key] = reply
+
+    def queue(self, key: str, *replies: Reply) -> None:
+        """Answer the next requests to ``key`` with ``replies``, in order, before its route."""
+        with self._lock:
+            self._queues[key].extend(replies)
+
+    def paths(self) -> list[str]:
+        """The path of every request received, in order."""
+        with self._lock:
+            return [seen.path for seen in self.requests]
+
+    def _answer(self, path: str, query: dict[str, str], headers: dict[str, str]) -> Reply:
+        with self._lock:
+            self.requests.append(Seen(path, query, headers))
+            keys = [f"{path}?{name}={value}" for name, value in query.items()] + [path]
+            for key in keys:
+                if self._queues.get(key):
+                    return self._queues[key].popleft()
+            for key in keys:
+                if key in self._routes:
+                    return self._routes[key]
+        return Reply(404, b'{"error": "not found"}', {"Content-Type": "application/json"})
+
+    def __enter__(self) -> FakeOrigin:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def fixture_path(name: str) -> Path:
+    """``tests/fixtures/science/<name>``."""
+    return SCIENCE / name
