@@ -28,6 +28,7 @@ from patchbay.adapters.credentials import CredentialResolver, CredentialStore
 from patchbay.adapters.oauth.provider import Authorizer
 from patchbay.adapters.transports.budget import process_budget
 from patchbay.core.errors import ConfigError, PatchbayError, ToolCallError, ValidationError
+from patchbay.core.live_status import StatusRegistry
 from patchbay.core.models import GrantDecision, RuntimeConfig, RuntimeServer
 from patchbay.core.names import tool_name_problem, validate_connector_name
 from patchbay.core.policy import is_visible
@@ -40,6 +41,7 @@ from patchbay.runtime.calls.router import ToolRouter
 from patchbay.runtime.connection.catalog_refresh import wire_connector
 from patchbay.runtime.connection.hooks import ElicitationHandler, HostHooks
 from patchbay.runtime.connection.server_connection import ServerConnection
+from patchbay.runtime.connection.status_feed import StatusFeed
 from patchbay.runtime.context.peer import ConnectorPeer, connector_peer
 from patchbay.runtime.context.prompts import ExpandedPrompt, PromptInfo, expand_prompt, list_prompts
 from patchbay.runtime.context.resources import (
@@ -138,6 +140,9 @@ class Runtime:
             (``details["code"]``) and the others run on.
         elicitation_handler: answers servers' ``elicitation/create`` requests
             (``await handler(params) -> ElicitResult``); without it they are refused.
+        status: the live status registry this runtime publishes its connectors' states and
+            counts to while it is open (:mod:`patchbay.runtime.connection.status_feed`); None
+            publishes nothing.
 
     Raises:
         ValidationError: ``validation_error`` for a bad ``session_id`` or local tool name.
@@ -162,8 +167,10 @@ class Runtime:
         credentials: CredentialResolver | None = None,
         authorizer: Authorizer | None = None,
         elicitation_handler: ElicitationHandler | None = None,
+        status: StatusRegistry | None = None,
     ):
         self.config = config
+        self._status = status
         self._hooks = HostHooks(authorizer=authorizer, elicitation=elicitation_handler)
         self.settings = settings
         if credentials is None:
@@ -280,6 +287,7 @@ class Runtime:
             # (the connections' last events) is written at once.
             stack.callback(self._log.stop_writer)
             workspace = Path(self.config.workspace)
+            feed = StatusFeed(self._status, self._session_id) if self._status is not None else None
             self._connections = {
                 name: ServerConnection(
                     server,
@@ -291,9 +299,15 @@ class Runtime:
                     credentials=self._credentials,
                     project_id=self.config.project_id,
                     hooks=self._hooks,
+                    on_status=feed.changed if feed is not None else None,
                 )
                 for name, server in self._servers.items()
             }
+            if feed is not None:
+                feed.publish(self._connections.values())
+                self._tg.start_soon(feed.run)
+                # before the task group waits for its tasks: the heartbeat ends, the source goes
+                stack.callback(feed.close)
             self._executor = ToolExecutor(
                 log=self._log,
                 settings=self.settings,

@@ -69,6 +69,7 @@ async def test_the_openapi_document_describes_contracts_errors_and_deprecations(
         "/api/sessions/{session_id}/events",
         "/api/sessions/{session_id}/call",
         "/api/health",
+        "/api/mcp/status/stream",
     }
     legacy = {"/api/mcp/catalog", "/api/settings/mcp", "/api/settings/mcp/{server_id}"}
     error_ref = {"$ref": "#/components/schemas/ErrorResponse"}

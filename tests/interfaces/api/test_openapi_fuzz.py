@@ -37,7 +37,8 @@ taken yet), so a schema-valid request may rightly get 422.
 Bounded: ``EXAMPLES`` examples per operation and phase (``SESSION_TOOLS_EXAMPLES`` for listing a
 session's tools, which starts its servers), a fixed seed, loopback only. The probe
 operation is left out: a generated stdio connector is a generated command line, and probing runs
-it (the probe route has its own tests against real servers).
+it (the probe route has its own tests against real servers). So is the live status stream: it
+never ends (tests/interfaces/api/routes/test_status.py reads it).
 """
 
 from __future__ import annotations
@@ -150,7 +151,7 @@ def test_served_api_survives_fuzzing_and_the_database_stays_consistent(tmp_path:
                 "--exclude-checks",
                 "positive_data_acceptance",
                 "--exclude-path-regex",
-                "/probe$",
+                "(/probe|/status/stream)$",
                 "--seed",
                 "20260904",
                 "--workers",

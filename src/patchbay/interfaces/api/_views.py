@@ -11,9 +11,10 @@ import pydantic
 import patchbay.interfaces.api.contracts as c
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.decisions import ToolDecisions, probe_failed, runtime_state
+from patchbay.control.live_state import live_display_status, live_runtime_state
 from patchbay.control.states import auth_state, binding_views, config_problem, connector_auth, list_states, oauth_state
-from patchbay.control.status import display_status
 from patchbay.core.errors import ErrorCode
+from patchbay.core.live_status import LiveStatus
 from patchbay.core.models import Connector, HttpTarget, ProbeOutcome, ProbeResult, SocketTarget, ToolCacheEntry
 from patchbay.core.redaction import redact_text
 
@@ -22,6 +23,7 @@ __all__ = [
     "connector_summaries",
     "connector_summary",
     "data_egress",
+    "live_view",
     "probe_report",
     "summary_fields",
     "tool_list",
@@ -68,11 +70,28 @@ def _probe_view(connector: Connector, outcome: ProbeOutcome | None) -> c.ProbeOu
     )
 
 
+def live_view(live: LiveStatus | None) -> c.LiveRuntimeView | None:
+    """The ``runtime`` object of a connector view from its live status (None: none reported)."""
+    if live is None:
+        return None
+    return c.LiveRuntimeView(
+        state=live.state,
+        sessions=live.sessions,
+        tool_count=live.tool_count,
+        resource_count=live.resource_count,
+        failure_age=None if live.failure_age is None else int(live.failure_age),
+        restarts=live.restarts,
+        in_flight=live.in_flight,
+        updated_at=int(live.updated_at * 1000),
+    )
+
+
 def summary_fields(
     connector: Connector,
     auth: c.AuthState,
     tool_count: int | None,
     outcome: ProbeOutcome | None,
+    live: LiveStatus | None = None,
 ) -> dict[str, Any]:
     """The fields every connector view shares.
 
@@ -81,9 +100,12 @@ def summary_fields(
         auth: its :func:`patchbay.control.states.auth_state`.
         tool_count: the tool count of its fresh cached catalog, None without one.
         outcome: its last probe, None if never probed.
+        live: its live status from the hosted runtimes, None when none reported it
+            (``runtime_state`` and ``status`` then come from the cache alone).
     """
     problem = config_problem(connector)
-    state = runtime_state(connector, fresh_catalog=tool_count is not None, outcome=outcome)
+    cached = runtime_state(connector, fresh_catalog=tool_count is not None, outcome=outcome)
+    state = live_runtime_state(cached, live)
     error = None
     if problem is not None:
         error = c.ErrorBody(
@@ -112,10 +134,11 @@ def summary_fields(
         "config_state": "invalid" if problem else "valid",
         "auth_state": auth,
         "runtime_state": state,
-        "status": display_status("invalid" if problem else "valid", auth, state),
+        "status": live_display_status("invalid" if problem else "valid", auth, state, live),
         "tool_count": tool_count or 0,
         "error": error,
         "last_probe": _probe_view(connector, outcome),
+        "runtime": live_view(live),
         "created_at": connector.created_at,
         "updated_at": connector.updated_at,
     }
@@ -143,9 +166,12 @@ def _tool_count(entry: ToolCacheEntry | None) -> int | None:
     return None if entry is None else len(entry.tools)
 
 
-def connector_detail(service: ConnectorService, connector: Connector) -> c.ConnectorDetail:
+def connector_detail(
+    service: ConnectorService, connector: Connector, live: LiveStatus | None = None
+) -> c.ConnectorDetail:
     """A connector with its effective options, bindings, tool cache, OAuth state and what its
-    last probe kept (the redacted stderr tail, the protocol version)."""
+    last probe kept (the redacted stderr tail, the protocol version); ``live``: its live status
+    (see :func:`summary_fields`)."""
     entry, state = service.queries.cached_catalog(connector)
     bindings = binding_views(service, connector)
     try:
@@ -171,7 +197,7 @@ def connector_detail(service: ConnectorService, connector: Connector) -> c.Conne
     outcome = service.queries.last_probe(connector)
     oauth = oauth_state(service, connector)
     return c.ConnectorDetail(
-        **summary_fields(connector, auth_state(bindings, oauth), _tool_count(entry), outcome),
+        **summary_fields(connector, auth_state(bindings, oauth), _tool_count(entry), outcome, live),
         runtime_options=c.RuntimeOptionsView(**{key: options[key] for key in c.RuntimeOptionsView.model_fields}),
         bindings=[c.BindingView(**b) for b in bindings],
         cache=cache,

@@ -47,7 +47,7 @@ from patchbay.interfaces.api.context import ApiContext
 from patchbay.interfaces.api.errors import error_response, install_error_handlers
 from patchbay.interfaces.api.limits import BodyLimitMiddleware
 from patchbay.interfaces.api.responses import RedactedJSONResponse
-from patchbay.interfaces.api.routes import compat, connectors, health, imports, oauth, projects, sessions, tools
+from patchbay.interfaces.api.routes import compat, connectors, health, imports, oauth, projects, sessions, status, tools
 from patchbay.interfaces.web import oauth_callback
 from patchbay.interfaces.web.pages import install_pages
 
@@ -235,6 +235,7 @@ def create_app(
         compat.router,
         health.router,
         oauth.router,
+        status.router,
     )
     for router in routers:
         app.include_router(router)

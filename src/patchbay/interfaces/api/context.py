@@ -38,9 +38,11 @@ from sqlalchemy.engine import make_url
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.oauth_logins import WebLogins
 from patchbay.core.errors import ErrorCode, PatchbayError
+from patchbay.core.live_status import StatusRegistry
 from patchbay.core.models import Project, RuntimeConfig
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api.listing import ConnectorListing
+from patchbay.runtime.live_status import InProcessStatusRegistry
 from patchbay.runtime.sessions import SessionHost
 
 __all__ = ["ApiContext"]
@@ -58,6 +60,10 @@ class ApiContext:
         host: the session host while the app's lifespan runs (:meth:`hosting`), else None.
         listing: the connector list kept between requests (``GET /api/mcp/connectors``).
         logins: the settings page's OAuth logins while the lifespan runs, else None.
+        status: the live status registry the hosted sessions publish to (in memory, this
+            process's; ``runtime_state`` and ``GET /api/mcp/status/stream`` read it).
+        streams_closing: set by :meth:`close_streams` when the server shuts down: every open
+            status stream ends (within its next look), so none holds the shutdown up.
     """
 
     settings: Settings
@@ -66,6 +72,8 @@ class ApiContext:
     host: SessionHost | None = None
     listing: ConnectorListing = field(default_factory=ConnectorListing)
     logins: WebLogins | None = None
+    status: StatusRegistry = field(default_factory=InProcessStatusRegistry)
+    streams_closing: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _detach: Callable[[], None] | None = None
     _watch: _CommitWatch | None = None
@@ -153,7 +161,13 @@ class ApiContext:
         here too and are cancelled on the way out. Enter and exit in one task."""
         async with contextlib.AsyncExitStack() as stack:
             stack.push_async_callback(self._close_service)  # runs last: after the sessions closed
-            host = SessionHost(self.settings, resolve=self._resolve, load=self._load, state_version=self._state_version)
+            host = SessionHost(
+                self.settings,
+                resolve=self._resolve,
+                load=self._load,
+                state_version=self._state_version,
+                status=self.status,
+            )
             await stack.enter_async_context(host)
             self.logins = await stack.enter_async_context(WebLogins().running())
             stack.callback(setattr, self, "logins", None)
@@ -162,6 +176,10 @@ class ApiContext:
                 self.host = host
                 self._attach()
             yield
+
+    def close_streams(self) -> None:
+        """End the open status streams (the server is shutting down; they would never end)."""
+        self.streams_closing = True
 
     async def _close_service(self) -> None:
         if self.service is not None:

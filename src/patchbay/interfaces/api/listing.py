@@ -24,6 +24,7 @@ import patchbay.interfaces.api.contracts as c
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.states import list_states
 from patchbay.core.errors import NotFoundError
+from patchbay.core.live_status import LiveStatus, StatusRegistry
 from patchbay.core.models import Connector, ProbeOutcome
 from patchbay.core.redaction import registry_version
 from patchbay.interfaces.api._views import summary_fields
@@ -35,7 +36,7 @@ _MAX_SINGLE_READS = 32
 """Above this many new or changed connectors, all rows are read in one query instead."""
 
 _Stamp = tuple[int, int]
-_Inputs = tuple[_Stamp, c.AuthState, int | None, ProbeOutcome | None, int]
+_Inputs = tuple[_Stamp, c.AuthState, int | None, ProbeOutcome | None, int, tuple[object, ...] | None]
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,9 @@ class ConnectorListing:
         self._ordered: list[Connector] = []
         self._entries: dict[str, _Entry] = {}
 
-    def render(self, service: ConnectorService) -> bytes:
+    def render(self, service: ConnectorService, status: StatusRegistry | None = None) -> bytes:
         """The list body (``{"connectors": [...]}``, ordered by name): blocking store reads.
+        ``status``: the live status registry (each entry's ``runtime``), None for none.
 
         Raises:
             PatchbayError: what the store raises (``canonical_state_unavailable`` ...).
@@ -73,12 +75,14 @@ class ConnectorListing:
                 self._connectors, self._ordered, self._entries = {}, [], {}
             connectors = self._current(service)
             version = registry_version()
+            lives = status.read_all() if status is not None else {}
             entries: dict[str, _Entry] = {}
             for connector, states in zip(connectors, list_states(service, connectors), strict=True):
-                inputs: _Inputs = (_stamp(connector), *states, version)
+                live = lives.get(connector.connector_id)
+                inputs: _Inputs = (_stamp(connector), *states, version, _live_inputs(live))
                 entry = self._entries.get(connector.connector_id)
                 if entry is None or entry.inputs != inputs:
-                    summary = c.ConnectorSummary(**summary_fields(connector, *states))
+                    summary = c.ConnectorSummary(**summary_fields(connector, *states, live))
                     entry = _Entry(inputs, render_redacted(summary.model_dump(mode="json")))
                 entries[connector.connector_id] = entry
             self._entries = entries
@@ -105,6 +109,14 @@ class ConnectorListing:
         self._connectors = current
         self._ordered = [connector for _, connector in current.values()]
         return self._ordered
+
+
+def _live_inputs(live: LiveStatus | None) -> tuple[object, ...] | None:
+    """What an entry shows of the live status (its times to the shown precision)."""
+    if live is None:
+        return None
+    age = None if live.failure_age is None else int(live.failure_age)
+    return (*live.key(), age, int(live.updated_at * 1000))
 
 
 def _stamp(connector: Connector) -> _Stamp:

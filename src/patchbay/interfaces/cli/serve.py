@@ -416,6 +416,7 @@ def _bounded_server(config: Any, context: Any, grace: float) -> Any:
     class BoundedServer(uvicorn.Server):
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             host = context.host
+            context.close_streams()  # a status stream never ends by itself: it would hold this up
             async with anyio.create_task_group() as group:
                 if host is not None:
                     group.start_soon(host.drain, grace)

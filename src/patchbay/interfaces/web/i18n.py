@@ -313,6 +313,12 @@ JS_MESSAGES: Mapping[str, str] = {
     "oauth_connect_done": N_("Connected: the authorization worked and the tokens are stored."),
     "oauth_connect_failed": N_("The authorization did not complete."),
     "oauth_connect_failed_code": N_("The authorization did not complete ({code})."),
+    # live status (live.js, the Connection tab)
+    "live_status_changed": N_("{name} is now: {state}"),
+    "live_none": N_("No open session uses it"),
+    "live_unknown": N_("No update from its sessions for over 90 seconds"),
+    "live_sessions": N_("{sessions} session(s), {calls} call(s) in flight, {restarts} restart(s)"),
+    "live_failed_ago": N_("failed {seconds} s ago"),
 }
 """Strings the scripts show, by key (``{name}`` placeholders are filled in by the script)."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -48,6 +49,7 @@ ConnectionState = Literal[
 ]
 Emit = Callable[[str, dict[str, Any]], object]
 OnCatalog = Callable[[str, "dict[str, ToolSummary] | None"], None]
+OnStatus = Callable[["ServerConnection"], None]
 
 _T = TypeVar("_T")
 _STDERR_IN_DETAILS = 1000
@@ -77,6 +79,9 @@ class ServerConnection:
         project_id: the runtime's project, named in the egress audit lines.
         hooks: the host's authorizer (an OAuth login may then reach a person; the connect
             deadline is lifted while one is under way) and elicitation handler.
+        on_status: ``on_status(connection)`` after every change of :attr:`state`, of the
+            in-flight count or of the live catalog (the runtime's live status feed); called
+            synchronously, it must return at once and never raise.
 
     Egress: every HTTP/SSE request goes through the egress guard with the connector's
     ``allow_private`` option; each connect attempt and each tool call appends one metadata-only line
@@ -102,7 +107,11 @@ class ServerConnection:
         credentials: CredentialResolver | None = None,
         project_id: str | None = None,
         hooks: HostHooks | None = None,
+        on_status: OnStatus | None = None,
     ):
+        self._on_status = on_status
+        self.failed_at: float | None = None
+        """Unix seconds of the last failure (connect failure or crash), None before any."""
         self.server = server
         self.name = server.name
         self.options = server.options
@@ -119,7 +128,7 @@ class ServerConnection:
         idle = self.options.idle_timeout or settings.idle_timeout
         self.idle_timeout = math.inf if self.options.lifecycle in KEPT_ALIVE or idle <= 0 else idle
 
-        self._state: ConnectionState = "idle"
+        self._current_state: ConnectionState = "idle"  # through the _state property from here on
         self._ready = anyio.Event()
         self._wake = anyio.Event()
         self._done = anyio.Event()
@@ -168,6 +177,24 @@ class ServerConnection:
     @property
     def state(self) -> ConnectionState:
         return self._state
+
+    @property
+    def _state(self) -> ConnectionState:
+        return self._current_state
+
+    @_state.setter
+    def _state(self, value: ConnectionState) -> None:
+        previous = self._current_state
+        self._current_state = value
+        if value != previous:
+            if value in ("failed", "restarting", "permanently_failed"):
+                self.failed_at = time.time()
+            self._status_changed()
+
+    @property
+    def in_flight(self) -> int:
+        """Requests under way on the connection now."""
+        return self._inflight
 
     async def call_tool(self, tool: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         """Send ``tools/call`` on the live session: :meth:`RequestExchange.call_tool
@@ -271,10 +298,12 @@ class ServerConnection:
 
     def request_started(self) -> None:
         self._inflight += 1
+        self._status_changed()
 
     def request_finished(self) -> None:
         self._inflight -= 1
         self._last_used = anyio.current_time()
+        self._status_changed()
         if self._inflight == 0 and self._idle_wait_unbounded:
             self._wake.set()  # the owner waits without an idle deadline: the clock starts now
 
@@ -639,6 +668,14 @@ class ServerConnection:
     def _catalog(self, tools: dict[str, ToolSummary] | None) -> None:
         if self._on_catalog is not None:
             self._on_catalog(self.name, tools)
+        self._status_changed()
+
+    def _status_changed(self) -> None:
+        if self._on_status is not None:
+            try:
+                self._on_status(self)
+            except Exception as exc:  # the status feed must never break the connection
+                logger.warning("connector %s: live status not published: %s", self.name, type(exc).__name__)
 
 
 def _tail_of(link: Link, known_secrets: tuple[str, ...] = ()) -> str:

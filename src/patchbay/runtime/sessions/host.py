@@ -20,6 +20,7 @@ from anyio.from_thread import BlockingPortal
 from patchbay.adapters.credentials import CredentialResolver
 from patchbay.adapters.oauth.provider import Authorizer
 from patchbay.core.errors import ErrorCode, FailureReason, NotFoundError, PatchbayError, ToolCallError, ValidationError
+from patchbay.core.live_status import StatusRegistry
 from patchbay.core.models import Project, RuntimeConfig
 from patchbay.core.settings import Settings
 from patchbay.runtime.calls.permissions import Approver
@@ -117,6 +118,7 @@ class SessionHost:
             moved since the session's runtime was built (a change committed by another process,
             e.g. ``patchbay grant`` or a second ``serve``), rebuilds the session and waits for
             the rebuild, as a reload would. None: only :meth:`reload`/:meth:`committed` rebuild.
+        status: the live status registry every session's runtime publishes to (None: none).
 
     Enter and exit the host in one task; :meth:`open`, :meth:`call`, :meth:`reload` and
     :meth:`close` may be awaited from any task of its event loop, :meth:`committed` called from
@@ -132,8 +134,10 @@ class SessionHost:
         reload_timeout: float = RELOAD_TIMEOUT,
         load: ConfigLoader | None = None,
         state_version: StateVersion | None = None,
+        status: StatusRegistry | None = None,
     ):
         self.settings = settings
+        self._status = status
         self._resolve = resolve
         self._load = load
         self._state_version = state_version
@@ -355,7 +359,12 @@ class SessionHost:
         load = self._load or self._load_file
         config = await anyio.to_thread.run_sync(lambda: load(project))
         return Runtime(
-            config, settings=self.settings, session_id=session.id, credentials=self._credentials, **session.options
+            config,
+            settings=self.settings,
+            session_id=session.id,
+            credentials=self._credentials,
+            status=self._status,
+            **session.options,
         )
 
     def _load_file(self, project: Project) -> RuntimeConfig:

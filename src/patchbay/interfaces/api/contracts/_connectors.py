@@ -33,6 +33,8 @@ __all__ = [
     "HttpTargetBody",
     "HttpTargetView",
     "LimitsChange",
+    "LiveRuntimeView",
+    "LiveStatusEvent",
     "OAuthLogout",
     "OAuthState",
     "ProbeOutcomeView",
@@ -264,6 +266,38 @@ class SettingsView(_Response):
     revision: int
 
 
+class LiveRuntimeView(_Response):
+    """What the hosted runtimes of this server say about the connector now (in memory, with a
+    90 s TTL; never stored). Several sessions using it are summed up: connected if any is,
+    in-flight requests and restarts summed, the largest tool/resource count."""
+
+    state: Literal["connected", "connecting", "cached", "failed", "needs-auth", "not-connected", "disabled", "unknown"]
+    """``unknown``: no runtime updated it within the TTL (then nothing below is current)."""
+    sessions: int
+    """Runtimes that reported it within the TTL."""
+    tool_count: int
+    resource_count: int | None
+    """Null: no runtime listed its resources."""
+    failure_age: int | None
+    """Seconds since its most recent failure while it is failing, else null."""
+    restarts: int
+    in_flight: int
+    """Requests (tool calls, reads) under way on it now."""
+    updated_at: int
+    """Unix milliseconds of the latest update."""
+
+
+class LiveStatusEvent(_Response):
+    """One ``status`` event of ``GET /api/mcp/status/stream``: a connector whose live status
+    changed, with the fields of its list entry that follow from it."""
+
+    connector_id: str
+    name: str
+    runtime_state: RuntimeState
+    status: ConnectorStatus
+    runtime: LiveRuntimeView | None
+
+
 class ProbeOutcomeView(_Response):
     """The connector's last probe, ready or failed (what ``POST .../probe`` answered, in short)."""
 
@@ -303,8 +337,10 @@ class ConnectorSummary(_Response):
     config_state: ConfigState
     auth_state: AuthState
     runtime_state: RuntimeState
-    """``disabled``; ``ready`` when a fresh catalog is cached; ``error`` when the last probe of the
-    current configuration failed; else ``unknown`` (no live status yet)."""
+    """``disabled``; else, when a hosted runtime reported it within the live status TTL and is
+    connected, connecting or failing: ``connected``, ``connecting`` or ``error``; else ``ready``
+    when a fresh catalog is cached; ``error`` when the last probe of the current configuration
+    failed; else ``unknown``."""
     status: ConnectorStatus
     """The one word a badge shows, from the three states by the fixed priority invalid > disabled >
     needs-auth > error > connecting/checking > connected/ready > unknown
@@ -315,6 +351,8 @@ class ConnectorSummary(_Response):
     current configuration (its probe code)."""
     last_probe: ProbeOutcomeView | None
     """The last probe, whatever its outcome; null when it was never probed."""
+    runtime: LiveRuntimeView | None = None
+    """The hosted runtimes' live status of it; null when none reported it."""
     created_at: int
     """Unix milliseconds."""
     updated_at: int

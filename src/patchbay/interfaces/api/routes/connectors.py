@@ -108,7 +108,7 @@ def list_connectors(service: Service, context: Context) -> Response:
     cache only: listing never starts a command or opens a connection."""
     # the body is rendered (and redacted) as the ConnectorList it documents, entry by entry and
     # only the entries that changed since the last request: no model is validated again
-    return Response(context.listing.render(service), media_type="application/json")
+    return Response(context.listing.render(service, context.status), media_type="application/json")
 
 
 @router.post(
@@ -155,7 +155,9 @@ def create_connector(
             runtime_options=options,
             bindings=specs,
         )
-    changed = _changed(connector_detail(service, connector), reload_view(reloads.result()))
+    changed = _changed(
+        connector_detail(service, connector, context.status.read(connector.connector_id)), reload_view(reloads.result())
+    )
     if detection is not None:
         changed.transport_detection = c.TransportDetectionView(**detection.to_dict())
     return changed
@@ -167,9 +169,11 @@ def create_connector(
     responses=error_responses(404),
     summary="Show a connector",
 )
-def get_connector(connector: ConnectorRef, service: Service) -> c.ConnectorDetail:
-    """Details, global settings, bindings (never values) and the tool cache."""
-    return connector_detail(service, resolve_connector(service, connector))
+def get_connector(connector: ConnectorRef, service: Service, context: Context) -> c.ConnectorDetail:
+    """Details, global settings, bindings (never values), the tool cache and the live status of
+    the hosted runtimes (``runtime``)."""
+    found = resolve_connector(service, connector)
+    return connector_detail(service, found, context.status.read(found.connector_id))
 
 
 @router.patch(
@@ -220,7 +224,9 @@ def update_connector(
             updated = service.update_runtime_options(name, expected_revision=updated.revision, **options)
         if specs or body.unset_bindings:
             updated = service.set_bindings(name, specs, unset=body.unset_bindings, expected_revision=updated.revision)
-    return _changed(connector_detail(service, updated), reload_view(reloads.result()))
+    return _changed(
+        connector_detail(service, updated, context.status.read(updated.connector_id)), reload_view(reloads.result())
+    )
 
 
 @router.delete(
@@ -248,7 +254,9 @@ def delete_connector(connector: ConnectorRef, service: Service) -> c.ConnectorDe
     responses=error_responses(404, 409),
     summary="Set global enablement and the default tool policy",
 )
-def put_settings(connector: ConnectorRef, body: c.ConnectorSettingsUpdate, service: Service) -> c.ConnectorChanged:
+def put_settings(
+    connector: ConnectorRef, body: c.ConnectorSettingsUpdate, service: Service, context: Context
+) -> c.ConnectorChanged:
     """Global, user-level settings: ``enabled``, ``include_tools``, ``exclude_tools`` (globs),
     ``approval_mode``, under the settings ``revision`` (independent of the connector revision). A
     stale revision is 409 and changes nothing."""
@@ -262,7 +270,9 @@ def put_settings(connector: ConnectorRef, body: c.ConnectorSettingsUpdate, servi
             enabled=body.enabled,
             expected_revision=body.revision,
         )
-    return _changed(connector_detail(service, updated), reload_view(reloads.result()))
+    return _changed(
+        connector_detail(service, updated, context.status.read(updated.connector_id)), reload_view(reloads.result())
+    )
 
 
 @router.post(
@@ -299,7 +309,8 @@ async def disconnect(
         updated = service.set_bindings(current.name, (), unset=places, expected_revision=current.revision)
         remaining = service.credentials.store.load() if views else {}
         deleted = [v["ref"] for v in views if v["owned"] and v["ref"] not in remaining]
-        return connector_detail(service, updated), [c.BindingView(**v) for v in views], deleted
+        live = context.status.read(updated.connector_id)
+        return connector_detail(service, updated, live), [c.BindingView(**v) for v in views], deleted
 
     with collect_reloads() as reloads:  # worker threads copy this context: their reloads count
         oauth = await OAuthService(service).logout(current.name)

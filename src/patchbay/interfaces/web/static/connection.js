@@ -38,6 +38,19 @@ function serverText(info) {
 }
 
 
+/** The live status of the hosted sessions in one line (live.js keeps `runtime` current). */
+function liveText(runtime) {
+  if (!runtime) return t("live_none");
+  if (runtime.state === "unknown") return t("live_unknown");
+  const counts = t("live_sessions", {
+    sessions: formatNumber(runtime.sessions),
+    calls: formatNumber(runtime.in_flight),
+    restarts: formatNumber(runtime.restarts),
+  });
+  if (runtime.failure_age === null || runtime.failure_age === undefined) return counts;
+  return `${counts} · ${t("live_failed_ago", { seconds: formatNumber(runtime.failure_age) })}`;
+}
+
 function errorCode(error) {
   return error.details?.cause === "invalid_config" ? "invalid_config" : error.code;
 }
@@ -51,6 +64,7 @@ function render(panel, connector, context) {
   setText(panel, "config", t(`config_${connector.config_state}`));
   setText(panel, "auth", t(`auth_${connector.auth_state}`));
   setText(panel, "runtime", t(`runtime_${connector.runtime_state}`));
+  setText(panel, "live", liveText(connector.runtime));
   setText(panel, "server", serverText(connector.cache?.server_info));
   setText(panel, "protocol", connector.protocol_version || t("unknown_yet"));
   setText(panel, "tools", formatNumber(connector.tool_count));

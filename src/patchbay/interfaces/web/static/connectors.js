@@ -5,7 +5,7 @@
 
 import { announce } from "./announce.js";
 import { api, ApiError, connectorPath, isRevisionConflict } from "./api.js";
-import { initDetail, renderDetail, resetTab } from "./detail.js";
+import { initDetail, renderDetail, renderDetailLive, resetTab } from "./detail.js";
 import { clone, setText, show, slot } from "./dom.js";
 import { formatNumber, t } from "./i18n.js";
 import { targetSummary, visibleGroups } from "./list.js";
@@ -344,4 +344,28 @@ export function startConnectorsPage() {
     if (selected) select(selected);
   });
   if (!selected) showDetailState("placeholder");
+}
+
+// --- live status (live.js) -------------------------------------------------------------------
+
+/** Merge one live status change (`{connector_id, runtime_state, status, runtime}`) into the list
+ * and the open detail; a change of the selected connector's badge is announced. */
+export function applyLiveStatus(change) {
+  const merge = (c) =>
+    c.connector_id === change.connector_id
+      ? { ...c, runtime_state: change.runtime_state, status: change.status, runtime: change.runtime }
+      : c;
+  if (state.connectors?.some((c) => c.connector_id === change.connector_id)) {
+    state.connectors = state.connectors.map(merge);
+    renderList();
+  }
+  if (state.detail?.connector_id === change.connector_id) {
+    const before = state.detail.status;
+    state.detail = merge(state.detail);
+    renderDetailLive(state.detail, detailContext);
+    if (before !== change.status) {
+      const name = state.detail.display_name || state.detail.name;
+      announce(t("live_status_changed", { name, state: badge(change.status).textContent.trim() }));
+    }
+  }
 }

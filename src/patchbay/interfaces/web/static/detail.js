@@ -44,3 +44,13 @@ export function renderDetail(connector, context) {
     if (render) render(panel, connector, context);
   }
 }
+
+/** After a live status change: the header's badge and the Connection tab only (the other tabs
+ * may hold a person's unsaved input). */
+export function renderDetailLive(connector, context) {
+  const body = document.getElementById("detail-body");
+  slot(body.querySelector(".detail-header"), "badge").replaceChildren(badge(connector.status));
+  const panel = body.querySelector('[data-panel="connection"]');
+  const render = renderers.get("connection");
+  if (panel && render) render(panel, connector, context);
+}

@@ -11,3 +11,8 @@ import "./add_menu.js";
 import { startConnectorsPage } from "./connectors.js";
 
 startConnectorsPage();
+
+// live status of the hosted sessions (static/live.js): badges and the Connection tab follow it
+import { startLiveStatus } from "./live.js";
+
+startLiveStatus();
