@@ -282,13 +282,13 @@ def test_a_workspace_override_is_shown_as_such_and_inherit_clears_it(world: Worl
     assert (here["decision"], here["project_grant"]) == ("allow", None)
 
     # back to the global defaults: the scope selector lists the workspace typed
-    page.get_by_label("Scope").select_option(label="Global defaults")
+    page.get_by_label("Scope", exact=True).select_option(label="Global defaults")
     expect(note).to_contain_text("Showing the global defaults")
     expect(diff.locator(".tool-source")).to_have_text("Set in the global defaults")
 
     # a page opened afresh (typed paths are kept in memory only) offers it as a known project
     fresh = pages(world, "git")
-    expect(fresh.get_by_label("Scope").locator("option", has_text=str(world.other))).to_have_count(1)
+    expect(fresh.get_by_label("Scope", exact=True).locator("option", has_text=str(world.other))).to_have_count(1)
 
 
 def test_a_global_deny_cannot_be_lifted_in_a_workspace(world: World, pages: OpenPage) -> None:
@@ -462,7 +462,7 @@ def test_the_tools_tab_works_with_the_keyboard_alone(world: World, pages: OpenPa
     page.get_by_label("Workspace path").focus()
     page.keyboard.type(str(world.other))
     page.keyboard.press("Enter")
-    expect(page.get_by_label("Scope")).to_have_value(str(world.other))
+    expect(page.get_by_label("Scope", exact=True)).to_have_value(str(world.other))
     expect(_tool(page, "git_status").locator(".tool-source")).to_have_text("Inherited: Set in the global defaults")
 
 
