@@ -26,7 +26,7 @@ from patchbay.adapters.credentials import CredentialResolver, CredentialStore
 from patchbay.adapters.oauth.provider import Authorizer
 from patchbay.adapters.transports.budget import process_budget
 from patchbay.core.errors import ConfigError, PatchbayError, ToolCallError, ValidationError
-from patchbay.core.models import GrantDecision, RuntimeConfig, RuntimeServer
+from patchbay.core.models import GrantDecision, RuntimeConfig, RuntimeServer, ToolSummary
 from patchbay.core.names import tool_name_problem, validate_connector_name
 from patchbay.core.policy import is_visible
 from patchbay.core.schema_bounds import SchemaBounds
@@ -367,29 +367,56 @@ class Runtime:
         tools = [
             RuntimeTool(name, self._router.wire_name(name), None, name, None, "allow", "local") for name in self._local
         ]
-        for name, server in self._servers.items():
+        for name in self._servers:
             connection = self._connections[name]
             if connection.state != "connected":
                 continue
-            for route in self._router.connector_routes(name):
-                live = connection.tools[route.tool]
-                decision = self._permissions.evaluate(server, route.tool, live)
-                tools.append(
-                    RuntimeTool(
-                        route.name,
-                        self._router.wire_name(route.name),
-                        name,
-                        route.tool,
-                        live.description,
-                        decision.decision,
-                        decision.risk,
-                        dict(live.input_schema),
-                        title=live.title,
-                        output_schema=live.output_schema,
-                        annotations=live.annotations,
-                        name_flag=tool_name_problem(route.tool),
-                    )
+            tools.extend(self._connector_tools(name, connection.tools))
+        return tools
+
+    def cached_tools(self) -> list[RuntimeTool]:
+        """Every visible MCP tool, without contacting any server: a connected connector's live
+        catalog, otherwise the cached catalog of the projected snapshot (a connector that was never
+        probed contributes nothing until it connects). Decisions as in :meth:`list_tools`.
+
+        Raises:
+            RuntimeError: the runtime is not open.
+        """
+        self._opened()
+        tools: list[RuntimeTool] = []
+        for name, server in self._servers.items():
+            connection = self._connections[name]
+            if connection.state == "connected":
+                tools.extend(self._connector_tools(name, connection.tools))
+            else:
+                tools.extend(self._connector_tools(name, {tool.name: tool for tool in server.tools}))
+        return tools
+
+    def _connector_tools(self, name: str, catalog: Mapping[str, ToolSummary]) -> list[RuntimeTool]:
+        """The routed tools of connector ``name`` found in ``catalog`` (original name → summary)."""
+        server = self._servers[name]
+        tools = []
+        for route in self._router.connector_routes(name):
+            live = catalog.get(route.tool)
+            if live is None:
+                continue
+            decision = self._permissions.evaluate(server, route.tool, live)
+            tools.append(
+                RuntimeTool(
+                    route.name,
+                    self._router.wire_name(route.name),
+                    name,
+                    route.tool,
+                    live.description,
+                    decision.decision,
+                    decision.risk,
+                    dict(live.input_schema),
+                    title=live.title,
+                    output_schema=live.output_schema,
+                    annotations=live.annotations,
+                    name_flag=tool_name_problem(route.tool),
                 )
+            )
         return tools
 
     async def tool_definitions(

@@ -27,6 +27,7 @@ from patchbay.runtime.tools.definitions import (
 )
 
 __all__ = [
+    "PROXY_DESCRIPTION",
     "PROXY_INPUT_SCHEMA",
     "PROXY_TOOL_NAME",
     "SEARCH_LIMIT",
