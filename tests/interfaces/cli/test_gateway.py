@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -100,6 +101,8 @@ async def test_direct_mode_lists_governed_tools_and_routes_calls_through_the_gov
             allowed = await client.call_tool("time__get_current_time", {"timezone": "Asia/Tokyo"})
             assert not allowed.is_error
             assert "Asia/Tokyo" in allowed.content[0].text  # type: ignore[union-attr]
+            again = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
+            assert not again.is_error
 
             denied = await client.call_tool(
                 "time__convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
@@ -125,6 +128,8 @@ async def test_direct_mode_lists_governed_tools_and_routes_calls_through_the_gov
             calls.setdefault(call_id, []).append(event["type"])
     chains = list(calls.values())
     assert CALL_CHAIN in chains  # the allowed call: the whole seed 000 §6 chain
+    connected = [e["payload"]["server"] for e in events if e["type"] == "mcp.server.connected"]
+    assert connected.count("time") == 1  # one supervised connection, reused by both calls
     refused = [chain for chain in chains if chain[-1] == "tool.failed"]
     assert ["model.tool_call_requested", "permission.requested", "permission.resolved", "tool.failed"] in refused
 
@@ -175,3 +180,44 @@ async def test_auto_mode_offers_direct_tools_for_a_small_catalog(home: Path, wor
         async with gateway(home, workspace, "auto") as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
     assert names == {"time__get_current_time", "clock__get_current_time", "clock__convert_time"}
+
+
+@pytest.mark.usefixtures("governed_home")
+async def test_sigterm_stops_the_gateway_and_the_servers_it_started(
+    home: Path, workspace: Path, run: Callable[..., Any]
+) -> None:
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "time__get_current_time", "arguments": {"timezone": "UTC"}},
+        },
+    ]
+    args = ["--home", str(home), "gateway", "--stdio", "--project", str(workspace), "--mode", "direct"]
+    with anyio.fail_after(60):
+        async with await anyio.open_process([PATCHBAY, *args], env={"PATH": os.environ["PATH"]}) as process:
+            assert process.stdin is not None and process.stdout is not None
+            for message in messages:
+                await process.stdin.send((json.dumps(message) + "\n").encode())
+            received = b""
+            while b'"id":2' not in received.replace(b" ", b""):
+                received += await process.stdout.receive()
+            servers = psutil.Process(process.pid).children(recursive=True)
+            assert servers  # the time server it started for the call
+            process.terminate()
+            assert await process.wait() == 130  # stopped as Ctrl-C stops it, without waiting for stdin
+    _, alive = psutil.wait_procs(servers, timeout=10)
+    assert alive == []
+    assert CALL_CHAIN == [e["type"] for e in session_events(run) if e["payload"].get("toolCallId") == "tc_1"]

@@ -12,12 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-import anyio
 import typer
 
 from patchbay.core.errors import ValidationError
 from patchbay.interfaces.cli._context import err_console, handle_errors, state
-from patchbay.interfaces.cli._runtime import project_snapshot
+from patchbay.interfaces.cli._runtime import project_snapshot, run_runtime
 
 __all__ = ["gateway"]
 
@@ -63,12 +62,11 @@ def gateway(
     config = with_cached_catalogs(service, project_snapshot(service, project))
     settings = service.settings
 
-    async def run() -> None:
-        async with Runtime(config, settings=settings) as runtime:
-            served = choose_mode(cast(GatewayMode, mode), runtime.cached_tools(), settings)
-            err_console.print(
-                f"patchbay gateway: {served} mode, session {runtime.session_id} (patchbay events {runtime.session_id})"
-            )
-            await serve_stdio(Gateway(runtime, served, project=config.workspace))
+    async def serve(runtime: Runtime) -> None:
+        served = choose_mode(cast(GatewayMode, mode), runtime.cached_tools(), settings)
+        err_console.print(
+            f"patchbay gateway: {served} mode, session {runtime.session_id} (patchbay events {runtime.session_id})"
+        )
+        await serve_stdio(Gateway(runtime, served, project=config.workspace))
 
-    anyio.run(run)
+    run_runtime(settings, config, serve)  # SIGTERM stops it as Ctrl-C does: the runtime stops its servers

@@ -17,7 +17,7 @@ gateway offers is the projection it started with (restart the host's server afte
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -29,6 +29,7 @@ from patchbay.core.settings import Settings
 from patchbay.core.version import __version__
 from patchbay.interfaces.gateway.modes import gateway_name, runtime_wire_name
 from patchbay.interfaces.gateway.results import call_result, error_result
+from patchbay.interfaces.gateway.stdin import pollable_stdin
 from patchbay.runtime import Runtime
 from patchbay.runtime.calls.result import ToolCallResult
 from patchbay.runtime.runtime import RuntimeTool
@@ -168,7 +169,10 @@ class Gateway:
 
 
 async def serve_stdio(gateway: Gateway) -> None:
-    """Serve ``gateway`` to the host on this process's stdin/stdout until the host closes stdin."""
+    """Serve ``gateway`` to the host on this process's stdin/stdout until the host closes stdin
+    (or the serving task is cancelled: a pipe's reader stops at once, see
+    :mod:`patchbay.interfaces.gateway.stdin`)."""
     server = gateway.server()
-    async with stdio_server() as (read_stream, write_stream):
+    stdin = pollable_stdin()
+    async with stdio_server(stdin=cast(Any, stdin)) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options(NotificationOptions()))
