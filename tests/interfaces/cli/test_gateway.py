@@ -158,6 +158,11 @@ async def test_proxy_mode_searches_describes_and_calls_with_guidance_for_bad_req
             )
             assert not called.is_error and "Europe/Paris" in called.content[0].text  # type: ignore[union-attr]
 
+            connectors = await client.call_tool("mcp", {"action": "connectors"})
+            assert connectors.structured_content == {
+                "connectors": [{"name": "clock", "tools": 2}, {"name": "time", "tools": 1}]
+            }
+
             malformed = await client.call_tool("mcp", {"action": "run", "tool": "x"})
             assert error_of(malformed)["code"] == "validation_error"
             assert '"action": "search"' in malformed.content[0].text  # type: ignore[union-attr]

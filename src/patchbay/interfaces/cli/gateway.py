@@ -48,9 +48,8 @@ def gateway(
 ) -> None:
     """Serve this workspace's governed MCP tools to an MCP host (Claude Desktop, Claude Code, Cursor...).
 
-    Host config: {"mcpServers": {"patchbay": {"command": "patchbay", "args": ["gateway", "--stdio",
-    "--project", "/path"]}}}
-    """
+    The host's config entry runs: patchbay gateway --stdio --project /path (README: "Use Patchbay
+    from any MCP host")."""
     from patchbay.interfaces.gateway import Gateway, GatewayMode, choose_mode, serve_stdio
     from patchbay.runtime import Runtime
 
