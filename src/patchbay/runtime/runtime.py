@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -207,6 +207,7 @@ class Runtime:
         self._log: EventLog | None = None
         self._connections: dict[str, ServerConnection] = {}
         self._executor: ToolExecutor | None = None
+        self._catalog_listeners: list[Callable[[str], None]] = []
 
     @property
     def session_id(self) -> str:
@@ -495,6 +496,15 @@ class Runtime:
         self._router.set_connector_tools(name, visible)
         if self._executor is not None:
             self._executor.forget_decisions(name)
+        for listener in list(self._catalog_listeners):
+            listener(name)
+
+    def add_catalog_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(connector)`` (on the event loop, synchronously: it must not block) each
+        time a connection publishes a live catalog (its first connect, a reconnect, a server's
+        ``list_changed``) or withdraws it, after the runtime's tables are updated; compare
+        :meth:`cached_tools` before and after to see what changed."""
+        self._catalog_listeners.append(listener)
 
     def _visible(self, server: RuntimeServer, tools: list[str]) -> list[str]:
         settings = server.settings

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import psutil
 import pytest
 from mcp import Client
@@ -19,6 +20,7 @@ from typer.testing import CliRunner
 
 from patchbay.interfaces.cli import app
 from tests.support.events import CALL_CHAIN
+from tests.support.paths import FIXTURES
 
 pytestmark = pytest.mark.anyio
 
@@ -226,3 +228,37 @@ async def test_sigterm_stops_the_gateway_and_the_servers_it_started(
     _, alive = psutil.wait_procs(servers, timeout=10)
     assert alive == []
     assert CALL_CHAIN == [e["type"] for e in session_events(run) if e["payload"].get("toolCallId") == "tc_1"]
+
+
+@pytest.fixture
+def dynamic_home(run: Callable[..., Any], workspace: Path) -> None:
+    """``dyn``: a server whose tool list changes on request, every tool allowed."""
+    run("connector", "add", "dyn", "--", sys.executable, str(FIXTURES / "dynamic_server.py"))
+    run("connector", "set", "dyn", "--approval-mode", "allow_all")
+    run("probe", "dyn", "--project", str(workspace))
+
+
+@pytest.mark.usefixtures("dynamic_home")
+async def test_a_servers_list_changed_reaches_the_host_and_the_new_tool_is_listed(home: Path, workspace: Path) -> None:
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    client = gateway(home, workspace, "direct")
+    client.message_handler = on_message
+    client.mode = "legacy"
+    with anyio.fail_after(60):
+        async with client:
+            tools_capability = client.server_capabilities.tools
+            assert tools_capability is not None and tools_capability.list_changed
+            before = {tool.name for tool in (await client.list_tools()).tools}
+            assert "dyn__add_tool" in before and "dyn__fresh" not in before
+            added = await client.call_tool("dyn__add_tool", {"name": "fresh"})
+            assert not added.is_error
+            await changed.wait()
+            after = {tool.name for tool in (await client.list_tools()).tools}
+            assert "dyn__fresh" in after
+            fresh = await client.call_tool("dyn__fresh", {})
+            assert "dynamic:fresh" in fresh.content[0].text  # type: ignore[union-attr]

@@ -10,8 +10,10 @@ supervised connection → output guard → redaction) in the one session the gat
 no approver: a host cannot approve for the person, so an ``ask`` tool answers an error result with
 ``approval_unavailable`` and how to allow it (:mod:`patchbay.interfaces.gateway.results`).
 
-``tools.listChanged`` is not advertised yet: the runtime has no reload hook, so the catalog a
-gateway offers is the projection it started with (restart the host's server after a change).
+``tools.listChanged`` is advertised: when a connection publishes a catalog that changes what the
+host was last given (a server's own ``list_changed``, a reconnect), the host gets
+``notifications/tools/list_changed``. A change of the projection itself (a grant, a connector
+added or disabled) needs a runtime reload, which the gateway does not do yet: restart it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, cast
 
+import anyio
 import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
@@ -86,6 +89,10 @@ class Gateway:
         self.mode = mode
         self.project = project
         self._catalog = _CachedCatalog(runtime)
+        self._session: Any = None  # the host's session, from its first request
+        self._listed: tuple[Any, ...] | None = None  # what the host was last given
+        self._changed = anyio.Event()
+        runtime.add_catalog_listener(lambda connector: self._changed.set())
 
     def server(self) -> Server[Any]:
         """The SDK server whose handlers are this gateway's."""
@@ -121,7 +128,30 @@ class Gateway:
         return offered
 
     async def _list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await self.tools())
+        self._session = ctx.session
+        tools = await self.tools()
+        self._listed = self._signature()
+        return types.ListToolsResult(tools=tools)
+
+    def _signature(self) -> tuple[Any, ...]:
+        """What a host's tool list depends on, from the runtime's tables (no server contacted)."""
+        if self.mode == "proxy":
+            return ()
+        return tuple(
+            (t.wire_name, t.decision, t.title, t.description, repr(t.input_schema), repr(t.output_schema))
+            for t in self.runtime.cached_tools()
+        )
+
+    async def relay_catalog_changes(self) -> None:
+        """Until cancelled: send the host ``notifications/tools/list_changed`` when the direct
+        tools it was last given changed (nothing in proxy mode: its one tool never changes)."""
+        while True:
+            await self._changed.wait()
+            self._changed = anyio.Event()
+            if self._session is None or self._listed is None or self._signature() == self._listed:
+                continue
+            self._listed = None  # said once until the host lists again
+            await self._session.send_tool_list_changed()
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
         """Run one ``tools/call`` of the host through the governed path.
@@ -165,6 +195,7 @@ class Gateway:
         return next((t.name for t in self.runtime.cached_tools() if named in (t.wire_name, t.name)), None)
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        self._session = ctx.session
         return await self.call(params.name, params.arguments)
 
 
@@ -174,5 +205,9 @@ async def serve_stdio(gateway: Gateway) -> None:
     :mod:`patchbay.interfaces.gateway.stdin`)."""
     server = gateway.server()
     stdin = pollable_stdin()
+    options = server.create_initialization_options(NotificationOptions(tools_changed=True))
     async with stdio_server(stdin=cast(Any, stdin)) as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options(NotificationOptions()))
+        async with anyio.create_task_group() as group:
+            group.start_soon(gateway.relay_catalog_changes)
+            await server.run(read_stream, write_stream, options)
+            group.cancel_scope.cancel()
