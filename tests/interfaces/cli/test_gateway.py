@@ -99,6 +99,7 @@ async def test_direct_mode_lists_governed_tools_and_routes_calls_through_the_gov
             current = listed["time__get_current_time"]
             assert "timezone" in current.input_schema["properties"]
             assert current.annotations is not None and current.annotations.read_only_hint is True
+            assert current.output_schema is not None and "datetime" in current.output_schema["properties"]
 
             allowed = await client.call_tool("time__get_current_time", {"timezone": "Asia/Tokyo"})
             assert not allowed.is_error
