@@ -120,6 +120,12 @@ class Settings(BaseSettings):
     probe_lease_ttl: float = Field(default=30.0, gt=0)
     """Seconds a probe's lease outlives its holder's last renewal (renewed every third of it): how
     long another instance waits for the lease of an instance that died mid-probe."""
+    gateway_direct_max_tools: int = Field(default=40, ge=0)
+    """``patchbay gateway --mode auto`` lists tools directly when the workspace offers at most this
+    many (cached catalogs, denied tools not counted); more, and it offers the one proxy tool."""
+    gateway_direct_max_schema_tokens: int = Field(default=8000, ge=0)
+    """``--mode auto`` also switches to the proxy tool when the direct definitions would cost more
+    than this many estimated tokens (compact JSON bytes / 4)."""
 
     @property
     def redis_url_display(self) -> str | None:

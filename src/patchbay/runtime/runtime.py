@@ -13,7 +13,7 @@ import contextlib
 import enum
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +29,7 @@ from patchbay.adapters.oauth.provider import Authorizer
 from patchbay.adapters.transports.budget import process_budget
 from patchbay.core.errors import ConfigError, PatchbayError, ToolCallError, ValidationError
 from patchbay.core.live_status import StatusRegistry
-from patchbay.core.models import GrantDecision, RuntimeConfig, RuntimeServer
+from patchbay.core.models import GrantDecision, RuntimeConfig, RuntimeServer, ToolSummary
 from patchbay.core.names import tool_name_problem, validate_connector_name
 from patchbay.core.policy import is_visible
 from patchbay.core.schema_bounds import SchemaBounds
@@ -217,6 +217,7 @@ class Runtime:
         self._log: EventLog | None = None
         self._connections: dict[str, ServerConnection] = {}
         self._executor: ToolExecutor | None = None
+        self._catalog_listeners: list[Callable[[str], None]] = []
 
     @property
     def session_id(self) -> str:
@@ -395,29 +396,56 @@ class Runtime:
         tools = [
             RuntimeTool(name, self._router.wire_name(name), None, name, None, "allow", "local") for name in self._local
         ]
-        for name, server in self._servers.items():
+        for name in self._servers:
             connection = self._connections[name]
             if connection.state != "connected":
                 continue
-            for route in self._router.connector_routes(name):
-                live = connection.tools[route.tool]
-                decision = self._permissions.evaluate(server, route.tool, live)
-                tools.append(
-                    RuntimeTool(
-                        route.name,
-                        self._router.wire_name(route.name),
-                        name,
-                        route.tool,
-                        live.description,
-                        decision.decision,
-                        decision.risk,
-                        dict(live.input_schema),
-                        title=live.title,
-                        output_schema=live.output_schema,
-                        annotations=live.annotations,
-                        name_flag=tool_name_problem(route.tool),
-                    )
+            tools.extend(self._connector_tools(name, connection.tools))
+        return tools
+
+    def cached_tools(self) -> list[RuntimeTool]:
+        """Every visible MCP tool, without contacting any server: a connected connector's live
+        catalog, otherwise the cached catalog of the projected snapshot (a connector that was never
+        probed contributes nothing until it connects). Decisions as in :meth:`list_tools`.
+
+        Raises:
+            RuntimeError: the runtime is not open.
+        """
+        self._opened()
+        tools: list[RuntimeTool] = []
+        for name, server in self._servers.items():
+            connection = self._connections[name]
+            if connection.state == "connected":
+                tools.extend(self._connector_tools(name, connection.tools))
+            else:
+                tools.extend(self._connector_tools(name, {tool.name: tool for tool in server.tools}))
+        return tools
+
+    def _connector_tools(self, name: str, catalog: Mapping[str, ToolSummary]) -> list[RuntimeTool]:
+        """The routed tools of connector ``name`` found in ``catalog`` (original name → summary)."""
+        server = self._servers[name]
+        tools = []
+        for route in self._router.connector_routes(name):
+            live = catalog.get(route.tool)
+            if live is None:
+                continue
+            decision = self._permissions.evaluate(server, route.tool, live)
+            tools.append(
+                RuntimeTool(
+                    route.name,
+                    self._router.wire_name(route.name),
+                    name,
+                    route.tool,
+                    live.description,
+                    decision.decision,
+                    decision.risk,
+                    dict(live.input_schema),
+                    title=live.title,
+                    output_schema=live.output_schema,
+                    annotations=live.annotations,
+                    name_flag=tool_name_problem(route.tool),
                 )
+            )
         return tools
 
     async def tool_definitions(
@@ -496,6 +524,15 @@ class Runtime:
         self._router.set_connector_tools(name, visible)
         if self._executor is not None:
             self._executor.forget_decisions(name)
+        for listener in list(self._catalog_listeners):
+            listener(name)
+
+    def add_catalog_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(connector)`` (on the event loop, synchronously: it must not block) each
+        time a connection publishes a live catalog (its first connect, a reconnect, a server's
+        ``list_changed``) or withdraws it, after the runtime's tables are updated; compare
+        :meth:`cached_tools` before and after to see what changed."""
+        self._catalog_listeners.append(listener)
 
     def _visible(self, server: RuntimeServer, tools: list[str]) -> list[str]:
         settings = server.settings

@@ -19,6 +19,7 @@ from patchbay.core.redaction import RedactingFilter
 from patchbay.interfaces.cli import auth, connectors, credentials, governed, imports, prompts, resources, serve
 from patchbay.interfaces.cli._context import state
 from patchbay.interfaces.cli._help import PlainHelpGroup
+from patchbay.interfaces.cli.gateway import gateway as gateway_command
 from patchbay.interfaces.cli.sessions import sessions as sessions_command
 
 __all__ = ["app", "configure_logging", "main"]
@@ -45,6 +46,7 @@ app.command("events")(governed.events)
 app.command("sessions")(sessions_command)
 app.command("serve")(serve.serve)
 app.command("api-token")(serve.api_token_command)
+app.command("gateway")(gateway_command)
 
 
 def _print_version(value: bool) -> None:

@@ -27,6 +27,7 @@ from patchbay.runtime.tools.definitions import (
 )
 
 __all__ = [
+    "PROXY_DESCRIPTION",
     "PROXY_INPUT_SCHEMA",
     "PROXY_TOOL_NAME",
     "SEARCH_LIMIT",
@@ -34,6 +35,7 @@ __all__ = [
     "ProxyHost",
     "ProxyRequest",
     "ProxyShape",
+    "connector_counts",
     "parse_proxy_arguments",
     "proxy_definitions",
     "run_proxy",
@@ -58,12 +60,13 @@ _ONE_LINE = 160
 PROXY_DESCRIPTION = (
     "Use the MCP tools of this session. action=search: find tools by keywords (query; empty lists all) "
     "-> names and one-line descriptions. action=describe: one tool's full definition and input schema "
-    "(tool). action=call: run one tool (tool, arguments). Tool names come from search."
+    "(tool). action=call: run one tool (tool, arguments). Tool names come from search. "
+    "action=connectors: the connectors and how many tools each offers."
 )
 PROXY_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "action": {"type": "string", "enum": ["search", "describe", "call"]},
+        "action": {"type": "string", "enum": ["search", "describe", "call", "connectors"]},
         "query": {"type": "string"},
         "tool": {"type": "string"},
         "arguments": {"type": "object"},
@@ -106,14 +109,14 @@ class ProxyRequest:
     """The proxy tool's arguments, checked.
 
     Attributes:
-        action: ``search``, ``describe`` or ``call``.
+        action: ``search``, ``describe``, ``call`` or ``connectors``.
         query: search keywords (``""`` lists every tool, by name).
         tool: the tool to describe or call (wire or canonical name); ``""`` for search.
         arguments: the arguments of a ``call``.
         limit: how many search results at most (1–:data:`SEARCH_LIMIT_MAX`).
     """
 
-    action: Literal["search", "describe", "call"]
+    action: Literal["search", "describe", "call", "connectors"]
     query: str = ""
     tool: str = ""
     arguments: dict[str, Any] = field(default_factory=dict)
@@ -145,15 +148,15 @@ def parse_proxy_arguments(arguments: Any) -> ProxyRequest:
             str(unknown[0]), f"unknown proxy argument(s) {unknown}; use action, query, tool, arguments, limit"
         )
     action = arguments.get("action")
-    if action not in ("search", "describe", "call"):
-        raise _invalid("action", "action must be one of search, describe, call")
+    if action not in ("search", "describe", "call", "connectors"):
+        raise _invalid("action", "action must be one of search, describe, call, connectors")
     query = arguments.get("query", "")
     if not isinstance(query, str) or len(query) > _MAX_QUERY:
         raise _invalid("query", f"query must be text of at most {_MAX_QUERY} characters")
     tool = arguments.get("tool", "")
     if not isinstance(tool, str):
         raise _invalid("tool", "tool must be a tool name")
-    if action != "search" and not tool:
+    if action in ("describe", "call") and not tool:
         raise _invalid("tool", f"{action} needs a tool name (from search)")
     limit = arguments.get("limit", SEARCH_LIMIT)
     if type(limit) is not int or not 1 <= limit <= SEARCH_LIMIT_MAX:
@@ -231,6 +234,16 @@ def search_catalog(tools: Iterable[OfferedTool], query: str, limit: int = SEARCH
     }
 
 
+def connector_counts(tools: Iterable[OfferedTool]) -> dict[str, Any]:
+    """``{"connectors": [{"name", "tools": <offered tools>}, ...]}`` by name, for the connectors
+    that offer at least one tool (``deny`` and local tools skipped)."""
+    counts: dict[str, int] = {}
+    for tool in tools:
+        if tool.connector is not None and tool.decision != "deny":
+            counts[tool.connector] = counts.get(tool.connector, 0) + 1
+    return {"connectors": [{"name": name, "tools": counts[name]} for name in sorted(counts)]}
+
+
 class ProxyHost(Protocol):
     """What the proxy needs of the runtime it runs in (:class:`patchbay.runtime.runtime.Runtime`)."""
 
@@ -256,13 +269,14 @@ async def run_proxy(runtime: ProxyHost, arguments: Any) -> ToolCallResult:
 
     * ``search``: :func:`search_catalog` over :meth:`Runtime.list_tools` (connects the enabled
       connectors); the result's structured content is that dict, its text the same as JSON.
+    * ``connectors``: :func:`connector_counts` over the same catalog.
     * ``describe``: the tool's MCP-shape definition (``name``, ``title``, ``description``,
       ``inputSchema``, ``outputSchema``, ``annotations``) plus ``canonicalName``.
     * ``call``: :meth:`Runtime.call_wire` (a wire name) or :meth:`Runtime.call` (a canonical name)
       with ``tool`` and ``arguments``: the governed path, with its permission decision and whole
       event chain; its result (or ``ToolCallError``) is returned. The proxy cannot call itself.
 
-    ``search`` and ``describe`` only read the runtime's own catalog: they reach no server tool and
+    ``search``, ``connectors`` and ``describe`` only read the runtime's own catalog: they reach no server tool and
     write no event; their result has ``tool_call_id == ""`` and ``name == "mcp"``.
 
     Raises:
@@ -279,6 +293,8 @@ async def run_proxy(runtime: ProxyHost, arguments: Any) -> ToolCallResult:
     tools = await runtime.list_tools()
     if request.action == "search":
         return local_result("", PROXY_TOOL_NAME, search_catalog(tools, request.query, request.limit))
+    if request.action == "connectors":
+        return local_result("", PROXY_TOOL_NAME, connector_counts(tools))
     tool = _find(tools, request.tool)
     if tool is None:
         raise ToolCallError(

@@ -1,0 +1,105 @@
+"""Governed outcomes as MCP tool results: what a host receives from a gateway call.
+
+A successful call gives its (guarded, redacted) content blocks and structured content as they came
+out of the runtime. Every failure of the governed path is a tool *result* with ``isError: true``,
+never a protocol error, so the model reads why and what to do:
+
+* text: ``error[<code>]: <message>`` plus, for the codes a person has to act on, one line of
+  guidance (``approval_unavailable``: an MCP host cannot approve, so it says how the person allows
+  the tool; ``permission_denied``: it is denied by policy; ``validation_error`` on the proxy tool:
+  the shape of a valid request);
+* ``structuredContent``: ``{"error": {"code", "message", "tool"?, "toolCallId"?}}`` with the stable
+  code front ends switch on (the reasons of DESIGN.md "Stable error codes" and
+  ``validation_error``), never the server's stderr or the call's arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+from patchbay.core.errors import FailureReason, PatchbayError, ToolCallError
+from patchbay.runtime.calls.result import ToolCallResult
+
+__all__ = ["PROXY_USAGE", "call_result", "error_result"]
+
+PROXY_USAGE = (
+    'Send {"action": "search", "query": "<keywords>"} to find tools, '
+    '{"action": "describe", "tool": "<name from search>"} for one tool\'s input schema, and '
+    '{"action": "call", "tool": "<name>", "arguments": {...}} to call it.'
+)
+"""The guidance a malformed proxy request is answered with."""
+
+
+def call_result(result: ToolCallResult) -> types.CallToolResult:
+    """A runtime result as the host's ``tools/call`` result (``isError`` for a ``tool_error``)."""
+    return types.CallToolResult.model_validate(
+        {
+            "content": result.content,
+            "structuredContent": result.structured_content,
+            "isError": result.is_error,
+        }
+    )
+
+
+def _guidance(error: PatchbayError, canonical: str | None, project: str, proxy: bool) -> str | None:
+    reason = str(error.reason) if isinstance(error, ToolCallError) else str(error.code)
+    connector, tool = _split(canonical)
+    where = f" --project {project}" if project else ""
+    if reason == FailureReason.APPROVAL_UNAVAILABLE:
+        grant = (
+            f"patchbay grant {connector} {tool} allow{where}" if connector else "patchbay grant CONNECTOR TOOL allow"
+        )
+        listing = f"patchbay tools {connector}" if connector else "patchbay tools CONNECTOR"
+        return (
+            "This tool needs the person's approval, and an MCP host cannot give it. Ask the person to "
+            f"allow it, then call it again: `{grant}` (decisions: `{listing}`), or on the settings "
+            "page that `patchbay serve` prints."
+        )
+    if reason == FailureReason.PERMISSION_DENIED:
+        return "The tool is denied by Patchbay's policy for this workspace; do not retry it."
+    if reason == FailureReason.UNKNOWN_TOOL:
+        return "Use a tool name from the tool list" + (" (action=search)." if proxy else ".")
+    if reason == "validation_error" and proxy:
+        return PROXY_USAGE
+    return None
+
+
+def _split(canonical: str | None) -> tuple[str | None, str | None]:
+    if canonical is None or not canonical.startswith("mcp."):
+        return None, None
+    connector, _, tool = canonical[len("mcp.") :].partition(".")
+    return (connector, tool) if connector and tool else (None, None)
+
+
+def error_result(
+    error: PatchbayError, *, canonical: str | None = None, project: str = "", proxy: bool = False
+) -> types.CallToolResult:
+    """A governed failure as a tool error result (see the module docstring).
+
+    Args:
+        error: what the runtime raised: a :class:`ToolCallError` (its ``reason`` is the code) or
+            another :class:`PatchbayError` such as ``validation_error``. A ``tool_error`` that
+            carries the server's own error result should go through :func:`call_result` instead.
+        canonical: the canonical tool name (``mcp.<connector>.<tool>``) when known, for guidance.
+        project: the workspace path, for the ``patchbay grant`` command in the guidance.
+        proxy: the call came through the proxy tool (its usage is the guidance for bad arguments).
+    """
+    code = str(error.reason) if isinstance(error, ToolCallError) else str(error.code)
+    text = f"error[{code}]: {error.message}"
+    guidance = _guidance(error, canonical, project, proxy)
+    if guidance:
+        text += "\n" + guidance
+    detail: dict[str, Any] = {"code": code, "message": error.message}
+    if canonical:
+        detail["tool"] = canonical
+    call_id = error.details.get("toolCallId")
+    if isinstance(call_id, str):
+        detail["toolCallId"] = call_id
+    field = error.details.get("field")
+    if code == "validation_error" and isinstance(field, str):
+        detail["field"] = field
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content={"error": detail}, is_error=True
+    )

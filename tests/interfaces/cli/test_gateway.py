@@ -1,0 +1,265 @@
+"""``patchbay gateway --stdio`` as a real subprocess, driven by the official SDK client over stdio,
+in front of real ``mcp-server-time`` peers."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import psutil
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from typer.testing import CliRunner
+
+from patchbay.interfaces.cli import app
+from tests.support.events import CALL_CHAIN
+from tests.support.paths import FIXTURES
+
+pytestmark = pytest.mark.anyio
+
+PATCHBAY = str(Path(sys.executable).parent / "patchbay")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def run(home: Path) -> Callable[..., Any]:
+    runner = CliRunner()
+
+    def invoke(*args: str) -> Any:
+        result = runner.invoke(app, ["--home", str(home), *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result
+
+    return invoke
+
+
+@pytest.fixture
+def governed_home(run: Callable[..., Any], workspace: Path) -> None:
+    """``time``: get_current_time allowed, convert_time denied; ``clock``: both ask (the default)."""
+    for name in ("time", "clock"):
+        run("connector", "add", name, "--", "mcp-server-time")
+        run("probe", name, "--project", str(workspace))
+    run("grant", "time", "get_current_time", "allow")
+    run("grant", "time", "convert_time", "deny")
+
+
+def gateway(home: Path, workspace: Path, mode: str) -> Client:
+    params = StdioServerParameters(
+        command=PATCHBAY,
+        args=["--home", str(home), "gateway", "--stdio", "--project", str(workspace), "--mode", mode],
+        env={"PATH": os.environ["PATH"]},
+    )
+    return Client(params)
+
+
+def session_events(run: Callable[..., Any]) -> list[dict[str, Any]]:
+    sessions = json.loads(run("sessions", "--json").stdout)["sessions"]
+    assert len(sessions) == 1
+    return json.loads(run("events", sessions[0]["session_id"], "--json").stdout)["events"]
+
+
+def error_of(result: Any) -> dict[str, Any]:
+    assert result.is_error
+    assert result.structured_content is not None
+    error: dict[str, Any] = result.structured_content["error"]
+    return error
+
+
+@pytest.mark.usefixtures("governed_home")
+async def test_direct_mode_lists_governed_tools_and_routes_calls_through_the_governed_path(
+    home: Path, workspace: Path, run: Callable[..., Any]
+) -> None:
+    with anyio.fail_after(60):
+        async with gateway(home, workspace, "direct") as client:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(listed) == {"time__get_current_time", "clock__get_current_time", "clock__convert_time"}
+            current = listed["time__get_current_time"]
+            assert "timezone" in current.input_schema["properties"]
+            assert current.annotations is not None and current.annotations.read_only_hint is True
+            assert current.output_schema is not None and "datetime" in current.output_schema["properties"]
+
+            allowed = await client.call_tool("time__get_current_time", {"timezone": "Asia/Tokyo"})
+            assert not allowed.is_error
+            assert "Asia/Tokyo" in allowed.content[0].text  # type: ignore[union-attr]
+            again = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
+            assert not again.is_error
+
+            denied = await client.call_tool(
+                "time__convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+            )
+            assert error_of(denied)["code"] == "unknown_tool"  # a denied tool is not projected at all
+
+            asked = await client.call_tool("clock__get_current_time", {"timezone": "UTC"})
+            error = error_of(asked)
+            assert error["code"] == "approval_unavailable" and error["tool"] == "mcp.clock.get_current_time"
+            text = asked.content[0].text  # type: ignore[union-attr]
+            assert "needs the person's approval" in text
+            assert f"patchbay grant clock get_current_time allow --project {workspace}" in text
+
+            unknown = await client.call_tool("nope__nothing", {})
+            assert error_of(unknown)["code"] == "unknown_tool"
+
+    events = session_events(run)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    calls: dict[str, list[str]] = {}
+    for event in events:
+        call_id = event["payload"].get("toolCallId")
+        if call_id:
+            calls.setdefault(call_id, []).append(event["type"])
+    chains = list(calls.values())
+    assert CALL_CHAIN in chains  # the allowed call: the whole seed 000 §6 chain
+    connected = [e["payload"]["server"] for e in events if e["type"] == "mcp.server.connected"]
+    assert connected.count("time") == 1  # one supervised connection, reused by both calls
+    refused = [chain for chain in chains if chain[-1] == "tool.failed"]
+    assert ["model.tool_call_requested", "permission.requested", "permission.resolved", "tool.failed"] in refused
+
+
+@pytest.mark.usefixtures("governed_home")
+async def test_proxy_mode_searches_describes_and_calls_with_guidance_for_bad_requests(
+    home: Path, workspace: Path, run: Callable[..., Any]
+) -> None:
+    with anyio.fail_after(60):
+        async with gateway(home, workspace, "proxy") as client:
+            (proxy,) = (await client.list_tools()).tools
+            assert proxy.name == "mcp" and "only the MCP connectors Patchbay governs" in (proxy.description or "")
+
+            search = await client.call_tool("mcp", {"action": "search", "query": "current time"})
+            assert not search.is_error
+            names = [tool["name"] for tool in (search.structured_content or {})["tools"]]
+            assert "mcp__time__get_current_time" in names and "mcp__time__convert_time" not in names
+
+            described = await client.call_tool("mcp", {"action": "describe", "tool": "mcp__time__get_current_time"})
+            assert (described.structured_content or {})["canonicalName"] == "mcp.time.get_current_time"
+            assert "timezone" in (described.structured_content or {})["inputSchema"]["properties"]
+
+            called = await client.call_tool(
+                "mcp",
+                {"action": "call", "tool": "mcp__time__get_current_time", "arguments": '{"timezone": "Europe/Paris"}'},
+            )
+            assert not called.is_error and "Europe/Paris" in called.content[0].text  # type: ignore[union-attr]
+
+            connectors = await client.call_tool("mcp", {"action": "connectors"})
+            assert connectors.structured_content == {
+                "connectors": [{"name": "clock", "tools": 2}, {"name": "time", "tools": 1}]
+            }
+
+            malformed = await client.call_tool("mcp", {"action": "run", "tool": "x"})
+            assert error_of(malformed)["code"] == "validation_error"
+            assert '"action": "search"' in malformed.content[0].text  # type: ignore[union-attr]
+
+            asked = await client.call_tool(
+                "mcp", {"action": "call", "tool": "mcp.clock.get_current_time", "arguments": {"timezone": "UTC"}}
+            )
+            assert error_of(asked)["code"] == "approval_unavailable"
+
+    events = session_events(run)
+    assert [e["type"] for e in events if e["payload"].get("toolCallId") == "tc_1"] == CALL_CHAIN
+    types = [e["type"] for e in events]
+    # search and describe read the cached catalogs: no server started before the first call
+    assert types.index("model.tool_call_requested") < types.index("mcp.server.connected")
+
+
+@pytest.mark.usefixtures("governed_home")
+async def test_auto_mode_offers_direct_tools_for_a_small_catalog(home: Path, workspace: Path) -> None:
+    with anyio.fail_after(60):
+        async with gateway(home, workspace, "auto") as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+    assert names == {"time__get_current_time", "clock__get_current_time", "clock__convert_time"}
+
+
+@pytest.mark.usefixtures("governed_home")
+async def test_sigterm_stops_the_gateway_and_the_servers_it_started(
+    home: Path, workspace: Path, run: Callable[..., Any]
+) -> None:
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "time__get_current_time", "arguments": {"timezone": "UTC"}},
+        },
+    ]
+    args = ["--home", str(home), "gateway", "--stdio", "--project", str(workspace), "--mode", "direct"]
+    with anyio.fail_after(60):
+        async with await anyio.open_process([PATCHBAY, *args], env={"PATH": os.environ["PATH"]}) as process:
+            assert process.stdin is not None and process.stdout is not None
+            for message in messages:
+                await process.stdin.send((json.dumps(message) + "\n").encode())
+            received = b""
+            while b'"id":2' not in received.replace(b" ", b""):
+                received += await process.stdout.receive()
+            servers = psutil.Process(process.pid).children(recursive=True)
+            assert servers  # the time server it started for the call
+            process.terminate()
+            assert await process.wait() == 130  # stopped as Ctrl-C stops it, without waiting for stdin
+    _, alive = psutil.wait_procs(servers, timeout=10)
+    assert alive == []
+    assert CALL_CHAIN == [e["type"] for e in session_events(run) if e["payload"].get("toolCallId") == "tc_1"]
+
+
+@pytest.fixture
+def dynamic_home(run: Callable[..., Any], workspace: Path) -> None:
+    """``dyn``: a server whose tool list changes on request, every tool allowed."""
+    run("connector", "add", "dyn", "--", sys.executable, str(FIXTURES / "dynamic_server.py"))
+    run("connector", "set", "dyn", "--approval-mode", "allow_all")
+    run("probe", "dyn", "--project", str(workspace))
+
+
+@pytest.mark.usefixtures("dynamic_home")
+async def test_a_servers_list_changed_reaches_the_host_and_the_new_tool_is_listed(home: Path, workspace: Path) -> None:
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    client = gateway(home, workspace, "direct")
+    client.message_handler = on_message
+    client.mode = "legacy"
+    with anyio.fail_after(60):
+        async with client:
+            tools_capability = client.server_capabilities.tools
+            assert tools_capability is not None and tools_capability.list_changed
+            before = {tool.name for tool in (await client.list_tools()).tools}
+            assert "dyn__add_tool" in before and "dyn__fresh" not in before
+            added = await client.call_tool("dyn__add_tool", {"name": "fresh"})
+            assert not added.is_error
+            await changed.wait()
+            after = {tool.name for tool in (await client.list_tools()).tools}
+            assert "dyn__fresh" in after
+            fresh = await client.call_tool("dyn__fresh", {})
+            assert "dynamic:fresh" in fresh.content[0].text  # type: ignore[union-attr]

@@ -1,0 +1,38 @@
+"""Governed outcomes as the gateway's MCP tool results."""
+
+from __future__ import annotations
+
+from patchbay.core.errors import FailureReason, ToolCallError, ValidationError
+from patchbay.interfaces.gateway.results import PROXY_USAGE, call_result, error_result
+from patchbay.runtime.calls.result import ToolCallResult
+
+
+def test_a_result_keeps_its_content_and_structured_content() -> None:
+    result = ToolCallResult("tc_1", "mcp.t.x", [{"type": "text", "text": "hi"}], {"v": 1}, "hi", 10)
+    answered = call_result(result)
+    assert not answered.is_error and answered.structured_content == {"v": 1}
+    assert answered.content[0].text == "hi"  # type: ignore[union-attr]
+
+
+def test_an_ask_without_approver_says_how_the_person_allows_the_tool() -> None:
+    error = ToolCallError(FailureReason.APPROVAL_UNAVAILABLE, "no approver", details={"toolCallId": "tc_2"})
+    answered = error_result(error, canonical="mcp.clock.get_current_time", project="/ws")
+    text = answered.content[0].text  # type: ignore[union-attr]
+    assert answered.is_error and text.startswith("error[approval_unavailable]: no approver")
+    assert "`patchbay grant clock get_current_time allow --project /ws`" in text
+    assert answered.structured_content == {
+        "error": {
+            "code": "approval_unavailable",
+            "message": "no approver",
+            "tool": "mcp.clock.get_current_time",
+            "toolCallId": "tc_2",
+        }
+    }
+
+
+def test_bad_proxy_arguments_are_answered_with_the_proxy_usage_and_the_field() -> None:
+    error = ValidationError("action must be one of search, describe, call", details={"field": "action"})
+    answered = error_result(error, proxy=True)
+    assert PROXY_USAGE in answered.content[0].text  # type: ignore[union-attr]
+    assert answered.structured_content is not None
+    assert answered.structured_content["error"]["field"] == "action"
