@@ -70,7 +70,7 @@ def gateway(home: Path, workspace: Path, mode: str) -> Client:
     params = StdioServerParameters(
         command=PATCHBAY,
         args=["--home", str(home), "gateway", "--stdio", "--project", str(workspace), "--mode", mode],
-        env={"PATH": os.environ["PATH"]},
+        env={"PATH": os.environ["PATH"], "PATCHBAY_BUILTINS": "off"},
     )
     return Client(params)
 
@@ -215,7 +215,9 @@ async def test_sigterm_stops_the_gateway_and_the_servers_it_started(
     ]
     args = ["--home", str(home), "gateway", "--stdio", "--project", str(workspace), "--mode", "direct"]
     with anyio.fail_after(60):
-        async with await anyio.open_process([PATCHBAY, *args], env={"PATH": os.environ["PATH"]}) as process:
+        async with await anyio.open_process(
+            [PATCHBAY, *args], env={"PATH": os.environ["PATH"], "PATCHBAY_BUILTINS": "off"}
+        ) as process:
             assert process.stdin is not None and process.stdout is not None
             for message in messages:
                 await process.stdin.send((json.dumps(message) + "\n").encode())
