@@ -38,8 +38,10 @@ def test_a_fresh_home_gets_paper_search_enabled_and_the_others_disabled(tmp_path
     assert (paper.name, paper.source, paper.settings.enabled) == ("paper-search", "builtin", True)
     assert paper.settings.approval_mode == "ask"
     audit_file = str((tmp_path / "home" / "egress-audit.jsonl").absolute())
+    from patchbay.control.builtins import seeding_interpreter
+
     assert paper.target == StdioTarget(
-        command=sys.executable,
+        command=seeding_interpreter(),
         args=(
             "-I",
             "-m",
@@ -137,3 +139,19 @@ def test_every_builtin_starts_its_module_in_isolated_mode() -> None:
         target = builtin_target(spec, "/usr/bin/python3")
         assert target.args[:2] == ("-I", "-m")
         assert target.args[2].startswith("patchbay.connectors.")
+
+
+def test_the_interpreter_is_spelled_one_way_per_venv(tmp_path: Path) -> None:
+    from patchbay.control.builtins import seeding_interpreter
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    for name in ("python", "python3", "python3.11"):
+        (venv / "bin" / name).touch()
+    spellings = {
+        seeding_interpreter(str(venv / "bin" / name), prefix=str(venv), base_prefix="/usr")
+        for name in ("python", "python3", "python3.11")
+    }
+    assert spellings == {str(venv / "bin" / "python")}  # patchbay's shebang and python -m agree
+    # outside a venv the interpreter is taken as it is
+    assert seeding_interpreter("/usr/bin/python3.11", prefix="/usr", base_prefix="/usr") == "/usr/bin/python3.11"

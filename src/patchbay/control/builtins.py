@@ -19,15 +19,39 @@ Design: docs/builtins.md
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from patchbay.adapters.store import Repository
 from patchbay.core.builtins import BUILTINS, BuiltinSpec, builtin_target
 from patchbay.core.errors import ConfigError, NotFoundError, RevisionConflictError
 from patchbay.core.models import ConnectorSettings
 
-__all__ = ["SeedReport", "seed"]
+__all__ = ["SeedReport", "seed", "seeding_interpreter"]
+
+
+def seeding_interpreter(
+    executable: str | None = None, prefix: str | None = None, base_prefix: str | None = None
+) -> str:
+    """The interpreter the built-ins' targets name: this process's, spelled one way per venv.
+
+    A venv's ``bin/`` holds ``python``, ``python3`` and ``python3.X`` for one interpreter, and
+    entry-point scripts and ``python -m`` name different ones; written as they come, every switch
+    between ``patchbay`` and ``python -m pytest`` would re-point the built-ins and stale their
+    cached tools. Inside a venv this is ``<venv>/bin/python``; outside one, ``executable``.
+
+    Args:
+        executable, prefix, base_prefix: default ``sys.executable``, ``sys.prefix``, ``sys.base_prefix``.
+    """
+    executable = executable or sys.executable
+    prefix = prefix or sys.prefix
+    base_prefix = base_prefix or sys.base_prefix
+    canonical = Path(prefix) / "bin" / "python"
+    if prefix != base_prefix and Path(executable).parent == canonical.parent and canonical.exists():
+        return str(canonical)
+    return executable
 
 
 @dataclass(frozen=True, slots=True)

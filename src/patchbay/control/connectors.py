@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -212,10 +211,10 @@ class ConnectorService:
             CanonicalStateUnavailable: the store cannot be written.
         """
         from patchbay.adapters.egress_audit import audit_path
-        from patchbay.control.builtins import seed
+        from patchbay.control.builtins import seed, seeding_interpreter
 
         audit_file = str(audit_path(self.settings.home).absolute())
-        report = seed(self.repository, python or sys.executable, audit_file=audit_file)
+        report = seed(self.repository, python or seeding_interpreter(), audit_file=audit_file)
         return self._reprojected(report) if report.changed else report
 
     def add(

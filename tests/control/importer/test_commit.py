@@ -176,6 +176,8 @@ def test_rename_conflicts_and_selection_errors(service: ConnectorService, worksp
         ("needs", "needs"),
     ]
     assert service.get("good-name").display_name == "Bad Name!"
+    # renamed out of a conflict: shown by its new name, not as a second "first"
+    assert service.get("first-imported").display_name == "first-imported"
     [needs] = service.credentials.binding_views(service.get("needs"))
     assert needs["variable"] == "K_FROM_ENV"
 

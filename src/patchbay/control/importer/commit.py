@@ -125,6 +125,16 @@ def commit_import(
             )
     items: list[dict[str, Any]] = []
     records: list[list[StoredCredential]] = []
+    shown = {c.display_name.casefold() for c in service.list_connectors()}
+
+    def shown_as(file_name: str, connector: str) -> str:
+        # A display name another connector already shows (an entry renamed out of a conflict) is
+        # not repeated: two rows reading the same would hide which is which.
+        display = _display_name(file_name, connector)
+        display = connector if display.casefold() in shown else display
+        shown.add(display.casefold())
+        return display
+
     for entry in chosen:
         draft, view = entry.draft, entry.entry
         assert draft.target is not None and draft.import_name is not None
@@ -138,7 +148,7 @@ def commit_import(
         items.append(
             {
                 "name": draft.import_name,
-                "display_name": _display_name(draft.name, draft.import_name),
+                "display_name": shown_as(draft.name, draft.import_name),
                 "target": draft.target,
                 "description": draft.description or f"imported from {view.source.path}"[:1000],
                 "source": "imported",
