@@ -672,7 +672,11 @@ function start() {
   $("cf-cancel").addEventListener("click", () => requestClose());
   $("cf-command").addEventListener("input", renderPreview);
   // a field's error goes as soon as the field is edited: it described the value that was there
-  $("connector-form").addEventListener("input", (event) => clearFieldError(event.target));
+  $("connector-form").addEventListener("input", (event) => {
+    clearFieldError(event.target);
+    // a URL refused as a private address is a matter of this checkbox too
+    if (event.target.id === "cf-allow-private") clearFieldError($("cf-url"));
+  });
   $("cf-auth").addEventListener("change", showAuth);
   $("cf-env-add").addEventListener("click", () => slot(addEnvRow(), "name").focus());
   // Escape asks first when something was typed: the dialog's own Escape would just close it
