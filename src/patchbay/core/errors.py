@@ -12,6 +12,8 @@ The hierarchy::
     ├── ValidationError                validation_error (a request is malformed)
     ├── NotFoundError                  not_found
     ├── RevisionConflictError          revision_conflict (optimistic lock lost)
+    ├── ApprovalStaleError             approval_stale (the call an approval was for has changed)
+    ├── ApprovalExpiredError           approval_expired (nobody answered an approval in time)
     ├── BuiltinConnectorError          builtin_connector
     ├── CanonicalStateUnavailable      canonical_state_unavailable
     ├── CredentialUnavailable          auth_required; details.reason is credential_unavailable
@@ -45,7 +47,10 @@ The codes (:class:`ErrorCode`); :mod:`patchbay.interfaces.api.errors` gives each
   reached; callers fall back to in-process coordination and never answer it to a client);
 * answered by the REST API's middleware and handlers, carried by no PatchbayError:
   ``origin_refused``, ``method_not_allowed``, ``unauthorized``, ``payload_too_large``,
-  ``csrf_failed`` (a cookie-authenticated unsafe request without the page's CSRF header).
+  ``csrf_failed`` (a cookie-authenticated unsafe request without the page's CSRF header);
+* approvals: ``approval_stale`` (an answer for an arguments digest or policy that no longer
+  matches the waiting call), ``approval_expired`` (the approver's own signal; the call ends
+  ``permission_denied``).
 
 Why a tool call failed (:class:`FailureReason`, the code of a failed call): ``permission_denied``,
 ``approval_unavailable``, ``unknown_tool``, ``ambiguous_call``, ``cancelled``, ``tool_error``,
@@ -78,6 +83,8 @@ __all__ = [
     "PatchbayError",
     "ProbeError",
     "RevisionConflictError",
+    "ApprovalExpiredError",
+    "ApprovalStaleError",
     "ToolCallError",
     "UnacceptableSchema",
     "ValidationError",
@@ -116,6 +123,9 @@ class ErrorCode(StrEnum):
     UNAUTHORIZED = "unauthorized"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     CSRF_FAILED = "csrf_failed"
+    # approvals
+    APPROVAL_STALE = "approval_stale"
+    APPROVAL_EXPIRED = "approval_expired"
 
 
 class FailureReason(StrEnum):
@@ -248,6 +258,20 @@ class RevisionConflictError(PatchbayError):
     """An update named a stale revision; nothing was changed (API 409)."""
 
     default_code = ErrorCode.REVISION_CONFLICT
+
+
+class ApprovalStaleError(PatchbayError):
+    """An approval answer named an arguments digest or a policy revision that no longer matches
+    the waiting call; the call keeps waiting (API 409)."""
+
+    default_code = ErrorCode.APPROVAL_STALE
+
+
+class ApprovalExpiredError(PatchbayError):
+    """Nobody answered an approval before it expired: the approver raises it and the permission
+    engine turns it into a denial (``permission_denied``, actor ``runtime``)."""
+
+    default_code = ErrorCode.APPROVAL_EXPIRED
 
 
 class BuiltinConnectorError(PatchbayError):

@@ -47,7 +47,7 @@ from patchbay.interfaces.api.context import ApiContext
 from patchbay.interfaces.api.errors import error_response, install_error_handlers
 from patchbay.interfaces.api.limits import BodyLimitMiddleware
 from patchbay.interfaces.api.responses import RedactedJSONResponse
-from patchbay.interfaces.api.routes import compat, connectors, imports, projects, sessions, tools
+from patchbay.interfaces.api.routes import approvals, compat, connectors, imports, projects, sessions, tools
 from patchbay.interfaces.web.pages import install_pages
 
 __all__ = [
@@ -225,7 +225,15 @@ def create_app(
     # sessions first: the tool call is the hot route, and FastAPI matches a request against each
     # included router in turn (every route of every router before the one that matches); no
     # path of one router is a path of another, so the order decides nothing else
-    routers = (sessions.router, connectors.router, tools.router, imports.router, projects.router, compat.router)
+    routers = (
+        sessions.router,
+        connectors.router,
+        tools.router,
+        imports.router,
+        projects.router,
+        compat.router,
+        approvals.router,
+    )
     for router in routers:
         app.include_router(router)
     app.state.api_routes = [route for router in routers for route in router.routes]  # for 405's Allow

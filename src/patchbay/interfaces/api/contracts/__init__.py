@@ -20,10 +20,16 @@ serve`` hosts took the committed change.
 
 The models live by area in private modules (``_base``: error shape and reload report;
 ``_connectors``: connectors, settings, probe, tools and grants; ``_imports``: import and the
-deprecated projections; ``_sessions``: sessions and tool calls); import them from here.
+deprecated projections; ``_sessions``: sessions and tool calls; ``_approvals``: calls waiting for a person's approval); import them from here.
 """
 
 from patchbay.control.importer.models import ImportCandidates, ImportPreview, ImportResult
+from patchbay.interfaces.api.contracts._approvals import (
+    ApprovalAnswerRequest,
+    ApprovalDecided,
+    ApprovalList,
+    ApprovalView,
+)
 from patchbay.interfaces.api.contracts._base import ErrorBody, ErrorResponse, RuntimeReload, SessionReloadView
 from patchbay.interfaces.api.contracts._connectors import (
     AuthState,
@@ -178,4 +184,8 @@ __all__ = [
     "ToolGrantUpdate",
     "ToolGrantView",
     "ToolList",
+    "ApprovalAnswerRequest",
+    "ApprovalDecided",
+    "ApprovalList",
+    "ApprovalView",
 ]

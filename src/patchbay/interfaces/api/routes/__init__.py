@@ -1,3 +1,3 @@
 """The API's routes by area: ``connectors`` (CRUD, settings, disconnect), ``tools`` (probe, tools,
 grants), ``imports`` (legacy config import), ``sessions`` (hosted workspace runtimes and the
-governed call path) and ``compat`` (deprecated projections)."""
+governed call path) ``compat`` (deprecated projections) and ``approvals`` (calls waiting for a person's answer)."""
