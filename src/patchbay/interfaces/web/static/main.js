@@ -11,3 +11,7 @@ import "./add_menu.js";
 import { startConnectorsPage } from "./connectors.js";
 
 startConnectorsPage();
+
+import { startApprovals } from "./approvals.js";
+
+startApprovals();
