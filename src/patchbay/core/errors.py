@@ -12,6 +12,8 @@ The hierarchy::
     ├── ValidationError                validation_error (a request is malformed)
     ├── NotFoundError                  not_found
     ├── RevisionConflictError          revision_conflict (optimistic lock lost)
+    ├── ApprovalStaleError             approval_stale (the call an approval was for has changed)
+    ├── ApprovalExpiredError           approval_expired (nobody answered an approval in time)
     ├── BuiltinConnectorError          builtin_connector
     ├── SourceError                    a built-in connector's data source failed (source_unavailable, ...)
     ├── CanonicalStateUnavailable      canonical_state_unavailable
@@ -51,6 +53,9 @@ The codes (:class:`ErrorCode`); :mod:`patchbay.interfaces.api.errors` gives each
   result): ``source_unavailable``, ``source_rate_limited``, ``source_response_too_large``,
   ``source_bad_response``.
 * session event logs: ``event_chain_broken`` (a log whose seqs or hash chain do not verify).
+* approvals: ``approval_stale`` (an answer for an arguments digest or policy that no longer
+  matches the waiting call), ``approval_expired`` (the approver's own signal; the call ends
+  ``permission_denied``).
 
 Why a tool call failed (:class:`FailureReason`, the code of a failed call): ``permission_denied``,
 ``approval_unavailable``, ``unknown_tool``, ``ambiguous_call``, ``cancelled``, ``tool_error``,
@@ -84,6 +89,8 @@ __all__ = [
     "ProbeError",
     "RevisionConflictError",
     "SourceError",
+    "ApprovalExpiredError",
+    "ApprovalStaleError",
     "ToolCallError",
     "UnacceptableSchema",
     "ValidationError",
@@ -129,6 +136,9 @@ class ErrorCode(StrEnum):
     SOURCE_BAD_RESPONSE = "source_bad_response"
     # a session event log whose seq or hash chain does not verify (a row altered or missing)
     EVENT_CHAIN_BROKEN = "event_chain_broken"
+    # approvals
+    APPROVAL_STALE = "approval_stale"
+    APPROVAL_EXPIRED = "approval_expired"
 
 
 class FailureReason(StrEnum):
@@ -261,6 +271,20 @@ class RevisionConflictError(PatchbayError):
     """An update named a stale revision; nothing was changed (API 409)."""
 
     default_code = ErrorCode.REVISION_CONFLICT
+
+
+class ApprovalStaleError(PatchbayError):
+    """An approval answer named an arguments digest or a policy revision that no longer matches
+    the waiting call; the call keeps waiting (API 409)."""
+
+    default_code = ErrorCode.APPROVAL_STALE
+
+
+class ApprovalExpiredError(PatchbayError):
+    """Nobody answered an approval before it expired: the approver raises it and the permission
+    engine turns it into a denial (``permission_denied``, actor ``runtime``)."""
+
+    default_code = ErrorCode.APPROVAL_EXPIRED
 
 
 class BuiltinConnectorError(PatchbayError):

@@ -104,6 +104,9 @@ class Settings(BaseSettings):
     api_session_max_age: int = Field(default=12 * 60 * 60, ge=1)
     """Seconds the browser session cookie of a login URL is accepted (its ``Max-Age``); a cookie
     also stops working when ``serve`` restarts."""
+    approval_expiry: float = Field(default=600.0, gt=0)
+    """Seconds a browser approval waits for a person's answer; then the call is denied
+    (``permission_denied``). Waiting does not count against the call's ``request_timeout``."""
     api_max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
     """Most bytes of one REST API request body (declared or streamed); a bigger one is refused with
     413 ``payload_too_large`` before more of it is read."""

@@ -70,6 +70,9 @@ async def test_the_openapi_document_describes_contracts_errors_and_deprecations(
         "/api/sessions/{session_id}/call",
         "/api/health",
         "/api/mcp/status/stream",
+        "/api/approvals",
+        "/api/approvals/stream",
+        "/api/approvals/{approval_id}",
     }
     legacy = {"/api/mcp/catalog", "/api/settings/mcp", "/api/settings/mcp/{server_id}"}
     error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
@@ -88,8 +91,12 @@ async def test_the_openapi_document_describes_contracts_errors_and_deprecations(
     for path, operations in paths.items():
         for method, operation in operations.items():
             ok = next(answer for status, answer in operation["responses"].items() if status.startswith("2"))
+            if path == "/api/approvals/stream":  # Server-Sent Events, not JSON
+                assert "text/event-stream" in ok["content"]
+                continue
             ref = ok["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
-            mutation = method != "get" and not path.startswith("/api/sessions") and not path.endswith("/preview")
+            mutation = method != "get" and not path.startswith(("/api/sessions", "/api/approvals"))
+            mutation = mutation and not path.endswith("/preview")
             mutation = mutation and not path.endswith("/oauth/start")  # starts a login, commits nothing yet
             has_reload = document["components"]["schemas"][ref]["properties"].get("runtime_reload") == reload_ref
             assert has_reload == mutation, (method, path, ref)

@@ -7,6 +7,7 @@ import anyio
 import pytest
 
 from patchbay import Runtime, RuntimeConfig, Settings, ToolCallError
+from patchbay.core.digest import json_digest
 from patchbay.core.errors import FailureReason
 from patchbay.core.models import ConnectorSettings, RuntimeServer, StdioTarget, ToolSummary
 from patchbay.core.redaction import REDACTED
@@ -151,6 +152,7 @@ async def test_the_approver_sees_redacted_arguments_risk_source_and_session() ->
             risk="read",
             source="approval_mode",
             session_id="ses_1",
+            arguments_digest=json_digest({"key": "PROJ-1", "api_token": "abcd1234"}),  # of the real ones
         )
     ]
 

@@ -47,7 +47,18 @@ from patchbay.interfaces.api.context import ApiContext
 from patchbay.interfaces.api.errors import error_response, install_error_handlers
 from patchbay.interfaces.api.limits import BodyLimitMiddleware
 from patchbay.interfaces.api.responses import RedactedJSONResponse
-from patchbay.interfaces.api.routes import compat, connectors, health, imports, oauth, projects, sessions, status, tools
+from patchbay.interfaces.api.routes import (
+    approvals,
+    compat,
+    connectors,
+    health,
+    imports,
+    oauth,
+    projects,
+    sessions,
+    status,
+    tools,
+)
 from patchbay.interfaces.web import oauth_callback
 from patchbay.interfaces.web.pages import install_pages
 
@@ -236,6 +247,7 @@ def create_app(
         health.router,
         oauth.router,
         status.router,
+        approvals.router,
     )
     for router in routers:
         app.include_router(router)

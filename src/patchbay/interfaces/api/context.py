@@ -42,6 +42,7 @@ from patchbay.core.live_status import StatusRegistry
 from patchbay.core.models import Project, RuntimeConfig
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api.listing import ConnectorListing
+from patchbay.runtime.calls.approvals import ApprovalBroker
 from patchbay.runtime.live_status import InProcessStatusRegistry
 from patchbay.runtime.sessions import SessionHost
 
@@ -78,6 +79,14 @@ class ApiContext:
     _detach: Callable[[], None] | None = None
     _watch: _CommitWatch | None = None
     _reading: tuple[int, int] | None = None
+    _approvals: ApprovalBroker | None = None
+
+    def approval_broker(self) -> ApprovalBroker:
+        """The process's approval broker (created on first use, expiry ``settings.approval_expiry``):
+        browser-approved sessions wait on it, the approval routes answer through it."""
+        if self._approvals is None:
+            self._approvals = ApprovalBroker(expiry=self.settings.approval_expiry)
+        return self._approvals
 
     def connector_service(self) -> ConnectorService:
         """The connector service, opening the store on first use.

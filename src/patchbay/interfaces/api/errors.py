@@ -18,6 +18,8 @@ its status is in :data:`STATUS` or :data:`TOOL_STATUS`::
                                           (NameTakenError: details.field "name", details.cause
                                           "name_taken")
     builtin_connector             403     BuiltinConnectorError
+    approval_stale                409     ApprovalStaleError (an approval answer for arguments or
+                                          a policy that no longer match the waiting call)
     canonical_state_unavailable   503     CanonicalStateUnavailable
     origin_refused                403     a Host or Origin header this server does not answer
                                           (see :mod:`patchbay.interfaces.api.app`)
@@ -94,6 +96,7 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.INVALID_CONFIG: 422,  # answered as validation_error, details.cause "invalid_config"
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.REVISION_CONFLICT: 409,
+    ErrorCode.APPROVAL_STALE: 409,
     ErrorCode.BUILTIN_CONNECTOR: 403,
     ErrorCode.CANONICAL_STATE_UNAVAILABLE: 503,
     ErrorCode.ORIGIN_REFUSED: 403,

@@ -319,6 +319,17 @@ JS_MESSAGES: Mapping[str, str] = {
     "live_unknown": N_("No update from its sessions for over 90 seconds"),
     "live_sessions": N_("{sessions} session(s), {calls} call(s) in flight, {restarts} restart(s)"),
     "live_failed_ago": N_("failed {seconds} s ago"),
+    "approval_title": N_("{name} asks to run"),
+    "approval_risk_read": N_("Read only"),
+    "approval_risk_destructive": N_("Destructive"),
+    "approval_risk_network": N_("Network (may change things)"),
+    "approval_waiting": N_("{name} is waiting for your approval"),
+    "approvals_waiting_count": N_("Calls waiting for your approval: {count}"),
+    "approval_allowed_once": N_("{name} allowed once"),
+    "approval_allowed_session": N_("{name} allowed for this session"),
+    "approval_denied": N_("{name} denied"),
+    "approval_gone": N_("{name} no longer waits (answered, expired or cancelled)"),
+    "approval_failed": N_("The answer for {name} was not applied: {message}"),
 }
 """Strings the scripts show, by key (``{name}`` placeholders are filled in by the script)."""
 

@@ -44,7 +44,7 @@ from patchbay.core.names import MCP_PREFIX, parse_canonical_tool_name
 from patchbay.core.policy import Decision
 from patchbay.core.settings import Settings
 from patchbay.core.validation import validate_tool_arguments
-from patchbay.runtime.calls.permissions import PermissionEngine, Resolution
+from patchbay.runtime.calls.permissions import PermissionEngine, Resolution, policy_fingerprint
 from patchbay.runtime.calls.result import CallEvents, ToolCallResult, local_result, mcp_result, tool_error
 from patchbay.runtime.calls.router import Route, ToolRouter
 from patchbay.runtime.connection.catalog_refresh import wire_connector
@@ -216,7 +216,12 @@ class ToolExecutor:
             if resolution is None:
                 events.log.release()
                 resolution = await self._permissions.ask(
-                    connector, tool, decision, name=route.name, arguments=events.args
+                    connector,
+                    tool,
+                    decision,
+                    name=route.name,
+                    arguments=events.args,
+                    policy=policy_fingerprint(self._servers[connector], tool, decision),
                 )
             events.permission_resolved(resolution)
             events.mcp_started(tool)

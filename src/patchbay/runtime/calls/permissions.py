@@ -8,7 +8,9 @@ project grant, else the global grant; else ``approval_mode`` (``allow_all`` → 
 * ``ask`` with no approver attached (headless) → deny, reason ``approval_unavailable``;
 * ``ask`` with an approver → its :data:`ApprovalAnswer`: ``allow_once``, ``allow_session``
   (remembered for the rest of this session, for that connector's tool) or ``deny``. An approver
-  that raises or answers anything else counts as a denial (fail closed).
+  that raises or answers anything else counts as a denial (fail closed); one that raises
+  :class:`~patchbay.core.errors.ApprovalExpiredError` (nobody answered in time) is a denial by the
+  runtime, ``sourcedFrom`` ``approval_expired``, reason ``permission_denied``.
 
 Risk and the destructive rule use the tool's annotations from the live catalog when the server
 is connected, else from the cached catalog in the :class:`RuntimeServer`.
@@ -20,7 +22,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from patchbay.core.errors import FailureReason
+from patchbay.core.digest import json_digest
+from patchbay.core.errors import ApprovalExpiredError, FailureReason
 from patchbay.core.models import GrantKind, RuntimeServer, ToolSummary
 from patchbay.core.policy import Decision, DecisionSource, Risk, decide_for, decide_prompt, decide_resource_read
 from patchbay.core.redaction import redact_value
@@ -34,6 +37,7 @@ __all__ = [
     "RESOURCE_READ",
     "Resolution",
     "USER_EXPLICIT_INCLUDE",
+    "policy_fingerprint",
 ]
 
 RESOURCE_READ = "resources/read"
@@ -72,6 +76,10 @@ class ApprovalRequest:
         session_id: the runtime session asking.
         kind: ``tool`` for a tool call, ``resource`` for a resource include (``tool`` is then
             :data:`RESOURCE_READ` and ``arguments`` holds the ``uri``).
+        arguments_digest: SHA-256 hex of the canonical JSON of the unredacted arguments
+            (:func:`~patchbay.core.digest.json_digest`): binds an answer to this exact call.
+        policy: the fingerprint of the policy that decided ``ask`` (:func:`policy_fingerprint`),
+            ``""`` when the caller gave none.
     """
 
     name: str
@@ -82,6 +90,23 @@ class ApprovalRequest:
     source: DecisionSource
     session_id: str
     kind: GrantKind = "tool"
+    arguments_digest: str = ""
+    policy: str = ""
+
+
+def policy_fingerprint(server: RuntimeServer, tool: str, decision: Decision) -> str:
+    """SHA-256 hex of what decided ``tool`` of ``server``: the connector revision, its approval
+    mode, the tool's global and project grants and the decision (value, source, risk). Any change
+    of these gives another fingerprint, so an answer given for the old one can be refused."""
+    return json_digest(
+        {
+            "revision": server.revision,
+            "mode": server.settings.approval_mode,
+            "global": server.global_grants.get(tool),
+            "project": server.project_grants.get(tool),
+            "decision": [decision.decision, decision.source, decision.risk],
+        }
+    )
 
 
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalAnswer]]
@@ -232,9 +257,11 @@ class PermissionEngine:
         name: str,
         arguments: dict[str, Any] | None = None,
         kind: GrantKind = "tool",
+        policy: str = "",
     ) -> Resolution:
         """Ask the attached approver (headless: deny ``approval_unavailable``); ``kind`` says which
-        key space an ``allow_session`` answer is remembered in."""
+        key space an ``allow_session`` answer is remembered in; ``policy`` is passed on as
+        :attr:`ApprovalRequest.policy`."""
         if self.approver is None:
             return Resolution("deny", "runtime", "approval_unavailable", FailureReason.APPROVAL_UNAVAILABLE)
         request = ApprovalRequest(
@@ -246,9 +273,13 @@ class PermissionEngine:
             source=decision.source,
             session_id=self.session_id,
             kind=kind,
+            arguments_digest=json_digest(dict(arguments or {})),
+            policy=policy,
         )
         try:
             answer = await self.approver(request)
+        except ApprovalExpiredError:
+            return Resolution("deny", "runtime", "approval_expired", FailureReason.PERMISSION_DENIED)
         except Exception:
             return Resolution("deny", "runtime", "approver_error", FailureReason.APPROVAL_UNAVAILABLE)
         if not isinstance(answer, str) or answer not in _ANSWERS:

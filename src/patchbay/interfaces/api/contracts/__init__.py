@@ -21,10 +21,17 @@ serve`` hosts took the committed change.
 The models live by area in private modules (``_base``: error shape and reload report;
 ``_connectors``: connectors, settings, probe, tools and grants; ``_imports``: import and the
 deprecated projections; ``_sessions``: sessions and tool calls; ``_health``: the health answer;
-``_oauth``: OAuth settings, status and the page's login); import them from here.
+``_oauth``: OAuth settings, status and the page's login; ``_approvals``: calls waiting for a person's
+approval); import them from here.
 """
 
 from patchbay.control.importer.models import ImportCandidates, ImportPreview, ImportResult
+from patchbay.interfaces.api.contracts._approvals import (
+    ApprovalAnswerRequest,
+    ApprovalDecided,
+    ApprovalList,
+    ApprovalView,
+)
 from patchbay.interfaces.api.contracts._base import ErrorBody, ErrorResponse, RuntimeReload, SessionReloadView
 from patchbay.interfaces.api.contracts._connectors import (
     AuthState,
@@ -199,4 +206,8 @@ __all__ = [
     "ToolGrantUpdate",
     "ToolGrantView",
     "ToolList",
+    "ApprovalAnswerRequest",
+    "ApprovalDecided",
+    "ApprovalList",
+    "ApprovalView",
 ]

@@ -36,6 +36,10 @@ class SessionOpen(_Request):
     """Absolute path of the workspace directory; default: where the server was started. It becomes a
     project if it is none yet, and its runtime snapshot is written there
     (``<cwd>/.patchbay/mcp-runtime.json``)."""
+    approvals: Literal["request", "browser"] = "request"
+    """Who answers a call whose decision is ``ask``: ``request`` (the call's ``"approve": "once"``,
+    else ``approval_unavailable``) or ``browser`` (the call waits for a person's answer on the
+    settings page or ``POST /api/approvals/{id}``; ``"approve"`` is then ignored)."""
 
 
 class SessionWarning(_Response):

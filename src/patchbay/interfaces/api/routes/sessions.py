@@ -14,6 +14,8 @@ Approval (DESIGN.md "Permissions" step 5): the API has no one to ask, so a call 
 ``patchbay call --yes``), which allows that one call. Nothing lifts a ``deny``. In the event
 log such a refusal is ``permission.resolved`` by the runtime with ``sourcedFrom``
 ``approver_error``: the session's approver declines to answer for a request that did not approve.
+A session opened with ``"approvals": "browser"`` instead waits for a person's answer through the
+process's approval broker (:mod:`patchbay.interfaces.api.routes.approvals`).
 """
 
 from __future__ import annotations
@@ -83,10 +85,15 @@ async def open_session(context: Context, body: c.SessionOpen | None = None) -> c
     """Start a runtime for the workspace ``cwd`` (default: where the server was started): the
     workspace becomes a project if it is none yet, its snapshot is projected from the committed
     state, and the runtime loads only that. Lazy connectors start on their first use. A directory
-    that does not exist is 422 (``details.field`` ``project``)."""
+    that does not exist is 422 (``details.field`` ``project``). With ``"approvals": "browser"`` an
+    ``ask`` waits for a person's answer (``/api/approvals``) instead of failing."""
     host = context.session_host()
     workspace = workspace_or_default(context, body.cwd if body is not None else None)
-    session_id = await host.open(workspace, approver=_request_approver)
+    if body is not None and body.approvals == "browser":
+        approver = context.approval_broker().approver(workspace=str(workspace))
+    else:
+        approver = _request_approver
+    session_id = await host.open(workspace, approver=approver)
     return _view(host.session(session_id))
 
 

@@ -16,3 +16,7 @@ startConnectorsPage();
 import { startLiveStatus } from "./live.js";
 
 startLiveStatus();
+
+import { startApprovals } from "./approvals.js";
+
+startApprovals();
