@@ -154,3 +154,21 @@ async def test_a_cancelled_call_removes_its_approval() -> None:
     assert broker.pending() == [] and out == []
     with pytest.raises(NotFoundError):
         broker.decide(pending.id, "deny")
+
+
+async def test_invalidate_from_a_worker_thread_ends_the_waiting_approval_as_stale() -> None:
+    broker = ApprovalBroker(expiry=600)
+    engine = PermissionEngine(session_id="ses_1", approver=broker.approver(workspace="/w"))
+    out: list[Resolution] = []
+    broker.invalidate()  # nothing waits yet: nothing happens
+    async with broker.subscribe() as changes, anyio.create_task_group() as group:
+        group.start_soon(ask, engine, {"text": "hi"}, out)
+        pending = await waiting(broker, changes)
+        # as a ConnectorService.on_committed listener does, from a request's worker thread
+        await anyio.to_thread.run_sync(broker.invalidate)
+        with anyio.fail_after(5):
+            removed = await changes.receive()
+        assert (removed.type, removed.id, removed.why) == ("removed", pending.id, "invalidated")
+        with pytest.raises(NotFoundError):
+            broker.decide(pending.id, "allow_once")
+    assert out == [Resolution("deny", "runtime", "approval_stale", FailureReason.PERMISSION_DENIED)]

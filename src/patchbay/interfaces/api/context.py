@@ -30,6 +30,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import anyio.to_thread
@@ -118,9 +119,16 @@ class ApiContext:
         return host
 
     def _attach(self) -> None:
-        """Make the host the service's reload listener, once both exist (call under the lock)."""
+        """Make the host the service's reload listener, once both exist (call under the lock).
+        A committed mutation also ends the approvals waiting under the old policy."""
         if self.host is not None and self.service is not None and self._detach is None:
-            self._detach = self.service.on_committed(self.host.committed)
+            service, host, broker = self.service, self.host, self.approval_broker()
+
+            def committed(project_id: str | None, report: Any = None) -> Any:
+                broker.invalidate()
+                return host.committed(project_id, report)
+
+            self._detach = service.on_committed(committed)
 
     def _resolve(self, workspace: Path) -> Project:
         """The host's resolver: the workspace's project (created on first use), its snapshot

@@ -27,12 +27,16 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from anyio.lowlevel import EventLoopToken
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from patchbay.core.errors import ApprovalExpiredError, ApprovalStaleError, NotFoundError, ValidationError
@@ -84,6 +88,7 @@ class PendingApproval:
     _answered: anyio.Event = field(default_factory=anyio.Event, repr=False)
     _answer: ApprovalAnswer | None = field(default=None, repr=False)
     _expired: bool = field(default=False, repr=False)
+    _invalidated: bool = field(default=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +126,8 @@ class ApprovalBroker:
         self._clock = clock
         self._pending: dict[str, PendingApproval] = {}
         self._subscribers: set[MemoryObjectSendStream[ApprovalChange]] = set()
+        self._loop: EventLoopToken | None = None
+        self._loop_thread: int | None = None
 
     # -- the runtime's side ----------------------------------------------------------------
 
@@ -140,7 +147,11 @@ class ApprovalBroker:
 
         Raises:
             ApprovalExpiredError: ``approval_expired`` when nobody answered by its expiry.
+            ApprovalStaleError: ``approval_stale`` when :meth:`invalidate` ended it (the policy
+                changed while it waited).
         """
+        if self._loop is None:
+            self._loop, self._loop_thread = anyio.lowlevel.current_token(), threading.get_ident()
         now = self._clock()
         pending = PendingApproval(
             id=f"apr_{secrets.token_hex(12)}",
@@ -163,6 +174,12 @@ class ApprovalBroker:
         try:
             with anyio.move_on_after(max(0.0, pending.expires - self._clock())):
                 await pending._answered.wait()
+            if pending._invalidated:
+                why = "invalidated"
+                raise ApprovalStaleError(
+                    f"the policy changed while the approval of {request.name} waited: the call asks again",
+                    details={"approval_id": pending.id, "field": "policy"},
+                )
             if pending._answer is None or pending._expired:
                 why = "expired"
                 raise ApprovalExpiredError(
@@ -218,6 +235,25 @@ class ApprovalBroker:
         pending._answer = answer
         pending._answered.set()
         return pending
+
+    def invalidate(self) -> None:
+        """End every waiting approval as stale: the policy it was asked under changed (a committed
+        mutation; its call is denied, ``sourcedFrom`` ``approval_stale``, and a retry asks under
+        the new policy). Safe to call from any thread, e.g. a ``ConnectorService.on_committed``
+        listener running in a request's worker thread."""
+        if self._loop is None:
+            return  # nothing has ever waited
+        if threading.get_ident() == self._loop_thread:
+            self._invalidate_now()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nothing waits any more
+                anyio.from_thread.run_sync(self._invalidate_now, token=self._loop)
+
+    def _invalidate_now(self) -> None:
+        for pending in list(self._pending.values()):
+            if not pending._answered.is_set():
+                pending._invalidated = True
+                pending._answered.set()
 
     def sweep(self) -> None:
         """Expire every approval whose expiry has passed by the clock (its call is denied)."""

@@ -10,7 +10,9 @@ project grant, else the global grant; else ``approval_mode`` (``allow_all`` → 
   (remembered for the rest of this session, for that connector's tool) or ``deny``. An approver
   that raises or answers anything else counts as a denial (fail closed); one that raises
   :class:`~patchbay.core.errors.ApprovalExpiredError` (nobody answered in time) is a denial by the
-  runtime, ``sourcedFrom`` ``approval_expired``, reason ``permission_denied``.
+  runtime, ``sourcedFrom`` ``approval_expired``, reason ``permission_denied``; one that raises
+  :class:`~patchbay.core.errors.ApprovalStaleError` (the policy changed while it waited) likewise,
+  ``sourcedFrom`` ``approval_stale``.
 
 Risk and the destructive rule use the tool's annotations from the live catalog when the server
 is connected, else from the cached catalog in the :class:`RuntimeServer`.
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from patchbay.core.digest import json_digest
-from patchbay.core.errors import ApprovalExpiredError, FailureReason
+from patchbay.core.errors import ApprovalExpiredError, ApprovalStaleError, FailureReason
 from patchbay.core.models import GrantKind, RuntimeServer, ToolSummary
 from patchbay.core.policy import Decision, DecisionSource, Risk, decide_for, decide_prompt, decide_resource_read
 from patchbay.core.redaction import redact_value
@@ -280,6 +282,8 @@ class PermissionEngine:
             answer = await self.approver(request)
         except ApprovalExpiredError:
             return Resolution("deny", "runtime", "approval_expired", FailureReason.PERMISSION_DENIED)
+        except ApprovalStaleError:  # the policy changed while it waited: a retry asks anew
+            return Resolution("deny", "runtime", "approval_stale", FailureReason.PERMISSION_DENIED)
         except Exception:
             return Resolution("deny", "runtime", "approver_error", FailureReason.APPROVAL_UNAVAILABLE)
         if not isinstance(answer, str) or answer not in _ANSWERS:

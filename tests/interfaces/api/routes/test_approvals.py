@@ -147,6 +147,27 @@ async def test_a_denied_call_never_reaches_the_server(api: Api) -> None:
     assert (resolved["payload"]["actor"], resolved["payload"]["sourcedFrom"]) == ("user", "user_deny")
 
 
+async def test_a_policy_change_while_the_call_waits_ends_its_approval_and_the_call_is_denied(api: Api) -> None:
+    sid = await browser_session(api)
+    out: list[httpx2.Response] = []
+    async with broker(api).subscribe() as changes, anyio.create_task_group() as group:
+        group.start_soon(call, api, sid, {"timezone": "UTC"}, out)
+        pending = await next_pending(api, changes)
+        # the person changes the tool's grant (here to Deny) while the call waits for them
+        changed = await api.client.put("/api/mcp/connectors/time/tools/get_current_time", json={"decision": "deny"})
+        assert changed.status_code == 200, changed.text
+        with anyio.fail_after(20):
+            while (await changes.receive()).type != "removed":
+                pass
+        late = await api.client.post(f"/api/approvals/{pending['id']}", json={"answer": "allow_once"})
+        assert late.status_code == 404  # the old approval cannot let the call through any more
+    assert out[0].status_code == 403 and error_of(out[0])["code"] == "permission_denied"
+    logged = events(api, sid)
+    assert "mcp.call.started" not in [e["type"] for e in logged]
+    resolved = next(e for e in logged if e["type"] == "permission.resolved")
+    assert (resolved["payload"]["actor"], resolved["payload"]["sourcedFrom"]) == ("runtime", "approval_stale")
+
+
 async def test_an_unanswered_approval_expires_and_the_call_is_denied(hasty: Api) -> None:
     sid = await browser_session(hasty)
     out: list[httpx2.Response] = []
