@@ -162,6 +162,51 @@ def test_connect_opens_the_authorization_server_and_shows_the_grant(
     popup.close()
 
 
+def _connect(page: Page, panel: Any) -> Page:
+    """Click Connect; returns the popup once it is back at the callback page."""
+    with page.expect_popup() as popup_info, page.expect_response(lambda r: r.url.endswith("/oauth/start")):
+        panel.get_by_role("button", name="Connect", exact=True).click()
+    popup = popup_info.value
+    popup.wait_for_url(re.compile(r"/api/mcp/oauth/callback\?"))
+    return popup
+
+
+def test_a_denied_consent_and_a_replayed_callback_show_failure_and_change_nothing(
+    world: tuple[Served, OAuthFixture], pages: OpenPage
+) -> None:
+    served, fixture = world
+    page = pages(served)
+    _add_oauth(page, "oauth-denied", fixture.url, **{"Scope (optional)": "mcp"})
+    page.locator("#cf-allow-private").check()  # the fixture listens on 127.0.0.1
+    _save(page)
+    page.locator("#tab-security").click()
+    panel = page.locator("#panel-security")
+    outcome = panel.locator("[data-slot=oauth-connect-outcome]")
+
+    fixture.control(authorize="access_denied")  # the person says no at the authorization server
+    try:
+        popup = _connect(page, panel)
+        expect(popup.locator("h1")).to_have_text("Authorization failed")
+        expect(outcome).to_contain_text("The authorization did not complete")
+        popup.close()
+    finally:
+        fixture.control(authorize="ok")
+    assert _api(served, "/api/mcp/connectors/oauth-denied/oauth/status")["state"] != "authorized"
+
+    popup = _connect(page, panel)  # now consent is given
+    expect(popup.locator("h1")).to_have_text("Authorization complete")
+    expect(outcome).to_have_text("Connected: the authorization worked and the tokens are stored.")
+    callback = popup.url
+    popup.close()
+    # the same redirect again (a replayed code and state): refused, and the grant stays as it was
+    replay = page.context.new_page()
+    answer = replay.goto(callback)
+    assert answer is not None and answer.status == 400
+    expect(replay.locator("h1")).to_have_text("Authorization failed")
+    replay.close()
+    assert _api(served, "/api/mcp/connectors/oauth-denied/oauth/status")["state"] == "authorized"
+
+
 @pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
 def test_the_oauth_fields_fit_a_390_px_screen(world: tuple[Served, OAuthFixture], pages: OpenPage, locale: str) -> None:
     served, _ = world
