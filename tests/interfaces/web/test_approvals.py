@@ -125,3 +125,23 @@ def test_the_region_fits_a_narrow_screen_and_speaks_chinese(pages: OpenPage, tmp
         screenshot(page, "approvals-narrow")
         assert answer(page, item, "在本会话中允许")["answer"] == "allow_session"
         assert call.result().status_code == 200
+
+
+def test_an_approval_left_unanswered_expires_the_call_is_denied_and_the_page_clears_it(
+    pages: OpenPage, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("PATCHBAY_APPROVAL_EXPIRY", "3")
+    with page_server(tmp_path) as served:
+        session_id = prepare(served, tmp_path / "ws")
+        page = pages(served)
+        call = Call(served, session_id, "UTC")
+        call.start()
+        denied = call.result()  # nobody answers on the open page
+        assert denied.status_code == 403 and denied.json()["error"]["code"] == "permission_denied"
+        expect(page.locator("#approvals-list > li")).to_have_count(0)  # the page does not keep it
+        expect(page.locator("#approvals")).to_be_hidden()
+        assert (served.session.get(f"{served.url}/api/approvals", timeout=30).json()) == {"approvals": []}
+        events = served.session.get(f"{served.url}/api/sessions/{session_id}/events", timeout=30).json()["events"]
+        [resolved] = [e["payload"] for e in events if e["type"] == "permission.resolved"]
+        assert (resolved["actor"], resolved["sourcedFrom"]) == ("runtime", "approval_expired")
+        assert "mcp.call.started" not in [e["type"] for e in events]
