@@ -584,7 +584,11 @@ class Runtime:
             ``tool_list_failed`` (page or size bound); ToolCallError: ``mcp_server_unavailable``,
             ``timeout``, ``tool_error``. See :func:`patchbay.runtime.context.resources.list_resources`.
         """
-        return await list_resources(self._peer(connector))
+        found = await list_resources(self._peer(connector))
+        connection = self._connections.get(connector)
+        if connection is not None:
+            connection.resources_listed(len(found))  # the live status carries the count
+        return found
 
     async def list_resource_templates(self, connector: str) -> list[ResourceTemplateInfo]:
         """Every resource template ``connector`` lists, all pages (errors as :meth:`list_resources`)."""

@@ -87,3 +87,26 @@ async def test_the_heartbeat_keeps_the_source_fresh_until_closed() -> None:
     assert registry.read_all() == {}
     feed.publish([])  # a closed feed publishes nothing
     assert registry.read_all() == {}
+
+
+async def test_the_resources_a_runtime_listed_are_counted_while_connected(tmp_path: Path) -> None:
+    from patchbay.core.models import StdioTarget
+    from tests.support.servers import everything_stdio_command
+
+    command, *args = everything_stdio_command()
+    everything = RuntimeServer(
+        connector_id="con_every",
+        name="every",
+        target=StdioTarget(command=command, args=tuple(args)),
+        settings=ConnectorSettings(approval_mode="allow_all"),
+    )
+    registry = InProcessStatusRegistry()
+    config = RuntimeConfig(project_id="p1", workspace=str(tmp_path), servers=(everything,))
+    with anyio.fail_after(60):
+        async with Runtime(config, settings=Settings(home=tmp_path / "home"), status=registry) as runtime:
+            await runtime.call("mcp.every.echo", {"message": "hi"})
+            status = registry.read("con_every")
+            assert status is not None and status.state == "connected" and status.resource_count is None
+            listed = await runtime.list_resources("every")
+            status = registry.read("con_every")
+            assert status is not None and status.resource_count == len(listed) > 0

@@ -111,6 +111,8 @@ class ServerConnection:
     ):
         self._on_status = on_status
         self.failed_at: float | None = None
+        self.resource_count: int | None = None
+        """Resources the server listed the last time this runtime listed them (None: never)."""
         """Unix seconds of the last failure (connect failure or crash), None before any."""
         self.server = server
         self.name = server.name
@@ -668,6 +670,11 @@ class ServerConnection:
     def _catalog(self, tools: dict[str, ToolSummary] | None) -> None:
         if self._on_catalog is not None:
             self._on_catalog(self.name, tools)
+        self._status_changed()
+
+    def resources_listed(self, count: int) -> None:
+        """Record that a full resources/list of this connection found ``count`` resources."""
+        self.resource_count = count
         self._status_changed()
 
     def _status_changed(self) -> None:

@@ -50,6 +50,7 @@ def live_entry(connection: ServerConnection) -> ConnectorLive:
         connector_id=connection.server.connector_id,
         state=state,
         tool_count=tools,
+        resource_count=connection.resource_count if raw == "connected" else None,
         failed_at=connection.failed_at,
         restarts=connection.crashes,
         in_flight=connection.in_flight,
