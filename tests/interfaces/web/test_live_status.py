@@ -51,6 +51,7 @@ def test_a_session_connecting_changes_the_badge_without_a_reload(tmp_path: Path,
         expect(page.locator(".detail-header [data-status=connected]")).to_have_count(1)
         expect(panel.locator("[data-slot=runtime]")).to_have_text("Connected")
         expect(panel.locator("[data-slot=live]")).to_have_text("1 session(s), 0 call(s) in flight, 0 restart(s)")
+        expect(panel.locator("[data-slot=tools]")).to_have_text("2")  # the live list, not the never-probed cache
         expect(page.locator("#announcer")).to_contain_text("time is now: Connected")
         assert page.evaluate("() => window.__notReloaded === true")
         assert list_loads == []  # the list was not fetched again: the stream carried the change

@@ -67,7 +67,9 @@ function render(panel, connector, context) {
   setText(panel, "live", liveText(connector.runtime));
   setText(panel, "server", serverText(connector.cache?.server_info));
   setText(panel, "protocol", connector.protocol_version || t("unknown_yet"));
-  setText(panel, "tools", formatNumber(connector.tool_count));
+  // a live connection's own list beats the cached catalog's count (0 before any probe)
+  const live = connector.runtime?.state === "connected" ? connector.runtime.tool_count : null;
+  setText(panel, "tools", formatNumber(live ?? connector.tool_count));
   setText(panel, "probe", probeText(connector.last_probe));
   const problem = slot(panel, "problem");
   show(problem, Boolean(connector.error));
