@@ -117,6 +117,7 @@ def test_connect_opens_the_authorization_server_and_shows_the_grant(
     served, fixture = world
     page = pages(served)
     _add_oauth(page, "oauth-notes", fixture.url, **{"Scope (optional)": "mcp"})
+    page.locator("#cf-enabled").check()
     _save(page)
     # the fixture listens on 127.0.0.1: this connector may reach private addresses (no form field)
     detail = _api(served, "/api/mcp/connectors/oauth-notes")
@@ -129,6 +130,8 @@ def test_connect_opens_the_authorization_server_and_shows_the_grant(
     page.reload()
     expect(page.locator("#detail-heading")).to_have_text("oauth-notes")
 
+    assert _api(served, "/api/mcp/connectors/oauth-notes")["status"] == "needs-auth"
+    expect(page.locator(".detail-header [data-status=needs-auth]")).to_have_count(1)
     page.locator("#tab-connection").click()
     block = page.locator("#panel-connection [data-slot=oauth-connect]")
     expect(block).to_be_visible()  # needs authentication: Connect is offered here too
@@ -156,6 +159,9 @@ def test_connect_opens_the_authorization_server_and_shows_the_grant(
     expect(panel).to_contain_text("Authorized")
     status = _api(served, "/api/mcp/connectors/oauth-notes/oauth/status")
     assert status["state"] == "authorized" and status["has_refresh_token"]
+    # from "Needs authentication" to "Ready": the login probed the server with its new tokens
+    assert _api(served, "/api/mcp/connectors/oauth-notes")["status"] == "ready"
+    expect(page.locator(".detail-header [data-status=ready]")).to_have_count(1)
     assert status["issuer"] == fixture.issuer("main")
     axe_check(page)
     screenshot(page, "security-oauth-connected")
