@@ -33,6 +33,12 @@ CALLS: dict[str, dict[str, Any]] = {
     "get_work": {"work": "W2741809807"},
     "get_references": {"work": "W2741809807", "page_size": 2},
     "search_authors": {"query": "Heather Piwowar", "page_size": 2},
+    "search_genes": {"query": "TP53", "page_size": 2},
+    "search_ontology_terms": {"query": "apoptosis", "ontology": "go", "page_size": 2},
+    "gene_pathways": {"identifier": "P04637", "page_size": 2},
+    "lookup_feature": {"symbol": "TP53"},
+    "predict_variant_effect": {"hgvs": "9:g.22125504G>C", "max_consequences": 2},
+    "region_overlap": {"chromosome": "17", "start": 7661779, "end": 7687538, "page_size": 5},
 }
 
 CASES = [

@@ -68,6 +68,26 @@ BUILTINS: tuple[BuiltinSpec, ...] = (
         enabled_by_default=False,
         optional_env=("OPENALEX_API_KEY", "PATCHBAY_SCIENCE_CONTACT"),
     ),
+    BuiltinSpec(
+        name="genes-ontologies",
+        display_name="Genes & Ontologies",
+        module="patchbay.connectors.genes_ontologies",
+        description="Genes, ontology terms and pathways: MyGene.info gene search and detail, EBI OLS terms, Reactome.",
+        data_sources=("MyGene.info", "EBI OLS", "Reactome"),
+        terms_url="https://www.ebi.ac.uk/about/terms-of-use/",
+        enabled_by_default=False,
+        optional_env=("PATCHBAY_SCIENCE_CONTACT",),
+    ),
+    BuiltinSpec(
+        name="genomes",
+        display_name="Genomes",
+        module="patchbay.connectors.genomes",
+        description="Ensembl REST: feature lookup by id or symbol, variant effect prediction (VEP), region overlap.",
+        data_sources=("Ensembl REST", "Ensembl VEP"),
+        terms_url="https://www.ensembl.org/info/about/legal/disclaimer.html",
+        enabled_by_default=False,
+        optional_env=("PATCHBAY_SCIENCE_CONTACT",),
+    ),
 )
 """Every built-in connector, by name order of the catalogue."""
 
