@@ -34,6 +34,16 @@ CALLS: dict[str, dict[str, Any]] = {
     "get_references": {"work": "W2741809807", "page_size": 2},
     "search_authors": {"query": "Heather Piwowar", "page_size": 2},
 }
+CALLS.update(
+    {
+        "search_studies": {"condition": "asthma", "page_size": 2},
+        "get_study": {"nct_id": "NCT04280705"},
+        "search_eligibility": {"condition": "breast cancer", "age_years": 45, "sex": "FEMALE", "page_size": 2},
+        "search_structures": {"query": "hemoglobin", "method": "xray", "page_size": 2},
+        "get_entry": {"pdb_id": "4HHB"},
+        "get_alphafold_prediction": {"uniprot_accession": "P69905"},
+    }
+)
 
 CASES = [
     (spec, tool.name)
