@@ -181,3 +181,17 @@ async def test_a_long_retry_after_is_rate_limited_and_a_5xx_is_retried_then_fail
     assert failed["code"] == "source_unavailable"
     assert failed["details"] == {"source": "AlphaFold DB", "status": 500}
     assert origin.paths().count(f"{PREDICTION}/P69905") == 3
+
+
+async def test_the_tools_are_strict_read_only_and_bounded(tmp_path: Path, origin: FakeOrigin) -> None:
+    with anyio.fail_after(30):
+        async with Runtime(config(tmp_path, server(origin)), settings=Settings(home=tmp_path / "h")) as runtime:
+            tools = {tool.name.rsplit(".", 1)[-1]: tool for tool in await runtime.list_tools()}
+    assert sorted(tools) == ["get_alphafold_prediction", "get_entry", "search_structures"]
+    for tool in tools.values():
+        assert tool.input_schema["additionalProperties"] is False
+        assert tool.annotations["readOnlyHint"] is True
+    search = tools["search_structures"].input_schema["properties"]
+    assert (search["query"]["maxLength"], search["page_size"]["maximum"]) == (300, 50)
+    assert search["method"]["anyOf"][0]["enum"] == ["xray", "em", "nmr"]
+    assert tools["get_entry"].input_schema["properties"]["pdb_id"]["pattern"] == "^[0-9][A-Za-z0-9]{3}$"
