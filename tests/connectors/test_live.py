@@ -40,6 +40,16 @@ CALLS: dict[str, dict[str, Any]] = {
     "predict_variant_effect": {"hgvs": "9:g.22125504G>C", "max_consequences": 2},
     "region_overlap": {"chromosome": "17", "start": 7661779, "end": 7687538, "page_size": 5},
 }
+CALLS.update(
+    {
+        "search_studies": {"condition": "asthma", "page_size": 2},
+        "get_study": {"nct_id": "NCT04280705"},
+        "search_eligibility": {"condition": "breast cancer", "age_years": 45, "sex": "FEMALE", "page_size": 2},
+        "search_structures": {"query": "hemoglobin", "method": "xray", "page_size": 2},
+        "get_entry": {"pdb_id": "4HHB"},
+        "get_alphafold_prediction": {"uniprot_accession": "P69905"},
+    }
+)
 
 CASES = [
     (spec, tool.name)

@@ -88,6 +88,26 @@ BUILTINS: tuple[BuiltinSpec, ...] = (
         enabled_by_default=False,
         optional_env=("PATCHBAY_SCIENCE_CONTACT",),
     ),
+    BuiltinSpec(
+        name="clinical-trials",
+        display_name="Clinical Trials",
+        module="patchbay.connectors.clinical_trials",
+        description="ClinicalTrials.gov (API v2): study search, study detail, eligibility search.",
+        data_sources=("ClinicalTrials.gov",),
+        terms_url="https://clinicaltrials.gov/about-site/terms-conditions",
+        enabled_by_default=False,
+        optional_env=("PATCHBAY_SCIENCE_CONTACT",),
+    ),
+    BuiltinSpec(
+        name="structures-interactions",
+        display_name="Structures & Interactions",
+        module="patchbay.connectors.structures_interactions",
+        description="Protein structures: RCSB PDB search and entry detail, AlphaFold DB predictions.",
+        data_sources=("RCSB PDB", "AlphaFold DB"),
+        terms_url="https://www.rcsb.org/pages/usage-policy",
+        enabled_by_default=False,
+        optional_env=("PATCHBAY_SCIENCE_CONTACT",),
+    ),
 )
 """Every built-in connector, by name order of the catalogue."""
 
