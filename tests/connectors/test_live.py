@@ -33,6 +33,9 @@ CALLS: dict[str, dict[str, Any]] = {
     "get_work": {"work": "W2741809807"},
     "get_references": {"work": "W2741809807", "page_size": 2},
     "search_authors": {"query": "Heather Piwowar", "page_size": 2},
+    "search_cell_types": {"query": "neuron", "page_size": 2},
+    "get_cell_type": {"cell_type": "CL:0000540"},
+    "get_marker_genes": {"cell_type": "CL:0000540", "page_size": 2},
 }
 
 CASES = [

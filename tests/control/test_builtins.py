@@ -130,7 +130,7 @@ async def test_a_real_probe_of_each_builtin_lists_its_read_only_tools(tmp_path: 
     assert result.state == "ready", result.message
     expected = sorted(tool.name for tool in importlib.import_module(spec.module).TOOLS)
     assert sorted(tool.name for tool in result.tools) == expected
-    assert len(expected) == 4
+    assert 2 <= len(expected) <= 6
     assert all(tool.annotations.get("readOnlyHint") is True for tool in result.tools)
 
 
