@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from patchbay.adapters.store import open_store
+from patchbay.core.builtins import BUILTINS
 from patchbay.core.models import StdioTarget
 from patchbay.core.settings import Settings
 from tests.support.browser import OpenPage, axe_check, page_server
@@ -29,7 +30,7 @@ def test_builtins_have_their_own_group_on_or_off(
         assert names["paper-search"]["source"] == "builtin" and names["paper-search"]["settings"]["enabled"] is True
         assert names["literature-graph"]["settings"]["enabled"] is False
         page = pages(served)
-        expect(page.locator(".group-title")).to_have_text(["Enabled (1)", "Built-in connectors (2)"])
+        expect(page.locator(".group-title")).to_have_text(["Enabled (1)", f"Built-in connectors ({len(BUILTINS)})"])
         builtin = page.locator("[data-group=builtin]")
         expect(builtin).to_contain_text("Paper Search")
         expect(builtin).to_contain_text("Literature Graph")
@@ -40,5 +41,5 @@ def test_builtins_have_their_own_group_on_or_off(
         expect(page.locator("[data-group=enabled]")).to_contain_text("Mine")
         axe_check(page)
         chinese = pages(served, locale="zh-CN")
-        expect(chinese.locator("[data-group=builtin] .group-title")).to_have_text("内置连接器 (2)")
+        expect(chinese.locator("[data-group=builtin] .group-title")).to_have_text(f"内置连接器 ({len(BUILTINS)})")
         axe_check(chinese)
