@@ -39,6 +39,9 @@ CALLS: dict[str, dict[str, Any]] = {
     "lookup_feature": {"symbol": "TP53"},
     "predict_variant_effect": {"hgvs": "9:g.22125504G>C", "max_consequences": 2},
     "region_overlap": {"chromosome": "17", "start": 7661779, "end": 7687538, "page_size": 5},
+    "search_cell_types": {"query": "neuron", "page_size": 2},
+    "get_cell_type": {"cell_type": "CL:0000540"},
+    "get_marker_genes": {"cell_type": "CL:0000540", "page_size": 2},
 }
 CALLS.update(
     {

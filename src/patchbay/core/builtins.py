@@ -108,6 +108,16 @@ BUILTINS: tuple[BuiltinSpec, ...] = (
         enabled_by_default=False,
         optional_env=("PATCHBAY_SCIENCE_CONTACT",),
     ),
+    BuiltinSpec(
+        name="cellguide",
+        display_name="CellGuide",
+        module="patchbay.connectors.cellguide",
+        description="CZ CELLxGENE CellGuide: cell type search and detail, computational and canonical marker genes.",
+        data_sources=("CZ CELLxGENE CellGuide",),
+        terms_url="https://cellxgene.cziscience.com/tos",
+        enabled_by_default=False,
+        optional_env=("PATCHBAY_SCIENCE_CONTACT",),
+    ),
 )
 """Every built-in connector, by name order of the catalogue."""
 

@@ -85,7 +85,16 @@ function showKind() {
   for (const element of root.querySelectorAll("[data-modes]")) {
     show(element, element.dataset.modes.split(" ").includes(form.mode));
   }
+  showBuiltinTarget();
   showAuth();
+}
+
+// A built-in's command is fixed (the API refuses to change it): Edit hides the command and the
+// working directory, and the target is never sent (the fields keep the stored values).
+function showBuiltinTarget() {
+  const builtin = form.mode === "edit" && form.connector?.source === "builtin";
+  if (builtin) for (const id of ["cf-command", "cf-cwd"]) show($(id).closest(".field"), false);
+  show($("cf-builtin-command"), builtin);
 }
 
 function showAuth() {
