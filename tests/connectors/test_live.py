@@ -21,38 +21,9 @@ from patchbay.core.builtins import BUILTINS
 from patchbay.core.credentials import CredentialBinding
 from patchbay.core.models import ConnectorSettings, StdioTarget
 from tests.support.recording import config
+from tests.support.science import EXAMPLE_ARGUMENTS as CALLS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.live]
-
-CALLS: dict[str, dict[str, Any]] = {
-    "search_europepmc": {"query": "p53 apoptosis", "page_size": 2},
-    "read_europepmc_fulltext": {"pmcid": "PMC3257301", "max_chars": 1000},
-    "search_preprints": {"server": "biorxiv", "from_date": "2024-01-02", "to_date": "2024-01-02", "page_size": 2},
-    "search_pubmed": {"query": "p53 apoptosis", "page_size": 2},
-    "search_works": {"query": "open access", "page_size": 2},
-    "get_work": {"work": "W2741809807"},
-    "get_references": {"work": "W2741809807", "page_size": 2},
-    "search_authors": {"query": "Heather Piwowar", "page_size": 2},
-    "search_genes": {"query": "TP53", "page_size": 2},
-    "search_ontology_terms": {"query": "apoptosis", "ontology": "go", "page_size": 2},
-    "gene_pathways": {"identifier": "P04637", "page_size": 2},
-    "lookup_feature": {"symbol": "TP53"},
-    "predict_variant_effect": {"hgvs": "9:g.22125504G>C", "max_consequences": 2},
-    "region_overlap": {"chromosome": "17", "start": 7661779, "end": 7687538, "page_size": 5},
-    "search_cell_types": {"query": "neuron", "page_size": 2},
-    "get_cell_type": {"cell_type": "CL:0000540"},
-    "get_marker_genes": {"cell_type": "CL:0000540", "page_size": 2},
-}
-CALLS.update(
-    {
-        "search_studies": {"condition": "asthma", "page_size": 2},
-        "get_study": {"nct_id": "NCT04280705"},
-        "search_eligibility": {"condition": "breast cancer", "age_years": 45, "sex": "FEMALE", "page_size": 2},
-        "search_structures": {"query": "hemoglobin", "method": "xray", "page_size": 2},
-        "get_entry": {"pdb_id": "4HHB"},
-        "get_alphafold_prediction": {"uniprot_accession": "P69905"},
-    }
-)
 
 CASES = [
     (spec, tool.name)

@@ -11,7 +11,7 @@ Usage::
         assert origin.requests[0].path == "/search"
 
 A route key is a path, or ``path?name=value`` to answer only requests with that query parameter
-(checked first). Unrouted paths answer 404. Every request is recorded (path, query, headers).
+(checked first). Unrouted paths answer :attr:`FakeOrigin.fallback` when set, else 404. Every request is recorded (path, query, headers).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from tests.support.paths import FIXTURES
 
@@ -59,6 +60,8 @@ class FakeOrigin:
 
     def __init__(self) -> None:
         self.requests: list[Seen] = []
+        self.fallback: Reply | None = None
+        """The answer to a path no route or queue names (None: 404)."""
         self._routes: dict[str, Reply] = {}
         self._queues: dict[str, deque[Reply]] = defaultdict(deque)
         self._lock = threading.Lock()
@@ -76,7 +79,10 @@ class FakeOrigin:
                     self.send_header("Content-Length", str(len(reply.body)))
                 self.send_header("Connection", "close")
                 self.end_headers()
-                self.wfile.write(reply.body)
+                try:
+                    self.wfile.write(reply.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the client stopped reading (a size cap did its job)
 
             def log_message(self, format: str, *args: object) -> None:
                 return
@@ -115,6 +121,8 @@ class FakeOrigin:
             for key in keys:
                 if key in self._routes:
                     return self._routes[key]
+            if self.fallback is not None:
+                return self.fallback
         return Reply(404, b'{"error": "not found"}', {"Content-Type": "application/json"})
 
     def __enter__(self) -> FakeOrigin:
@@ -127,6 +135,38 @@ class FakeOrigin:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+# One valid argument set per built-in tool (the live smoke suite calls each real API with it).
+EXAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "search_europepmc": {"query": "p53 apoptosis", "page_size": 2},
+    "read_europepmc_fulltext": {"pmcid": "PMC3257301", "max_chars": 1000},
+    "search_preprints": {"server": "biorxiv", "from_date": "2024-01-02", "to_date": "2024-01-02", "page_size": 2},
+    "search_pubmed": {"query": "p53 apoptosis", "page_size": 2},
+    "search_works": {"query": "open access", "page_size": 2},
+    "get_work": {"work": "W2741809807"},
+    "get_references": {"work": "W2741809807", "page_size": 2},
+    "search_authors": {"query": "Heather Piwowar", "page_size": 2},
+    "search_genes": {"query": "TP53", "page_size": 2},
+    "search_ontology_terms": {"query": "apoptosis", "ontology": "go", "page_size": 2},
+    "gene_pathways": {"identifier": "P04637", "page_size": 2},
+    "lookup_feature": {"symbol": "TP53"},
+    "predict_variant_effect": {"hgvs": "9:g.22125504G>C", "max_consequences": 2},
+    "region_overlap": {"chromosome": "17", "start": 7661779, "end": 7687538, "page_size": 5},
+    "search_cell_types": {"query": "neuron", "page_size": 2},
+    "get_cell_type": {"cell_type": "CL:0000540"},
+    "get_marker_genes": {"cell_type": "CL:0000540", "page_size": 2},
+}
+EXAMPLE_ARGUMENTS.update(
+    {
+        "search_studies": {"condition": "asthma", "page_size": 2},
+        "get_study": {"nct_id": "NCT04280705"},
+        "search_eligibility": {"condition": "breast cancer", "age_years": 45, "sex": "FEMALE", "page_size": 2},
+        "search_structures": {"query": "hemoglobin", "method": "xray", "page_size": 2},
+        "get_entry": {"pdb_id": "4HHB"},
+        "get_alphafold_prediction": {"uniprot_accession": "P69905"},
+    }
+)
 
 
 def fixture_path(name: str) -> Path:
