@@ -40,6 +40,25 @@ def test_builtins_have_their_own_group_on_or_off(
         )
         expect(page.locator("[data-group=enabled]")).to_contain_text("Mine")
         axe_check(page)
+        # its Overview names the data sources and links the terms; a connector of the user's does not
+        assert names["paper-search"]["data_sources"] == [
+            "Europe PMC",
+            "bioRxiv",
+            "medRxiv",
+            "PubMed (NCBI E-utilities)",
+        ]
+        paper.locator(".row-link").click()
+        overview = page.locator("#panel-overview")
+        expect(overview.locator("[data-slot=data-sources]")).to_have_text(
+            "Europe PMC, bioRxiv, medRxiv, PubMed (NCBI E-utilities)"
+        )
+        expect(overview.locator("[data-slot=terms]")).to_have_attribute("href", "https://europepmc.org/Copyright")
+        axe_check(page)
+        page.locator("[data-group=enabled] .row-link").first.click()
+        expect(page.locator("#detail-heading")).to_have_text("Mine")
+        expect(overview.locator("[data-slot=data-sources-row]")).to_be_hidden()
+        expect(overview.locator("[data-slot=terms-row]")).to_be_hidden()
+        assert names["mine"]["data_sources"] == []
         chinese = pages(served, locale="zh-CN")
         expect(chinese.locator("[data-group=builtin] .group-title")).to_have_text(f"内置连接器 ({len(BUILTINS)})")
         axe_check(chinese)

@@ -13,6 +13,7 @@ from patchbay.control.connectors import ConnectorService
 from patchbay.control.decisions import ToolDecisions, probe_failed, runtime_state
 from patchbay.control.live_state import live_display_status, live_runtime_state
 from patchbay.control.states import auth_state, binding_views, config_problem, connector_auth, list_states, oauth_state
+from patchbay.core.builtins import BUILTINS
 from patchbay.core.errors import ErrorCode
 from patchbay.core.live_status import LiveStatus
 from patchbay.core.models import Connector, HttpTarget, ProbeOutcome, ProbeResult, SocketTarget, ToolCacheEntry
@@ -127,6 +128,7 @@ def summary_fields(
         "terms_url": connector.terms_url,
         "privacy_url": connector.privacy_url,
         "source": connector.source,
+        "data_sources": _data_sources(connector),
         "transport": connector.transport,
         "target": _target(connector),
         "settings": _settings(connector),
@@ -160,6 +162,13 @@ def connector_summaries(service: ConnectorService, connectors: list[Connector]) 
         c.ConnectorSummary(**summary_fields(connector, *states))
         for connector, states in zip(connectors, list_states(service, connectors), strict=True)
     ]
+
+
+def _data_sources(connector: Connector) -> list[str]:
+    if connector.source != "builtin":
+        return []
+    spec = next((spec for spec in BUILTINS if spec.name == connector.name), None)
+    return list(spec.data_sources) if spec is not None else []
 
 
 def _tool_count(entry: ToolCacheEntry | None) -> int | None:

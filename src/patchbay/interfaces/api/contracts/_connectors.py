@@ -329,6 +329,8 @@ class ConnectorSummary(_Response):
     privacy_url: str
     """The service's privacy policy (http(s) URL); empty: none given."""
     source: ConnectorSource
+    data_sources: list[str] = []
+    """A built-in's public data sources by name (its catalogue entry); empty for other connectors."""
     transport: TransportKind
     target: TargetView
     settings: SettingsView

@@ -26,6 +26,17 @@ export function renderOverview(panel, connector) {
   slot(panel, "status").replaceChildren(badge(connector.status));
   setText(panel, "enabled", connector.settings.enabled ? t("yes") : t("no"));
   setText(panel, "source", t(`source_${connector.source}`));
+  // a built-in says where its data comes from and under which terms
+  const sources = connector.data_sources ?? [];
+  setText(panel, "data-sources", sources.join(", "));
+  show(slot(panel, "data-sources-row"), sources.length > 0);
+  const terms = slot(panel, "terms");
+  const builtinTerms = connector.source === "builtin" && /^https:\/\//.test(connector.terms_url ?? "");
+  if (builtinTerms) {
+    terms.href = connector.terms_url;
+    terms.textContent = connector.terms_url;
+  }
+  show(slot(panel, "terms-row"), builtinTerms);
   setText(panel, "tools", formatNumber(connector.tool_count));
   setText(panel, "probe", probeText(connector.last_probe));
   setText(panel, "updated", formatDate(connector.updated_at));
