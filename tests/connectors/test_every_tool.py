@@ -1,6 +1,7 @@
 """Every tool of every built-in, end to end through its real stdio server and a governed Runtime,
 against a fake origin that answers everything with an oversized body, then with a redirect to
-another origin: each tool caps the one and refuses the other (the shared HTTP helper's rules, seen
+another origin: each tool refuses an unknown field without a request, caps the oversized answer and
+refuses the redirect (the shared HTTP helper's rules, seen
 from each tool's own request path)."""
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ async def test_each_tool_caps_an_oversized_answer_and_refuses_a_cross_origin_red
         with anyio.fail_after(120):
             async with Runtime(config(tmp_path, server), settings=Settings(home=tmp_path / "home")) as runtime:
                 for tool in _tools(spec):
+                    before = len(origin.requests)
+                    with pytest.raises(ToolCallError):  # an unknown field: refused, nothing sent
+                        await runtime.call(f"mcp.{spec.name}.{tool}", {**EXAMPLE_ARGUMENTS[tool], "unexpected": 1})
+                    assert len(origin.requests) == before, tool
                     found: list[str] = []
                     for reply in (OVERSIZED, ELSEWHERE):
                         origin.fallback = reply

@@ -56,7 +56,7 @@ class _Login:
     url: str | None = None
     shown: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
-    result: ProbeResult | None = None
+    outcome: ProbeResult | None = None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
 
 
@@ -120,13 +120,13 @@ class WebLogins:
             with login.scope:
                 try:
                     with relayed(self.relay, redirect_uri):
-                        login.result, _ = await oauth.login(
+                        login.outcome, _ = await oauth.login(
                             name, authorizer=show, workspace=workspace, login_timeout=STATE_TTL
                         )
                 except PatchbayError as exc:  # ProbeError included
-                    login.result = _failed(name, str(exc.code), exc.message)
-            if login.result is None:
-                login.result = _failed(name, "auth_required", "the login was cancelled")
+                    login.outcome = _failed(name, str(exc.code), exc.message)
+            if login.outcome is None:
+                login.outcome = _failed(name, "auth_required", "the login was cancelled")
             if self._logins.get(login.connector_id) is login and login.url is None:
                 del self._logins[login.connector_id]
             login.done.set()
@@ -141,7 +141,7 @@ class WebLogins:
             login.scope.cancel()
             await login.done.wait()
             return LoginStart("failed", code="timeout", message="the authorization server did not answer in time")
-        result = login.result
+        result = login.outcome
         assert result is not None
         if result.state == "ready":
             return LoginStart("authorized")
@@ -166,7 +166,7 @@ class WebLogins:
             await login.done.wait()
         if self._logins.get(login.connector_id) is login and login.done.is_set():
             del self._logins[login.connector_id]
-        return verdict == "success" and login.result is not None and login.result.state == "ready"
+        return verdict == "success" and login.outcome is not None and login.outcome.state == "ready"
 
 
 def _failed(name: str, code: str, message: str) -> ProbeResult:
