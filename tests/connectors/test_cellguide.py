@@ -4,19 +4,14 @@ fake origin on 127.0.0.1."""
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-from patchbay import Runtime, RuntimeServer, Settings, ToolCallError
-from patchbay.core.models import ConnectorSettings, StdioTarget
-from tests.support.recording import config
-from tests.support.science import FakeOrigin, Reply
+from patchbay import RuntimeServer
+from tests.support.science import FakeOrigin, Reply, builtin_server, call_each
 
 pytestmark = pytest.mark.anyio
 
@@ -36,30 +31,12 @@ def origin() -> Iterator[FakeOrigin]:
 
 
 def server(origin: FakeOrigin) -> RuntimeServer:
-    return RuntimeServer(
-        connector_id="id-cellguide",
-        name="cellguide",
-        target=StdioTarget(
-            command=sys.executable, args=("-I", "-m", "patchbay.connectors.cellguide", "--base-url", origin.url)
-        ),
-        settings=ConnectorSettings(approval_mode="allow_all"),
-    )
+    return builtin_server("cellguide", origin)
 
 
 async def calls(tmp_path: Path, origin: FakeOrigin, *steps: tuple[str, dict[str, Any]]) -> list[Any]:
     """Run each ``(tool, arguments)``; a result's record, or the ToolCallError's error record."""
-    out: list[Any] = []
-    with anyio.fail_after(40):
-        async with Runtime(config(tmp_path, server(origin)), settings=Settings(home=tmp_path / "h")) as runtime:
-            for tool, arguments in steps:
-                try:
-                    result = await runtime.call(f"mcp.cellguide.{tool}", arguments)
-                except ToolCallError as exc:
-                    out.append(json.loads(exc.result.text))
-                else:
-                    assert result.structured_content == json.loads(result.text)
-                    out.append(result.structured_content)
-    return out
+    return await call_each(tmp_path, server(origin), *steps)
 
 
 async def test_search_pages_ranked_matches_and_the_metadata_is_fetched_once(tmp_path: Path, origin: FakeOrigin) -> None:

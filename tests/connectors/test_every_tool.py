@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from patchbay import Runtime, RuntimeServer, Settings, ToolCallError
+from patchbay import Runtime, Settings, ToolCallError
 from patchbay.core.builtins import BUILTINS, BuiltinSpec
 from patchbay.core.errors import FailureReason
-from patchbay.core.models import ConnectorSettings, StdioTarget
 from tests.support.recording import config
-from tests.support.science import EXAMPLE_ARGUMENTS, FakeOrigin, Reply
+from tests.support.science import EXAMPLE_ARGUMENTS, FakeOrigin, Reply, builtin_server
 
 pytestmark = pytest.mark.anyio
 
@@ -43,12 +41,7 @@ async def test_each_tool_caps_an_oversized_answer_and_refuses_a_cross_origin_red
 ) -> None:
     codes: dict[str, tuple[str, str]] = {}
     with FakeOrigin() as origin:
-        server = RuntimeServer(
-            connector_id=f"id-{spec.name}",
-            name=spec.name,
-            target=StdioTarget(command=sys.executable, args=("-I", "-m", spec.module, "--base-url", origin.url)),
-            settings=ConnectorSettings(approval_mode="allow_all"),
-        )
+        server = builtin_server(spec.name, origin)
         with anyio.fail_after(120):
             async with Runtime(config(tmp_path, server), settings=Settings(home=tmp_path / "home")) as runtime:
                 for tool in _tools(spec):

@@ -3,8 +3,6 @@ from Ensembl REST-shaped fixtures served by a fake origin on 127.0.0.1."""
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,10 +10,9 @@ from typing import Any
 import anyio
 import pytest
 
-from patchbay import Runtime, RuntimeServer, Settings, ToolCallError
-from patchbay.core.models import ConnectorSettings, StdioTarget
+from patchbay import Runtime, RuntimeServer, Settings
 from tests.support.recording import config
-from tests.support.science import FakeOrigin, Reply
+from tests.support.science import FakeOrigin, Reply, builtin_server, call_each
 
 pytestmark = pytest.mark.anyio
 
@@ -29,30 +26,12 @@ def origin() -> Iterator[FakeOrigin]:
 
 
 def server(origin: FakeOrigin, approval: str = "allow_all") -> RuntimeServer:
-    return RuntimeServer(
-        connector_id="id-genomes",
-        name="genomes",
-        target=StdioTarget(
-            command=sys.executable, args=("-I", "-m", "patchbay.connectors.genomes", "--base-url", origin.url)
-        ),
-        settings=ConnectorSettings(approval_mode=approval),  # type: ignore[arg-type]
-    )
+    return builtin_server("genomes", origin, approval)
 
 
 async def calls(tmp_path: Path, origin: FakeOrigin, *steps: tuple[str, dict[str, Any]]) -> list[Any]:
     """Run each ``(tool, arguments)``; a result's record, or the ToolCallError's error record."""
-    out: list[Any] = []
-    with anyio.fail_after(40):
-        async with Runtime(config(tmp_path, server(origin)), settings=Settings(home=tmp_path / "h")) as runtime:
-            for tool, arguments in steps:
-                try:
-                    result = await runtime.call(f"mcp.genomes.{tool}", arguments)
-                except ToolCallError as exc:
-                    out.append(json.loads(exc.result.text))
-                else:
-                    assert result.structured_content == json.loads(result.text)
-                    out.append(result.structured_content)
-    return out
+    return await call_each(tmp_path, server(origin), *steps)
 
 
 async def test_the_three_tools_are_read_only_default_ask_with_bounded_schemas(

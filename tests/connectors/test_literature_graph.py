@@ -4,19 +4,14 @@ answering from OpenAlex-shaped fixtures served by a fake origin on 127.0.0.1."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-from patchbay import Runtime, RuntimeServer, Settings, ToolCallError
-from patchbay.core.credentials import CredentialBinding
-from patchbay.core.models import ConnectorSettings, StdioTarget
-from tests.support.recording import config
-from tests.support.science import FakeOrigin, Reply
+from patchbay import RuntimeServer
+from tests.support.science import FakeOrigin, Reply, builtin_server, call_each
 
 pytestmark = pytest.mark.anyio
 
@@ -30,31 +25,12 @@ def origin() -> Iterator[FakeOrigin]:
 
 
 def server(origin: FakeOrigin, **env: str) -> RuntimeServer:
-    return RuntimeServer(
-        connector_id="id-literature-graph",
-        name="literature-graph",
-        target=StdioTarget(
-            command=sys.executable,
-            args=("-I", "-m", "patchbay.connectors.literature_graph", "--base-url", origin.url),
-        ),
-        settings=ConnectorSettings(approval_mode="allow_all"),
-        bindings=tuple(CredentialBinding(delivery="env", name=name, value=value) for name, value in env.items()),
-    )
+    return builtin_server("literature-graph", origin, **env)
 
 
 async def calls(tmp_path: Path, origin: FakeOrigin, *steps: tuple[str, dict[str, Any]], **env: str) -> list[Any]:
     """Run each ``(tool, arguments)``; a result's record, or the ToolCallError's error record."""
-    out: list[Any] = []
-    with anyio.fail_after(40):
-        async with Runtime(config(tmp_path, server(origin, **env)), settings=Settings(home=tmp_path / "h")) as runtime:
-            for tool, arguments in steps:
-                try:
-                    result = await runtime.call(f"mcp.literature-graph.{tool}", arguments)
-                except ToolCallError as exc:
-                    out.append(json.loads(exc.result.text))
-                else:
-                    out.append(result.structured_content)
-    return out
+    return await call_each(tmp_path, server(origin, **env), *steps)
 
 
 async def test_works_search_detail_references_and_authors(tmp_path: Path, origin: FakeOrigin) -> None:

@@ -4,7 +4,6 @@ Runtime, answering from RCSB- and AlphaFold-DB-shaped fixtures served by a fake 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,10 +11,9 @@ from typing import Any
 import anyio
 import pytest
 
-from patchbay import Runtime, RuntimeServer, Settings, ToolCallError
-from patchbay.core.models import ConnectorSettings, StdioTarget
+from patchbay import Runtime, RuntimeServer, Settings
 from tests.support.recording import config
-from tests.support.science import FakeOrigin, Reply
+from tests.support.science import FakeOrigin, Reply, builtin_server, call_each
 
 pytestmark = pytest.mark.anyio
 
@@ -31,30 +29,12 @@ def origin() -> Iterator[FakeOrigin]:
 
 
 def server(origin: FakeOrigin) -> RuntimeServer:
-    return RuntimeServer(
-        connector_id="id-structures-interactions",
-        name="structures-interactions",
-        target=StdioTarget(
-            command=sys.executable,
-            args=("-I", "-m", "patchbay.connectors.structures_interactions", "--base-url", origin.url),
-        ),
-        settings=ConnectorSettings(approval_mode="allow_all"),
-    )
+    return builtin_server("structures-interactions", origin)
 
 
 async def calls(tmp_path: Path, origin: FakeOrigin, *steps: tuple[str, dict[str, Any]]) -> list[Any]:
     """Run each ``(tool, arguments)``; a result's record, or the ToolCallError's error record."""
-    out: list[Any] = []
-    with anyio.fail_after(40):
-        async with Runtime(config(tmp_path, server(origin)), settings=Settings(home=tmp_path / "h")) as runtime:
-            for tool, arguments in steps:
-                try:
-                    result = await runtime.call(f"mcp.structures-interactions.{tool}", arguments)
-                except ToolCallError as exc:
-                    out.append(json.loads(exc.result.text))
-                else:
-                    out.append(result.structured_content)
-    return out
+    return await call_each(tmp_path, server(origin), *steps)
 
 
 async def test_search_sends_the_fixed_document_and_pages_by_offset(tmp_path: Path, origin: FakeOrigin) -> None:

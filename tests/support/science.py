@@ -16,6 +16,8 @@ A route key is a path, or ``path?name=value`` to answer only requests with that 
 
 from __future__ import annotations
 
+import json
+import sys
 import threading
 import urllib.parse
 from collections import defaultdict, deque
@@ -25,7 +27,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import anyio
+
+from patchbay import Runtime, RuntimeServer, Settings, ToolCallError
+from patchbay.core.builtins import BUILTINS
+from patchbay.core.credentials import CredentialBinding
+from patchbay.core.models import ConnectorSettings, StdioTarget
 from tests.support.paths import FIXTURES
+from tests.support.recording import config
 
 SCIENCE = FIXTURES / "science"
 
@@ -167,6 +176,38 @@ EXAMPLE_ARGUMENTS.update(
         "get_alphafold_prediction": {"uniprot_accession": "P69905"},
     }
 )
+
+
+def builtin_server(name: str, origin: FakeOrigin, approval: str = "allow_all", **env: str) -> RuntimeServer:
+    """The built-in ``name`` as a runtime sees it, its real stdio server pointed at ``origin``
+    (the loopback ``--base-url`` override); ``env`` become plain env bindings."""
+    spec = next(spec for spec in BUILTINS if spec.name == name)
+    return RuntimeServer(
+        connector_id=f"id-{name}",
+        name=name,
+        target=StdioTarget(command=sys.executable, args=("-I", "-m", spec.module, "--base-url", origin.url)),
+        settings=ConnectorSettings(approval_mode=approval),  # type: ignore[arg-type]
+        bindings=tuple(CredentialBinding(delivery="env", name=key, value=value) for key, value in env.items()),
+    )
+
+
+async def call_each(
+    tmp_path: Path, server: RuntimeServer, *steps: tuple[str, dict[str, Any]], deadline: float = 60
+) -> list[Any]:
+    """Run each ``(tool, arguments)`` of ``server`` in one governed Runtime; a result's record
+    (checked to be the text's JSON too), or the ToolCallError's error record."""
+    out: list[Any] = []
+    with anyio.fail_after(deadline):
+        async with Runtime(config(tmp_path, server), settings=Settings(home=tmp_path / "h")) as runtime:
+            for tool, arguments in steps:
+                try:
+                    result = await runtime.call(f"mcp.{server.name}.{tool}", arguments)
+                except ToolCallError as exc:
+                    out.append(json.loads(exc.result.text))
+                else:
+                    assert result.structured_content == json.loads(result.text)
+                    out.append(result.structured_content)
+    return out
 
 
 def fixture_path(name: str) -> Path:
