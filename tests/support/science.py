@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 
 from patchbay import Runtime, RuntimeServer, Settings, ToolCallError
-from patchbay.core.builtins import BUILTINS
+from patchbay.core.builtins import builtin_spec
 from patchbay.core.credentials import CredentialBinding
 from patchbay.core.models import ConnectorSettings, StdioTarget
 from tests.support.paths import FIXTURES
@@ -181,7 +181,8 @@ EXAMPLE_ARGUMENTS.update(
 def builtin_server(name: str, origin: FakeOrigin, approval: str = "allow_all", **env: str) -> RuntimeServer:
     """The built-in ``name`` as a runtime sees it, its real stdio server pointed at ``origin``
     (the loopback ``--base-url`` override); ``env`` become plain env bindings."""
-    spec = next(spec for spec in BUILTINS if spec.name == name)
+    spec = builtin_spec(name)
+    assert spec is not None, name
     return RuntimeServer(
         connector_id=f"id-{name}",
         name=name,

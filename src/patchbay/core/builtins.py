@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from patchbay.core.models import StdioTarget
 
-__all__ = ["BUILTINS", "BuiltinSpec", "builtin_target"]
+__all__ = ["BUILTINS", "BuiltinSpec", "builtin_spec", "builtin_target"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +120,11 @@ BUILTINS: tuple[BuiltinSpec, ...] = (
     ),
 )
 """Every built-in connector, by name order of the catalogue."""
+
+
+def builtin_spec(name: str) -> BuiltinSpec | None:
+    """The catalogue entry registered under connector name ``name``; None for any other name."""
+    return next((spec for spec in BUILTINS if spec.name == name), None)
 
 
 def builtin_target(

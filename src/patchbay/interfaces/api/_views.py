@@ -13,7 +13,7 @@ from patchbay.control.connectors import ConnectorService
 from patchbay.control.decisions import ToolDecisions, probe_failed, runtime_state
 from patchbay.control.live_state import live_display_status, live_runtime_state
 from patchbay.control.states import auth_state, binding_views, config_problem, connector_auth, list_states, oauth_state
-from patchbay.core.builtins import BUILTINS
+from patchbay.core.builtins import builtin_spec
 from patchbay.core.errors import ErrorCode
 from patchbay.core.live_status import LiveStatus
 from patchbay.core.models import Connector, HttpTarget, ProbeOutcome, ProbeResult, SocketTarget, ToolCacheEntry
@@ -167,7 +167,7 @@ def connector_summaries(service: ConnectorService, connectors: list[Connector]) 
 def _data_sources(connector: Connector) -> list[str]:
     if connector.source != "builtin":
         return []
-    spec = next((spec for spec in BUILTINS if spec.name == connector.name), None)
+    spec = builtin_spec(connector.name)
     return list(spec.data_sources) if spec is not None else []
 
 

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from patchbay.control.states import connector_states
-from patchbay.core.builtins import BUILTINS
+from patchbay.core.builtins import builtin_spec
 from patchbay.core.errors import ConfigError
 from patchbay.core.models import Connector, ConnectorTarget, HttpTarget, ProbeOutcome, SocketTarget, StdioTarget
 from patchbay.core.redaction import redact_text
@@ -242,7 +242,7 @@ def list_(as_json: bool = JSON_OPTION) -> None:
         enabled = "yes" if c.settings.enabled else "no"
         tools = "-" if states.tool_count is None else str(states.tool_count)
         if c.source == "builtin":
-            spec = next((spec for spec in BUILTINS if spec.name == c.name), None)
+            spec = builtin_spec(c.name)
             sources = ", ".join(spec.data_sources) if spec is not None else "-"
             builtins.add_row(c.name, enabled, status, tools, sources, c.terms_url or "-", c.settings.approval_mode)
             continue
