@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 
 from patchbay import Runtime, RuntimeServer, Settings
@@ -50,3 +51,19 @@ async def test_each_tool_answers_from_its_real_api_with_provenance(tmp_path: Pat
     record = result.structured_content
     assert record["provenance"]["endpoint"].startswith("https://")
     assert record["provenance"]["retrieved_at"].endswith("Z")
+
+
+LINKS = sorted(
+    {url for spec in BUILTINS for s in spec.data_sources for url in (s.url, s.terms_url, s.licence_url)}
+    | {spec.terms_url for spec in BUILTINS}
+)
+
+
+@pytest.mark.parametrize("url", LINKS)
+async def test_each_data_source_link_answers(url: str) -> None:
+    # the catalogue's service, terms and licence links were written without internet: this checks them
+    async with httpx2.AsyncClient(
+        follow_redirects=True, timeout=30, headers={"User-Agent": "patchbay-live-check"}
+    ) as client:
+        response = await client.get(url)
+    assert response.status_code < 400, (url, response.status_code)

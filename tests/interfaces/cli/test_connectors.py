@@ -313,3 +313,18 @@ def test_list_shows_builtins_in_their_own_group_and_remove_refuses_them(
     assert removed.exit_code != 0
     assert "builtin_connector" in removed.stdout + removed.stderr
     assert "paper-search" in run("connector", "list").stdout
+    shown = run("connector", "show", "literature-graph").stdout
+    assert "OpenAlex (https://openalex.org)" in shown
+    assert "terms" in shown and "https://openalex.org/terms" in shown
+    assert "CC0 1.0 (https://creativecommons.org/publicdomain/zero/1.0/)" in shown
+    as_json = json.loads(run("connector", "show", "literature-graph", "--json").stdout)
+    assert as_json["data_sources"] == [
+        {
+            "name": "OpenAlex",
+            "url": "https://openalex.org",
+            "terms_url": "https://openalex.org/terms",
+            "licence": "CC0 1.0",
+            "licence_url": "https://creativecommons.org/publicdomain/zero/1.0/",
+        }
+    ]
+    assert "data source" not in run("connector", "show", "mine").stdout

@@ -41,7 +41,7 @@ def test_builtins_have_their_own_group_on_or_off(
         expect(page.locator("[data-group=enabled]")).to_contain_text("Mine")
         axe_check(page)
         # its Overview names the data sources and links the terms; a connector of the user's does not
-        assert names["paper-search"]["data_sources"] == [
+        assert [source["name"] for source in names["paper-search"]["data_sources"]] == [
             "Europe PMC",
             "bioRxiv",
             "medRxiv",
@@ -49,9 +49,16 @@ def test_builtins_have_their_own_group_on_or_off(
         ]
         paper.locator(".row-link").click()
         overview = page.locator("#panel-overview")
-        expect(overview.locator("[data-slot=data-sources]")).to_have_text(
-            "Europe PMC, bioRxiv, medRxiv, PubMed (NCBI E-utilities)"
+        items = overview.locator("[data-slot=data-sources] li")
+        expect(items).to_have_count(4)
+        europe = items.first
+        expect(europe.locator("[data-slot=source]")).to_have_text("Europe PMC")
+        expect(europe.locator("[data-slot=source]")).to_have_attribute("href", "https://europepmc.org")
+        expect(europe.locator("[data-slot=source-terms]")).to_have_attribute("href", "https://europepmc.org/Copyright")
+        expect(europe.locator("[data-slot=source-licence]")).to_have_attribute(
+            "href", "https://europepmc.org/downloads/openaccess"
         )
+        expect(europe).to_contain_text("Licence:")
         expect(overview.locator("[data-slot=terms]")).to_have_attribute("href", "https://europepmc.org/Copyright")
         axe_check(page)
         page.locator("[data-group=enabled] .row-link").first.click()
@@ -61,4 +68,6 @@ def test_builtins_have_their_own_group_on_or_off(
         assert names["mine"]["data_sources"] == []
         chinese = pages(served, locale="zh-CN")
         expect(chinese.locator("[data-group=builtin] .group-title")).to_have_text(f"内置连接器 ({len(BUILTINS)})")
+        chinese.locator("[data-group=builtin] .row-link").first.click()
+        expect(chinese.locator("#panel-overview [data-slot=data-sources] li").first).to_contain_text("许可协议：")
         axe_check(chinese)

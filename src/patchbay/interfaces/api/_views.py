@@ -164,11 +164,22 @@ def connector_summaries(service: ConnectorService, connectors: list[Connector]) 
     ]
 
 
-def _data_sources(connector: Connector) -> list[str]:
+def _data_sources(connector: Connector) -> list[c.DataSourceView]:
     if connector.source != "builtin":
         return []
     spec = builtin_spec(connector.name)
-    return list(spec.data_sources) if spec is not None else []
+    if spec is None:
+        return []
+    return [
+        c.DataSourceView(
+            name=source.name,
+            url=source.url,
+            terms_url=source.terms_url,
+            licence=source.licence,
+            licence_url=source.licence_url,
+        )
+        for source in spec.data_sources
+    ]
 
 
 def _tool_count(entry: ToolCacheEntry | None) -> int | None:

@@ -243,7 +243,7 @@ def list_(as_json: bool = JSON_OPTION) -> None:
         tools = "-" if states.tool_count is None else str(states.tool_count)
         if c.source == "builtin":
             spec = builtin_spec(c.name)
-            sources = ", ".join(spec.data_sources) if spec is not None else "-"
+            sources = ", ".join(source.name for source in spec.data_sources) if spec is not None else "-"
             builtins.add_row(c.name, enabled, status, tools, sources, c.terms_url or "-", c.settings.approval_mode)
             continue
         table.add_row(c.name, enabled, status, tools, c.transport, describe_target(c), c.settings.approval_mode)
@@ -282,6 +282,7 @@ def show(name: str, as_json: bool = JSON_OPTION) -> None:
         ("description", connector.description or "-"),
         ("terms", connector.terms_url or "-"),
         ("privacy", connector.privacy_url or "-"),
+        *data_source_rows(connector),
         ("revision", f"{connector.revision} (settings {s.revision})"),
         ("tool cache", cache),
         ("last probe", probe_line(connector, service.queries.last_probe(connector))),
@@ -289,6 +290,19 @@ def show(name: str, as_json: bool = JSON_OPTION) -> None:
         *binding_rows(service.credentials.binding_views(connector)),
     ]
     print_rows(rows)
+
+
+def data_source_rows(connector: Connector) -> list[tuple[str, str]]:
+    """A built-in's data sources, three rows each: the service, its terms, its licence."""
+    spec = builtin_spec(connector.name) if connector.source == "builtin" else None
+    rows: list[tuple[str, str]] = []
+    for source in spec.data_sources if spec is not None else ():
+        rows += [
+            ("data source", f"{source.name} ({source.url})"),
+            ("  terms", source.terms_url),
+            ("  licence", f"{source.licence} ({source.licence_url})"),
+        ]
+    return rows
 
 
 @app.command("set")

@@ -316,6 +316,17 @@ class ProbeOutcomeView(_Response):
     """Whether that was the connector's current revision (false: the configuration changed since)."""
 
 
+class DataSourceView(_Response):
+    """A public service a built-in connector reaches, with its terms and licence links (https)."""
+
+    name: str
+    url: str
+    terms_url: str
+    licence: str
+    """The licence of the data it returns, in a few words (e.g. ``CC0 1.0``)."""
+    licence_url: str
+
+
 class ConnectorSummary(_Response):
     """One connector in the list: no live connection is opened to answer it; states come from
     canonical state and the tool cache."""
@@ -329,8 +340,9 @@ class ConnectorSummary(_Response):
     privacy_url: str
     """The service's privacy policy (http(s) URL); empty: none given."""
     source: ConnectorSource
-    data_sources: list[str] = []
-    """A built-in's public data sources by name (its catalogue entry); empty for other connectors."""
+    data_sources: list[DataSourceView] = []
+    """A built-in's public data sources with their terms and licence links (its catalogue entry);
+    empty for other connectors."""
     transport: TransportKind
     target: TargetView
     settings: SettingsView

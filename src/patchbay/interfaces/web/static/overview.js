@@ -1,7 +1,7 @@
 // The Overview tab: what the connector is and where it points.
 
 import { registerTab } from "./detail.js";
-import { setText, show, slot } from "./dom.js";
+import { clone, setText, show, slot } from "./dom.js";
 import { formatDate, formatNumber, t } from "./i18n.js";
 import { targetSummary } from "./list.js";
 import { badge } from "./status.js";
@@ -17,6 +17,20 @@ export function probeText(probe) {
   return probe.current ? text : `${text} ${t("probe_outdated")}`;
 }
 
+/** One data source of a built-in: its name linked to the service, its terms and its licence. */
+function dataSourceItem(source) {
+  const item = clone("tpl-data-source");
+  const link = (name, href, text) => {
+    const anchor = slot(item, name);
+    if (/^https:\/\//.test(href)) anchor.href = href;
+    if (text !== undefined) anchor.textContent = text;
+  };
+  link("source", source.url, source.name);
+  link("source-terms", source.terms_url);
+  link("source-licence", source.licence_url, source.licence);
+  return item;
+}
+
 export function renderOverview(panel, connector) {
   setText(panel, "name", connector.name);
   setText(panel, "kind", t(`transport_${connector.transport}`));
@@ -26,9 +40,9 @@ export function renderOverview(panel, connector) {
   slot(panel, "status").replaceChildren(badge(connector.status));
   setText(panel, "enabled", connector.settings.enabled ? t("yes") : t("no"));
   setText(panel, "source", t(`source_${connector.source}`));
-  // a built-in says where its data comes from and under which terms
+  // a built-in says where its data comes from, under which terms and which licence
   const sources = connector.data_sources ?? [];
-  setText(panel, "data-sources", sources.join(", "));
+  slot(panel, "data-sources").replaceChildren(...sources.map(dataSourceItem));
   show(slot(panel, "data-sources-row"), sources.length > 0);
   const terms = slot(panel, "terms");
   const builtinTerms = connector.source === "builtin" && /^https:\/\//.test(connector.terms_url ?? "");
