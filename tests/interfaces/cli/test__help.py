@@ -56,7 +56,7 @@ try:
     main()
 except SystemExit:
     pass
-print(json.dumps(sorted(m for m in ("mcp", "fastapi", "uvicorn", "alembic") if m in sys.modules)), file=sys.stderr)
+print(json.dumps(sorted(m for m in ("mcp", "fastapi", "uvicorn", "alembic", "json5") if m in sys.modules)), file=sys.stderr)
 """
 """Runs the CLI's entry point with the arguments given, then names which heavy packages it loaded."""
 

@@ -16,7 +16,17 @@ from typing import TextIO
 import typer
 
 from patchbay.core.redaction import RedactingFilter
-from patchbay.interfaces.cli import auth, connectors, credentials, governed, imports, prompts, resources, serve
+from patchbay.interfaces.cli import (
+    auth,
+    connectors,
+    credentials,
+    gateway_install,
+    governed,
+    imports,
+    prompts,
+    resources,
+    serve,
+)
 from patchbay.interfaces.cli._context import state
 from patchbay.interfaces.cli._help import PlainHelpGroup
 from patchbay.interfaces.cli.gateway import gateway as gateway_command
@@ -46,7 +56,15 @@ app.command("events")(governed.events)
 app.command("sessions")(sessions_command)
 app.command("serve")(serve.serve)
 app.command("api-token")(serve.api_token_command)
-app.command("gateway")(gateway_command)
+gateway_app = typer.Typer(
+    cls=PlainHelpGroup,
+    invoke_without_command=True,
+    help="The Patchbay gateway: one governed MCP server for any MCP host, and its host config entries.",
+)
+gateway_app.callback()(gateway_command)
+gateway_app.command("install")(gateway_install.install)
+gateway_app.command("uninstall")(gateway_install.uninstall)
+app.add_typer(gateway_app, name="gateway")
 
 
 def _print_version(value: bool) -> None:

@@ -40,6 +40,7 @@ def with_cached_catalogs(service: Any, config: Any) -> Any:
 
 @handle_errors
 def gateway(
+    ctx: typer.Context,
     stdio: bool = typer.Option(False, "--stdio", help="Serve MCP on stdin/stdout (what a host spawns)."),
     project: Path = typer.Option(Path("."), "--project", help="Workspace whose governed catalog is served."),
     mode: str = typer.Option(
@@ -50,11 +51,15 @@ def gateway(
 
     The host's config entry runs: patchbay gateway --stdio --project /path (README: "Use Patchbay
     from any MCP host")."""
+    if ctx.invoked_subcommand is not None:  # `gateway install|uninstall`: not serving
+        return
     from patchbay.interfaces.gateway import Gateway, GatewayMode, choose_mode, serve_stdio
     from patchbay.runtime import Runtime
 
     if not stdio:
-        raise ValidationError("only the stdio gateway exists so far: pass --stdio", details={"field": "stdio"})
+        raise ValidationError(
+            "pass --stdio to serve a host over stdin/stdout (or use `gateway install HOST`)", details={"field": "stdio"}
+        )
     if mode not in _MODES:
         raise ValidationError(f"unknown mode {mode!r}; use one of {', '.join(_MODES)}", details={"field": "mode"})
     service = state.service()
