@@ -245,3 +245,11 @@ async def test_repeated_syncs_and_closes_leave_no_connection_of_the_registry_ope
             assert machine_keys(prefix) == []  # the last write of aclose deleted the withdrawn
     finally:
         client.close()
+
+
+async def test_a_url_redis_cannot_use_degrades_instead_of_raising() -> None:
+    registry = RedisStatusRegistry("http://127.0.0.1:6379/0")
+    registry.publish("rt", [ConnectorLive("con_x", "connected")])
+    assert await registry.sync() == "degraded" and await registry.check() == "degraded"
+    assert registry.read("con_x").state == "connected"  # type: ignore[union-attr]
+    await registry.aclose()

@@ -239,15 +239,18 @@ class RedisStatusRegistry:
     def _redis(self) -> aioredis.Redis:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:  # a pool's connections belong to one loop
-            self._loop = loop
-            self._client = aioredis.Redis.from_url(
-                self._url,
-                socket_timeout=self.timeout,
-                socket_connect_timeout=self.timeout,
-                retry=Retry(NoBackoff(), 0),
-                health_check_interval=0,
-                client_name=f"patchbay-status-{instance_id()}",
-            )
+            try:
+                client = aioredis.Redis.from_url(
+                    self._url,
+                    socket_timeout=self.timeout,
+                    socket_connect_timeout=self.timeout,
+                    retry=Retry(NoBackoff(), 0),
+                    health_check_interval=0,
+                    client_name=f"patchbay-status-{instance_id()}",
+                )
+            except ValueError as exc:  # a URL redis-py cannot use: never reachable
+                raise CoordinationUnavailable(f"Redis at {self.display_url} is unavailable: {exc}") from exc
+            self._loop, self._client = loop, client
         return self._client
 
     async def _call(self, awaitable: Awaitable[_T]) -> _T:

@@ -116,3 +116,17 @@ async def test_one_subscribing_connection_per_process_and_none_left_after_repeat
             assert connections(wakeups) == before
     finally:
         client.close()
+
+
+async def test_a_url_redis_cannot_use_degrades_the_notify_and_the_subscription_without_raising() -> None:
+    wakeups = RedisWakeups("http://127.0.0.1:6379/0", retry_after=60)
+    async with wakeups.watch("t") as watch:
+        await wakeups.notify("t")
+        assert await watch.wait(1) is True and wakeups.state() == "degraded"
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(wakeups.run)  # fails to subscribe, then waits retry_after: no crash
+            await anyio.wait_all_tasks_blocked()
+            group.cancel_scope.cancel()
+    assert not wakeups.subscribed.is_set()
+    await wakeups.aclose()

@@ -87,15 +87,23 @@ class RedisWakeups:
         return redact_url(self._url)
 
     def _client(self, *, subscriber: bool) -> aioredis.Redis:
-        return aioredis.Redis.from_url(
-            self._url,
-            # the subscriber's reads wait for messages (bounded by get_message's own timeout)
-            socket_timeout=None if subscriber else self.timeout,
-            socket_connect_timeout=self.timeout,
-            retry=Retry(NoBackoff(), 0),
-            health_check_interval=0,
-            client_name=self.client_name,
-        )
+        """A new client (no connection yet).
+
+        Raises:
+            CoordinationUnavailable: ``coordination_unavailable`` for a URL redis-py cannot use.
+        """
+        try:
+            return aioredis.Redis.from_url(
+                self._url,
+                # the subscriber's reads wait for messages (bounded by get_message's own timeout)
+                socket_timeout=None if subscriber else self.timeout,
+                socket_connect_timeout=self.timeout,
+                retry=Retry(NoBackoff(), 0),
+                health_check_interval=0,
+                client_name=self.client_name,
+            )
+        except ValueError as exc:
+            raise CoordinationUnavailable(f"Redis at {self.display_url} is unavailable: {exc}") from exc
 
     async def _call(self, awaitable: Awaitable[_T]) -> _T:
         try:
@@ -135,7 +143,12 @@ class RedisWakeups:
         self._registry.wake(topic)
         loop = asyncio.get_running_loop()
         if self._publisher is None or self._loop is not loop:
-            self._loop, self._publisher = loop, self._client(subscriber=False)
+            try:
+                self._publisher = self._client(subscriber=False)
+            except CoordinationUnavailable as exc:
+                self._failed(exc)
+                return
+            self._loop = loop
         for attempt in range(2):
             try:
                 await self._call(self._publisher.publish(self.channel, topic))
