@@ -29,6 +29,7 @@ from mcp.client.auth.utils import (
 )
 
 from patchbay.adapters.credentials import CredentialStore
+from patchbay.adapters.leases import Leases
 from patchbay.adapters.oauth.callback import LoopbackCallback
 from patchbay.adapters.oauth.guarded import (
     AUDIT_NOTE,
@@ -144,6 +145,7 @@ async def connector_auth(
     authorizer: Authorizer | None = None,
     verify: Callable[[], Awaitable[None]] | None = None,
     login_timeout: float = 300.0,
+    leases: Leases | None = None,
 ) -> AsyncIterator[httpx2.Auth]:
     """The ``httpx2.Auth`` for one connection of ``connector`` (its provider, bound to the
     connection's guard by the HTTP transport).
@@ -157,6 +159,9 @@ async def connector_auth(
         verify: awaited when the browser comes back; raise to refuse the callback (the
             connector's URL or authorization server changed mid-login).
         login_timeout: seconds a login waits for the browser (≤ 600).
+        leases: makes an authorization-code grant's refresh single-flight across instances
+            (see :class:`~patchbay.adapters.oauth.provider.PatchbayOAuthProvider`); None: within
+            this process only.
 
     Raises:
         CredentialUnavailable: ``auth_required``: a secret reference cannot be resolved.
@@ -174,7 +179,7 @@ async def connector_auth(
     if config.grant == "authorization_code":
         if authorizer is None:
             yield PatchbayOAuthProvider(
-                server_url, config=config, storage=storage, connector=connector, client_secret=secret
+                server_url, config=config, storage=storage, connector=connector, client_secret=secret, leases=leases
             )
             return
         callback: LoopbackCallback | None = relayed_callback(connector_id=connector_id, verify=verify)
@@ -191,6 +196,7 @@ async def connector_auth(
                 callback=callback,
                 client_secret=secret,
                 login_timeout=login_timeout,
+                leases=leases,
             )
         return
 
@@ -275,6 +281,7 @@ async def oauth_for(
     authorizer: Authorizer | None = None,
     verify: Callable[[], Awaitable[None]] | None = None,
     login_timeout: float = 300.0,
+    leases: Leases | None = None,
 ) -> AsyncIterator[httpx2.Auth | None]:
     """:func:`connector_auth` for a connector as a probe or a runtime holds it: None when it has
     no OAuth settings or is not an HTTP/SSE connector.
@@ -283,6 +290,7 @@ async def oauth_for(
         target / runtime_config: the connector's (``runtime_config["oauth"]``).
         credentials: what resolves its credentials; OAuth needs the :class:`CredentialStore`
             itself (its token bundle lives there).
+        leases: see :func:`connector_auth`.
 
     Raises:
         ConfigError: ``invalid_config`` for malformed OAuth settings.
@@ -308,5 +316,6 @@ async def oauth_for(
         authorizer=authorizer,
         verify=verify,
         login_timeout=login_timeout,
+        leases=leases,
     ) as auth:
         yield auth

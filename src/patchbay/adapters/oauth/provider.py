@@ -9,12 +9,21 @@ raises :class:`~patchbay.core.errors.AuthorizationRequired` /
 :class:`~patchbay.core.errors.AuthorizationExpired`), and at most ``max_authorizations`` logins per
 connection with one; single-flight refresh; and same-origin issuers for 2025-03-26 servers.
 
+Single-flight refresh: within a process, one lock per credential store and connector; across
+instances (given a lease store, ``PATCHBAY_REDIS_URL``), the lease ``oauth-refresh:<connector_id>``
+too, taken after the lock. Whoever gets them second re-reads the stored tokens first and uses the
+ones the first refreshed, so a rotated refresh token is spent once. The lease is not renewed: it
+lasts :data:`REFRESH_LEASE_TTL` seconds, and a waiter gives up on it after
+:data:`REFRESH_LEASE_WAIT` seconds (then it goes ahead, single flight within its process only).
+
 Design: docs/oauth.md
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import secrets
 import time
 from collections.abc import AsyncGenerator
 from urllib.parse import urlsplit
@@ -32,6 +41,7 @@ from mcp.client.auth.utils import (
 )
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthMetadata
 
+from patchbay.adapters.leases import Lease, Leases, wait_for
 from patchbay.adapters.oauth.callback import LoopbackCallback
 from patchbay.adapters.oauth.guarded import (
     AUDIT_NOTE,
@@ -43,12 +53,28 @@ from patchbay.adapters.oauth.guarded import (
 )
 from patchbay.adapters.oauth.storage import BundleStorage
 from patchbay.core.errors import AuthorizationExpired, AuthorizationRequired, ErrorCode, ProbeError
+from patchbay.core.instance import instance_id
 from patchbay.core.oauth import OAuthConfig, url_origin
 
-__all__ = ["AUDIT_NOTE", "MAX_AUTHORIZATIONS", "Authorizer", "PatchbayOAuthProvider"]
+__all__ = [
+    "AUDIT_NOTE",
+    "MAX_AUTHORIZATIONS",
+    "REFRESH_LEASE_TTL",
+    "REFRESH_LEASE_WAIT",
+    "Authorizer",
+    "PatchbayOAuthProvider",
+]
+
+logger = logging.getLogger(__name__)
 
 MAX_AUTHORIZATIONS = 3
 """Logins one connection may start (a server that keeps asking for more scope is given up on)."""
+
+REFRESH_LEASE_TTL = 60.0
+"""Seconds the cross-instance refresh lease lasts: more than a token request takes (30 s timeout)."""
+
+REFRESH_LEASE_WAIT = 65.0
+"""Seconds a refresh waits for another instance's lease before it goes ahead without it."""
 
 _REFRESH_LOCKS: RunVar[dict[str, anyio.Lock]] = RunVar("patchbay_oauth_refresh_locks")
 
@@ -76,6 +102,8 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
         client_secret: the resolved secret of a pre-registered client, if any.
         max_authorizations: logins this provider may start (default 3).
         login_timeout: seconds to wait for the browser to come back (≤ 600).
+        leases: the lease store that makes a refresh single-flight across instances (Redis);
+            None: within this process only. Its connection is closed after each refresh.
 
     Raises (from requests it authorizes, wrapped by httpx2/the SDK):
         AuthorizationRequired: ``auth_required``: no grant and no authorizer, the authorization
@@ -97,6 +125,7 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
         client_secret: str | None = None,
         max_authorizations: int = MAX_AUTHORIZATIONS,
         login_timeout: float = 300.0,
+        leases: Leases | None = None,
     ):
         if authorizer is not None and callback is None:
             raise ValueError("an authorizer needs a running LoopbackCallback")
@@ -129,6 +158,7 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
         self._restored = False
         self._legacy_issuer: str | None = None
         self._refresh_key = f"{storage.store.path}:{storage.connector_id}"
+        self._leases = leases
 
     # -- loading ----------------------------------------------------------------------------
 
@@ -223,11 +253,14 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
         refused_token: str | None = None
         for attempt in range(2):
             lock = _refresh_lock(self._refresh_key) if self._needs_refresh() or refused_token else None
+            lease: Lease | None = None
             if lock is not None:
                 await lock.acquire()
             try:
                 if lock is not None:
-                    # Another connection may have refreshed meanwhile: use its tokens if so.
+                    lease = await self._refresh_lease()
+                    # Another connection (or instance) may have refreshed meanwhile: use its
+                    # tokens if so.
                     async with self.context.lock:
                         await self._initialize()
                     tokens = self.context.current_tokens
@@ -263,11 +296,32 @@ class PatchbayOAuthProvider(GuardedFlow, OAuthClientProvider):
                 finally:
                     await flow.aclose()
             finally:
+                if lease is not None:
+                    await self._release(lease)
                 if lock is not None:
                     lock.release()
             if not retry:
                 break
         await self._pin_after_login()
+
+    async def _refresh_lease(self) -> Lease | None:
+        """The cross-instance refresh lease of this connector (waiting for it, bounded by
+        :data:`REFRESH_LEASE_WAIT`); None without a lease store or when the wait ran out."""
+        if self._leases is None:
+            return None
+        key = f"oauth-refresh:{self.storage.connector_id}"
+        owner = f"{instance_id()}/{secrets.token_hex(4)}"  # one owner per refresh
+        with anyio.move_on_after(REFRESH_LEASE_WAIT):
+            return await wait_for(self._leases, key, owner, REFRESH_LEASE_TTL)
+        logger.warning("connector %r: another instance held its refresh lease too long; refreshing", self.connector)
+        return None
+
+    async def _release(self, lease: Lease) -> None:
+        """Give the refresh lease up and close the lease store's connection (bounded, shielded)."""
+        assert self._leases is not None
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
+            await self._leases.release(lease)
+            await self._leases.aclose()
 
     def _resource_metadata_requests(self, response: httpx2.Response) -> list[httpx2.Request]:
         """The SDK's protected-resource metadata requests for a 401 (RFC 9728 discovery order)."""

@@ -27,6 +27,7 @@ import mcp_types as types
 
 from patchbay.adapters.credentials import CredentialResolver
 from patchbay.adapters.egress_audit import EgressAudit
+from patchbay.adapters.leases import open_leases
 from patchbay.adapters.oauth.build import oauth_for
 from patchbay.adapters.oauth.provider import AUDIT_NOTE, Authorizer
 from patchbay.adapters.transports import ClientConnection, ClientOptions, Link, classify, open_client
@@ -211,7 +212,8 @@ async def connect(
     Args:
         connector: the connector (its target must be validated).
         workspace: the canonical workspace root (stdio ``cwd`` is relative to it).
-        settings: ``stderr_tail_bytes`` and the handshake's ``protocol_mode``.
+        settings: ``stderr_tail_bytes``, the handshake's ``protocol_mode``, and ``redis_url``:
+            when set, an OAuth token refresh is single-flight across instances (a lease in Redis).
         egress: the connector's egress account (its policy guards every HTTP/SSE request).
         credentials: the OAuth provider's token store (see :func:`oauth_for`).
         env / headers: resolved credential values (:func:`resolve_bindings`).
@@ -240,6 +242,7 @@ async def connect(
             authorizer=authorizer,
             verify=verify,
             login_timeout=login_timeout,
+            leases=open_leases(settings) if settings.redis_url is not None else None,
         ) as auth,
         open_client(
             connector.target,

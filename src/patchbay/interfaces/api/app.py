@@ -43,7 +43,7 @@ from patchbay.core.errors import ErrorCode
 from patchbay.core.settings import Settings
 from patchbay.core.version import __version__
 from patchbay.interfaces.api.auth import TokenAuthMiddleware, refuse_other_scopes
-from patchbay.interfaces.api.context import ApiContext
+from patchbay.interfaces.api.context import ApiContext, open_status_registry
 from patchbay.interfaces.api.errors import error_response, install_error_handlers
 from patchbay.interfaces.api.limits import BodyLimitMiddleware
 from patchbay.interfaces.api.responses import RedactedJSONResponse
@@ -219,6 +219,7 @@ def create_app(
         settings=settings,
         workspace=(workspace or Path.cwd()).resolve(),
         service=service,
+        status=open_status_registry(settings),
     )
     if require_token and token is None:
         token = api_token(settings.home)

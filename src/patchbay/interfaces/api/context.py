@@ -20,6 +20,9 @@ host: its mutations report no sessions and the session routes answer 500 ``unkno
 Sessions are built from the projection in memory, never from the workspace file, and a change
 committed by another process (the store's change counter, read before each call) rebuilds a
 session before its next call.
+
+Live status: in process by default; with ``PATCHBAY_REDIS_URL`` the registry is shared with the
+other instances through Redis (:func:`open_status_registry`), synced by the lifespan.
 """
 
 from __future__ import annotations
@@ -47,7 +50,21 @@ from patchbay.runtime.calls.approvals import ApprovalBroker
 from patchbay.runtime.live_status import InProcessStatusRegistry
 from patchbay.runtime.sessions import SessionHost
 
-__all__ = ["ApiContext"]
+__all__ = ["ApiContext", "open_status_registry"]
+
+
+def open_status_registry(settings: Settings) -> StatusRegistry:
+    """The live status registry ``settings`` ask for: shared through Redis
+    (:class:`~patchbay.adapters.redis_status.RedisStatusRegistry`, keys under
+    ``<redis_prefix>live:``) when ``settings.redis_url`` is set, else in process. Opens no
+    connection; never raises."""
+    if settings.redis_url is None:
+        return InProcessStatusRegistry()
+    from patchbay.adapters.redis_status import RedisStatusRegistry
+
+    return RedisStatusRegistry(
+        settings.redis_url.get_secret_value(), prefix=f"{settings.redis_prefix}live:", timeout=settings.redis_timeout
+    )
 
 
 @dataclass
@@ -63,7 +80,9 @@ class ApiContext:
         listing: the connector list kept between requests (``GET /api/mcp/connectors``).
         logins: the settings page's OAuth logins while the lifespan runs, else None.
         status: the live status registry the hosted sessions publish to (in memory, this
-            process's; ``runtime_state`` and ``GET /api/mcp/status/stream`` read it).
+            process's, or shared through Redis: :func:`open_status_registry`; ``runtime_state``
+            and ``GET /api/mcp/status/stream`` read it). One with a ``run`` method (the Redis
+            one) is synced while the lifespan runs and closed (``aclose``) after it.
         streams_closing: set by :meth:`close_streams` when the server shuts down: every open
             status stream ends (within its next look), so none holds the shutdown up.
     """
@@ -175,9 +194,18 @@ class ApiContext:
         """The app's lifespan: run a :class:`SessionHost` and make it the connector service's
         reload listener (now, or when the store is first opened); on the way out stop listening,
         then close every session (their servers stop). OAuth logins started from the page run
-        here too and are cancelled on the way out. Enter and exit in one task."""
+        here too and are cancelled on the way out. A shared status registry syncs with Redis in
+        the background meanwhile and, after the sessions closed (withdrawing their status),
+        writes that last and closes. Enter and exit in one task."""
         async with contextlib.AsyncExitStack() as stack:
             stack.push_async_callback(self._close_service)  # runs last: after the sessions closed
+            sync = getattr(self.status, "run", None)
+            closing = getattr(self.status, "aclose", None)
+            if sync is not None and closing is not None:
+                stack.push_async_callback(closing)  # after the sync stopped and the host closed
+                group = await stack.enter_async_context(anyio.create_task_group())
+                stack.callback(group.cancel_scope.cancel)
+                group.start_soon(sync)
             host = SessionHost(
                 self.settings,
                 resolve=self._resolve,

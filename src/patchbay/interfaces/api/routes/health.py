@@ -48,17 +48,27 @@ async def _database_ok(context: ApiContext) -> bool:
     return False
 
 
+async def _shared_ok(shared: object) -> bool:
+    """Whether one coordination user (a lease store, a status registry) reaches Redis: asked now
+    through its ``check()`` when it has one, else its last known ``state()``; one with neither
+    coordinates nothing (in process): ok."""
+    check = getattr(shared, "check", None)
+    if check is not None:
+        with anyio.move_on_after(DATABASE_CHECK_SECONDS):
+            return bool((await check()) == "ok")
+        return False
+    state = getattr(shared, "state", None)
+    return state is None or bool(state() == "ok")
+
+
 async def _coordination_ok(context: ApiContext) -> bool:
     """Whether Redis answers (asked now, bounded by ``PATCHBAY_REDIS_TIMEOUT``), through the lease
-    store of this instance's prober; without the store open there is no prober: not ok."""
+    store of this instance's prober and through the shared live status registry; without the
+    store open there is no prober: not ok."""
     service = context.service
     if service is None:
         return False
-    leases = service.prober.leases
-    check = getattr(leases, "check", None)
-    with anyio.move_on_after(DATABASE_CHECK_SECONDS):
-        return (await check()) == "ok" if check is not None else leases.state() == "ok"
-    return False
+    return await _shared_ok(service.prober.leases) and await _shared_ok(context.status)
 
 
 @router.get(
