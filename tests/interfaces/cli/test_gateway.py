@@ -83,8 +83,10 @@ def session_events(run: Callable[..., Any]) -> list[dict[str, Any]]:
 
 def error_of(result: Any) -> dict[str, Any]:
     assert result.is_error
-    assert result.structured_content is not None
-    error: dict[str, Any] = result.structured_content["error"]
+    assert result.meta is not None
+    error: dict[str, Any] = result.meta["patchbay/error"]
+    if result.structured_content is not None:  # only for a tool without an outputSchema
+        assert result.structured_content == {"error": error}
     return error
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from patchbay.core.errors import FailureReason, ToolCallError, ValidationError
-from patchbay.interfaces.gateway.results import PROXY_USAGE, call_result, error_result
+from patchbay.interfaces.gateway.results import ERROR_META_KEY, PROXY_USAGE, call_result, error_result
 from patchbay.runtime.calls.result import ToolCallResult
 
 
@@ -36,3 +36,17 @@ def test_bad_proxy_arguments_are_answered_with_the_proxy_usage_and_the_field() -
     assert PROXY_USAGE in answered.content[0].text  # type: ignore[union-attr]
     assert answered.structured_content is not None
     assert answered.structured_content["error"]["field"] == "action"
+
+
+def test_a_typed_tools_error_carries_its_code_in_meta_only() -> None:
+    # a host validates structuredContent against the tool's outputSchema even for an error result
+    error = ToolCallError(FailureReason.PERMISSION_DENIED, "denied")
+    answered = error_result(error, canonical="mcp.time.convert_time", output_schema=True)
+    assert answered.is_error and answered.structured_content is None
+    assert answered.meta == {
+        ERROR_META_KEY: {"code": "permission_denied", "message": "denied", "tool": "mcp.time.convert_time"}
+    }
+    dumped = answered.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert dumped["_meta"][ERROR_META_KEY]["code"] == "permission_denied" and "structuredContent" not in dumped
+    untyped = error_result(error, canonical="mcp.time.convert_time")
+    assert untyped.structured_content == {"error": untyped.meta[ERROR_META_KEY]}  # type: ignore[index]

@@ -8,9 +8,12 @@ never a protocol error, so the model reads why and what to do:
   guidance (``approval_unavailable``: an MCP host cannot approve, so it says how the person allows
   the tool; ``permission_denied``: it is denied by policy; ``validation_error`` on the proxy tool:
   the shape of a valid request);
-* ``structuredContent``: ``{"error": {"code", "message", "tool"?, "toolCallId"?}}`` with the stable
-  code front ends switch on (the reasons of DESIGN.md "Stable error codes" and
-  ``validation_error``), never the server's stderr or the call's arguments.
+* ``_meta["patchbay/error"]``: ``{"code", "message", "tool"?, "toolCallId"?, "field"?}`` with the
+  stable code front ends switch on (the reasons of DESIGN.md "Stable error codes" and
+  ``validation_error``), never the server's stderr or the call's arguments; the same object is
+  the ``structuredContent`` (``{"error": ...}``) unless the tool declares an ``outputSchema``:
+  hosts validate any ``structuredContent`` against it, error results included (the MCP
+  Inspector and the TypeScript SDK client do), and an error object would not match.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ import mcp_types as types
 from patchbay.core.errors import FailureReason, PatchbayError, ToolCallError
 from patchbay.runtime.calls.result import ToolCallResult
 
-__all__ = ["PROXY_USAGE", "call_result", "error_result"]
+__all__ = ["ERROR_META_KEY", "PROXY_USAGE", "call_result", "error_result"]
+
+ERROR_META_KEY = "patchbay/error"
+"""The ``_meta`` key of a governed failure's code and message in a tool error result."""
 
 PROXY_USAGE = (
     'Send {"action": "search", "query": "<keywords>"} to find tools, '
@@ -74,7 +80,12 @@ def _split(canonical: str | None) -> tuple[str | None, str | None]:
 
 
 def error_result(
-    error: PatchbayError, *, canonical: str | None = None, project: str = "", proxy: bool = False
+    error: PatchbayError,
+    *,
+    canonical: str | None = None,
+    project: str = "",
+    proxy: bool = False,
+    output_schema: bool = False,
 ) -> types.CallToolResult:
     """A governed failure as a tool error result (see the module docstring).
 
@@ -85,6 +96,8 @@ def error_result(
         canonical: the canonical tool name (``mcp.<connector>.<tool>``) when known, for guidance.
         project: the workspace path, for the ``patchbay grant`` command in the guidance.
         proxy: the call came through the proxy tool (its usage is the guidance for bad arguments).
+        output_schema: the tool called declares an ``outputSchema``: the error then has no
+            ``structuredContent`` (only ``_meta``), which the host would validate against it.
     """
     code = str(error.reason) if isinstance(error, ToolCallError) else str(error.code)
     text = f"error[{code}]: {error.message}"
@@ -101,5 +114,8 @@ def error_result(
     if code == "validation_error" and isinstance(field, str):
         detail["field"] = field
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content={"error": detail}, is_error=True
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=None if output_schema else {"error": detail},
+        is_error=True,
+        _meta={ERROR_META_KEY: detail},
     )

@@ -166,6 +166,7 @@ class Gateway:
         """
         proxy = self.mode == "proxy"
         canonical: str | None = None
+        typed = False  # the tool declares an outputSchema
         try:
             if proxy:
                 if name != PROXY_TOOL_NAME:
@@ -178,14 +179,16 @@ class Gateway:
                 canonical = self._canonical(arguments)
                 return call_result(await run_proxy(self._catalog, arguments))
             wire = runtime_wire_name(name)
-            canonical = next((t.name for t in self.runtime.cached_tools() if t.wire_name == wire), None)
+            tool = next((t for t in self.runtime.cached_tools() if t.wire_name == wire), None)
+            canonical = None if tool is None else tool.name
+            typed = tool is not None and tool.output_schema is not None
             return call_result(await self.runtime.call_wire(wire, arguments))
         except ToolCallError as exc:
             if exc.result is not None and exc.result.is_error:
                 return call_result(exc.result)  # the server's own error result, guarded
-            return error_result(exc, canonical=canonical, project=self.project, proxy=proxy)
+            return error_result(exc, canonical=canonical, project=self.project, proxy=proxy, output_schema=typed)
         except PatchbayError as exc:
-            return error_result(exc, canonical=canonical, project=self.project, proxy=proxy)
+            return error_result(exc, canonical=canonical, project=self.project, proxy=proxy, output_schema=typed)
 
     def _canonical(self, arguments: Mapping[str, Any] | None) -> str | None:
         """The canonical name of the tool a proxy request names, when it names a known one."""
