@@ -265,3 +265,41 @@ async def test_a_servers_list_changed_reaches_the_host_and_the_new_tool_is_liste
             assert "dyn__fresh" in after
             fresh = await client.call_tool("dyn__fresh", {})
             assert "dynamic:fresh" in fresh.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.usefixtures("governed_home")
+async def test_a_grant_changed_while_the_gateway_runs_reaches_the_host_as_list_changed(
+    home: Path, workspace: Path, run: Callable[..., Any]
+) -> None:
+    """``patchbay grant`` is another process: the gateway sees the store's change counter move,
+    reloads its runtime (same event-log session) and tells the host; the next list reflects it."""
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    client = gateway(home, workspace, "direct")
+    assert isinstance(client.server, StdioServerParameters) and client.server.env is not None
+    client.server.env["PATCHBAY_GATEWAY_RELOAD_POLL"] = "0.2"
+    client.message_handler = on_message
+    client.mode = "legacy"
+    with anyio.fail_after(60):
+        async with client:
+            before = {tool.name for tool in (await client.list_tools()).tools}
+            assert "clock__get_current_time" in before
+            asked = await client.call_tool("clock__get_current_time", {"timezone": "UTC"})
+            assert error_of(asked)["code"] == "approval_unavailable"
+            run("grant", "clock", "get_current_time", "allow")
+            await changed.wait()
+            allowed = await client.call_tool("clock__get_current_time", {"timezone": "UTC"})
+            assert not allowed.is_error
+            assert len((await client.list_tools()).tools) == 3  # listed again: told of the next change
+            changed = anyio.Event()
+            run("grant", "clock", "convert_time", "deny")
+            await changed.wait()
+            after = {tool.name for tool in (await client.list_tools()).tools}
+            assert after == {"time__get_current_time", "clock__get_current_time"}
+    events = session_events(run)  # one session across both reloads
+    completed = [e for e in events if e["type"] == "mcp.call.completed"]
+    assert len(completed) == 1
