@@ -178,14 +178,21 @@ async def test_a_request_without_the_token_is_401_and_a_foreign_origin_403(serve
 
 
 @pytest.fixture
-async def listening(served: Served) -> AsyncIterator[tuple[Client, anyio.Event]]:
-    """A 2025-era host in direct mode that has listed the tools; the event is set on its first
-    ``notifications/tools/list_changed``."""
-    changed = anyio.Event()
+async def listening(served: Served) -> AsyncIterator[tuple[Client, dict[type, anyio.Event]]]:
+    """A 2025-era host in direct mode that has listed the tools; each event is set on its first
+    ``notifications/{tools,resources,prompts}/list_changed``."""
+    changed = {
+        kind: anyio.Event()
+        for kind in (
+            types.ToolListChangedNotification,
+            types.ResourceListChangedNotification,
+            types.PromptListChangedNotification,
+        )
+    }
 
     async def on_message(message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            changed.set()
+        if type(message) in changed:
+            changed[type(message)].set()
 
     async with (
         http_client(served) as http,
@@ -197,7 +204,7 @@ async def listening(served: Served) -> AsyncIterator[tuple[Client, anyio.Event]]
 
 
 async def test_a_grant_changed_through_the_api_reaches_a_connected_host_as_list_changed(
-    served: Served, listening: tuple[Client, anyio.Event]
+    served: Served, listening: tuple[Client, dict[type, anyio.Event]]
 ) -> None:
     client, changed = listening
     with anyio.fail_after(60):
@@ -206,7 +213,8 @@ async def test_a_grant_changed_through_the_api_reaches_a_connected_host_as_list_
                 f"{served.url}/api/mcp/connectors/time/tools/get_current_time", json={"decision": "deny"}
             )
             assert response.status_code == 200, response.text
-        await changed.wait()
+        for event in changed.values():  # a reload may change resources and prompts too: all three
+            await event.wait()
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert "time__get_current_time" not in names and "clock__get_current_time" in names
         refused = await client.call_tool("time__get_current_time", {"timezone": "UTC"})

@@ -303,3 +303,63 @@ async def test_a_grant_changed_while_the_gateway_runs_reaches_the_host_as_list_c
     events = session_events(run)  # one session across both reloads
     completed = [e for e in events if e["type"] == "mcp.call.completed"]
     assert len(completed) == 1
+
+
+@pytest.fixture
+def resources_home(run: Callable[..., Any], workspace: Path, tmp_path: Path) -> None:
+    """``res``: the recording resources/prompts fixture; resource reads allowed, prompt ``broken`` denied."""
+    fixture = str(FIXTURES / "resources_server.py")
+    run("connector", "add", "res", "--", sys.executable, fixture, "--record", str(tmp_path / "requests.jsonl"))
+    run("probe", "res", "--project", str(workspace))
+    run("grant", "res", "--resources", "allow")
+    run("grant", "res", "--prompt", "broken", "deny")
+
+
+@pytest.mark.usefixtures("resources_home")
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_resources_and_prompts_are_re_exposed_under_namespaced_names_on_the_governed_path(
+    home: Path, workspace: Path, run: Callable[..., Any], era: str
+) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    client = gateway(home, workspace, "direct")
+    client.mode = era  # type: ignore[assignment]
+    with anyio.fail_after(60):
+        async with client:
+            assert client.protocol_version == ("2025-11-25" if era == "legacy" else "2026-07-28")
+            capabilities = client.server_capabilities
+            assert capabilities.resources is not None and capabilities.prompts is not None
+            resources = (await client.list_resources()).resources
+            assert len(resources) == 50  # every page of the server's list
+            doc = next(r for r in resources if r.uri == "patchbay://res/fixture%3A%2F%2Fdoc%2F5")
+            assert doc.name == "res__doc-5" and doc.mime_type == "text/plain"
+            read = await client.read_resource(doc.uri)
+            assert [(c.uri, c.text) for c in read.contents] == [(doc.uri, "Document 5")]  # type: ignore[union-attr]
+
+            templates = (await client.list_resource_templates()).resource_templates
+            item = next(t for t in templates if t.name == "res__item")
+            assert item.uri_template == "patchbay://res/fixture%3A%2F%2Fitem%2F{id}"
+            expanded = await client.read_resource(item.uri_template.replace("{id}", "42"))
+            assert expanded.contents[0].text == "item 42"  # type: ignore[union-attr]
+
+            with pytest.raises(MCPError) as bad:
+                await client.read_resource("fixture://doc/5")  # the server's own URI is not the gateway's
+            assert bad.value.error.data == {"code": "validation_error"}
+
+            prompts = {prompt.name: prompt for prompt in (await client.list_prompts()).prompts}
+            assert {"res__greet", "res__review", "res__plain"} <= set(prompts) and "res__broken" not in prompts
+            assert [(a.name, a.required) for a in prompts["res__greet"].arguments or []] == [
+                ("name", True),
+                ("style", False),
+            ]
+            greeting = await client.get_prompt("res__greet", {"name": "Ada"})
+            assert {message.role for message in greeting.messages} == {"user"}
+            assert "greet name='Ada'" in greeting.messages[0].content.text  # type: ignore[union-attr]
+            with pytest.raises(MCPError) as missing:
+                await client.get_prompt("res__greet", {})
+            assert missing.value.error.data == {"code": "validation_error"}
+            with pytest.raises(MCPError) as denied:
+                await client.get_prompt("res__broken", {})
+            assert denied.value.error.data == {"code": "permission_denied"}
+    types_seen = {event["type"] for event in session_events(run)}
+    assert {"mcp.resource.requested", "mcp.resource.fetched", "mcp.prompt.invoked", "mcp.prompt.expanded"} <= types_seen

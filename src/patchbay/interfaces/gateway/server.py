@@ -3,7 +3,7 @@
 Lifecycle: :func:`serve_stdio` enters one runtime for the gateway's whole life (connections are
 supervised and reused across calls, never one per call), serves the host over stdio until the host
 closes stdin, then exits the runtime, which stops every server it started. Nothing but the protocol
-is written to stdout. Over HTTP (:mod:`patchbay.interfaces.gateway.http`) one :class:`Gateway`
+is written to stdout. Over HTTP (:mod:`patchbay.interfaces.api.gateway_endpoint`) one :class:`Gateway`
 serves every host session of a workspace and mode.
 
 Every ``tools/call`` goes through the runtime's governed path (router → permissions → event log →
@@ -11,19 +11,23 @@ supervised connection → output guard → redaction) in the one session the gat
 no approver: a host cannot approve for the person, so an ``ask`` tool answers an error result with
 ``approval_unavailable`` and how to allow it (:mod:`patchbay.interfaces.gateway.results`).
 
-``tools.listChanged`` is advertised: when what a host was last given changes, it gets
-``notifications/tools/list_changed`` (a 2025-era session on its own channel, 2026-07-28 hosts on
-their ``subscriptions/listen`` streams). Two things change it: a connection publishing a catalog
-(a server's own ``list_changed``, a reconnect), and a change of the projection itself (a grant, a
-connector added, removed, disabled or enabled): the gateway's owner then builds a runtime of the
-new projection and hands it over with :meth:`Gateway.use_runtime`
-(:mod:`patchbay.interfaces.gateway.reload`).
+The connectors' resources, templates and prompts are offered under namespaced names and read
+or expanded on the governed path too (:mod:`patchbay.interfaces.gateway.context`).
+
+``listChanged`` is advertised for tools, resources and prompts. When the tools a host was last
+given change, it gets ``notifications/tools/list_changed`` (a 2025-era session on its own
+channel, 2026-07-28 hosts on their ``subscriptions/listen`` streams). Two things change them: a
+connection publishing a catalog (a server's own ``list_changed``, a reconnect), and a change of
+the projection itself (a grant, a connector added, removed, disabled or enabled), for which the
+gateway's :class:`~patchbay.interfaces.gateway.owner.RuntimeOwner` reloads the runtime and hands
+the new one over with :meth:`Gateway.use_runtime`; after such a reload every host is also told
+that resources and prompts changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal, cast
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, TypeVar, cast
 
 import anyio
 import mcp_types as types
@@ -31,7 +35,14 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, SubscriptionBus, ToolsListChanged
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    SubscriptionBus,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -39,6 +50,13 @@ from patchbay.core.errors import FailureReason, PatchbayError, ToolCallError, Un
 from patchbay.core.schema_bounds import SchemaBounds
 from patchbay.core.settings import Settings
 from patchbay.core.version import __version__
+from patchbay.interfaces.gateway.context import (
+    get_prompt,
+    list_prompts,
+    list_resource_templates,
+    list_resources,
+    read_resource,
+)
 from patchbay.interfaces.gateway.modes import gateway_name, runtime_wire_name
 from patchbay.interfaces.gateway.results import call_result, error_result
 from patchbay.interfaces.gateway.stdin import pollable_stdin
@@ -49,6 +67,8 @@ from patchbay.runtime.tools.definitions import definition_for
 from patchbay.runtime.tools.proxy import PROXY_DESCRIPTION, PROXY_INPUT_SCHEMA, PROXY_TOOL_NAME, run_proxy
 
 __all__ = ["GATEWAY_PROXY_DESCRIPTION", "Gateway", "GatewayServer", "serve_stdio"]
+
+_T = TypeVar("_T")
 
 GATEWAY_PROXY_DESCRIPTION = (
     PROXY_DESCRIPTION
@@ -95,13 +115,17 @@ class GatewayServer(Server[Any]):
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+            notification_options
+            or NotificationOptions(tools_changed=True, resources_changed=True, prompts_changed=True),
+            experimental_capabilities,
+            extensions,
         )
 
 
 class Gateway:
-    """The handlers of a gateway: ``tools/list`` and ``tools/call`` over ``runtime``, for every host
-    session it serves (one over stdio; any number over HTTP).
+    """The handlers of a gateway: ``tools/list`` and ``tools/call`` over ``runtime``, and the
+    connectors' resources, templates and prompts (:mod:`patchbay.interfaces.gateway.context`),
+    for every host session it serves (one over stdio; any number over HTTP).
 
     Args:
         runtime: an entered runtime, without approver (:meth:`use_runtime` replaces it).
@@ -134,6 +158,7 @@ class Gateway:
         self._settled = anyio.Event()  # set (and replaced) each time a call ends
         self._ready = anyio.Event()  # unset while the runtime is being replaced (:meth:`hold`)
         self._ready.set()
+        self._swapped = False  # the runtime was replaced since the last relay
         self.runtime = runtime
         runtime.add_catalog_listener(self._catalog_changed)
 
@@ -149,6 +174,7 @@ class Gateway:
         differs from what they were given are told (:meth:`relay_catalog_changes`)."""
         self.runtime = runtime
         runtime.add_catalog_listener(self._catalog_changed)
+        self._swapped = True  # resources and prompts may differ too: every host is told
         self._ready.set()
         self._changed.set()
 
@@ -171,8 +197,49 @@ class Gateway:
             ),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_resource_templates,
+            on_read_resource=self._read_resource,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
             on_subscriptions_listen=self._listen,
         )
+
+    async def _current(self, ctx: Any) -> Runtime:
+        """The runtime a request runs on (after a reload in progress), its host remembered."""
+        await self._ready.wait()
+        self._listed(ctx, None)
+        return self.runtime
+
+    async def _list_resources(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=await list_resources(await self._current(ctx)))
+
+    async def _list_resource_templates(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        templates = await list_resource_templates(await self._current(ctx))
+        return types.ListResourceTemplatesResult(resource_templates=templates)
+
+    async def _read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await self._tracked(read_resource, await self._current(ctx), str(params.uri))
+
+    async def _list_prompts(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=await list_prompts(await self._current(ctx)))
+
+    async def _get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        return await self._tracked(get_prompt, await self._current(ctx), params.name, params.arguments)
+
+    async def _tracked(self, operation: Callable[..., Awaitable[_T]], runtime: Runtime, *args: Any) -> _T:
+        """``await operation(runtime, *args)`` counted as a call on ``runtime`` (:meth:`drained`)."""
+        self._busy[runtime] = self._busy.get(runtime, 0) + 1
+        try:
+            return await operation(runtime, *args)
+        finally:
+            self._busy[runtime] -= 1
+            if not self._busy[runtime]:
+                del self._busy[runtime]
+            self._settled.set()
+            self._settled = anyio.Event()
 
     async def tools(self) -> list[types.Tool]:
         """What ``tools/list`` answers (see :class:`Gateway`); ``deny`` tools are absent and tools
@@ -242,6 +309,20 @@ class Gateway:
             if self._modern_listed is not None and self._modern_listed != current:
                 self._modern_listed = None
                 await self.bus.publish(ToolsListChanged())
+            if self._swapped:
+                self._swapped = False
+                await self._relay_context_changes()
+
+    async def _relay_context_changes(self) -> None:
+        """After a reload: tell every host that resources and prompts may have changed."""
+        for key, (session, _listed) in list(self._hosts.items()):
+            try:
+                await session.send_resource_list_changed()
+                await session.send_prompt_list_changed()
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, MCPError):
+                self._hosts.pop(key, None)
+        await self.bus.publish(ResourcesListChanged())
+        await self.bus.publish(PromptsListChanged())
 
     def close(self) -> None:
         """End the open ``subscriptions/listen`` streams (the gateway is stopping)."""
@@ -259,16 +340,8 @@ class Gateway:
             (:func:`~patchbay.interfaces.gateway.results.error_result`), never a protocol error.
         """
         await self._ready.wait()
-        runtime = self.runtime  # the one this call runs on, even if a reload replaces it meanwhile
-        self._busy[runtime] = self._busy.get(runtime, 0) + 1
-        try:
-            return await self._call(runtime, name, arguments)
-        finally:
-            self._busy[runtime] -= 1
-            if not self._busy[runtime]:
-                del self._busy[runtime]
-            self._settled.set()
-            self._settled = anyio.Event()
+        # the runtime this call runs on, even if a reload replaces it meanwhile
+        return await self._tracked(self._call, self.runtime, name, arguments)
 
     async def _call(self, runtime: Runtime, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
         proxy = self.mode == "proxy"
@@ -312,7 +385,7 @@ async def serve_stdio(gateway: Gateway) -> None:
     :mod:`patchbay.interfaces.gateway.stdin`)."""
     server = gateway.server()
     stdin = pollable_stdin()
-    options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+    options = server.create_initialization_options()  # GatewayServer's: listChanged everywhere
     async with stdio_server(stdin=cast(Any, stdin)) as (read_stream, write_stream):
         async with anyio.create_task_group() as group:
             group.start_soon(gateway.relay_catalog_changes)
