@@ -4,6 +4,7 @@ client connected to the gateway's server in memory."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from patchbay.core.models import ConnectorSettings, RuntimeConfig
 from patchbay.core.settings import Settings
 from patchbay.interfaces.gateway import Gateway
 from patchbay.interfaces.gateway.owner import RuntimeOwner
+from patchbay.runtime import Runtime
 from tests.support.recording import config, recording
 
 pytestmark = pytest.mark.anyio
@@ -27,9 +29,15 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def projection(tmp_path: Path, **grants: str) -> RuntimeConfig:
+def projection(tmp_path: Path, *extra: str, **grants: str) -> RuntimeConfig:
+    """``rec`` (allow_all, ``grants``, recording to ``rec.jsonl``) and a recording server per ``extra``."""
     settings = ConnectorSettings(approval_mode="allow_all")
-    return config(tmp_path, recording("rec", settings=settings, global_grants=grants))
+    rec = recording("rec", tmp_path / "rec.jsonl", settings=settings, global_grants=grants)
+    return config(tmp_path, rec, *(recording(name, settings=settings) for name in extra))
+
+
+def events(runtime: Runtime) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in runtime.event_log_path.read_text().splitlines()]
 
 
 class Source:
@@ -84,14 +92,27 @@ async def test_a_projection_change_switches_the_gateway_to_a_new_runtime_and_tel
                 source.current = projection(tmp_path, echo="deny")
                 owner.changed()  # as the commit listener does
                 await changed.wait()
-                assert owner.reloads == 1 and owner.runtime is not first and gateway.runtime is owner.runtime
-                assert owner.runtime.session_id == first.session_id  # one event-log session
+                # only policy changed: the same runtime took it in place, the connection stayed
+                assert owner.reloads == 1 and owner.runtime is first and gateway.runtime is first
+                assert first.server_states() == {"rec": "connected"}
                 after = {tool.name for tool in (await host.list_tools()).tools}
                 assert "rec__echo" not in after and "rec__read_thing" in after
                 refused = await host.call_tool("rec__echo", {"text": "hi"})
                 assert refused.is_error and refused.structured_content is not None
                 assert refused.structured_content["error"]["code"] == "permission_denied"
+
+                changed = anyio.Event()
+                source.current = projection(tmp_path, "more", echo="deny")  # a connector added
+                owner.changed()
+                await changed.wait()
+                assert owner.reloads == 2 and owner.runtime is not first and gateway.runtime is owner.runtime
+                assert owner.runtime.session_id == first.session_id  # one event-log session
+                assert first.server_states() == {"rec": "closed"}  # the replaced runtime stopped its server
+                names = {tool.name for tool in (await host.list_tools()).tools}
+                assert "more__echo" in names and "rec__echo" not in names
+                connected = [e["payload"]["server"] for e in events(first) if e["type"] == "mcp.server.connected"]
+                assert sorted(connected) == ["more", "rec", "rec"]  # rec once per runtime, not per reload
             relaying.cancel()
             owner.close()  # the group then ends by itself: the owner tasks exit their runtimes
         last = owner.runtime
-    assert first.server_states() == {"rec": "closed"} and last.server_states() == {"rec": "closed"}
+    assert set(last.server_states().values()) == {"closed"}

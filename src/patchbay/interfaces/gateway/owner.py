@@ -7,13 +7,17 @@ something was committed (:meth:`RuntimeOwner.changed`, from any thread: the cont
 commit listener in the same process, or :meth:`RuntimeOwner.watch` reading the store's change
 counter for commits of other processes), it loads the projection again; when that differs from
 the one it serves (a grant, a connector added, removed, disabled or enabled, a new cached
-catalog), it holds the gateways' new requests (:meth:`Gateway.hold`), lets the calls running on
-the old runtime finish (at most :data:`RETIRE_GRACE` seconds), exits it, enters a runtime of the
-new projection in the same event-log session and hands it to every gateway
+catalog), it applies it. When only policy changed (grants, include/exclude, the approval mode,
+the cached catalog) the runtime takes it in place (:meth:`Runtime.reproject`): every connection
+stays, and the gateways tell their hosts ``list_changed``. Otherwise (a connector added,
+removed, enabled or disabled, or its target, options or credential bindings changed) it holds
+the gateways' new requests (:meth:`Gateway.hold`), lets the calls running on the old runtime
+finish (at most :data:`RETIRE_GRACE` seconds), exits it, enters a runtime of the new projection
+in the same event-log session and hands it to every gateway
 (:meth:`Gateway.use_runtime`: the held requests run on it, and hosts are told ``list_changed``).
-A commit that leaves the projection as it was changes nothing: no connection is restarted. When
-it did change, every connection of the workspace restarts (lazily, on first use, unless the
-connector is ``eager``/``keep_alive``).
+A commit that leaves the projection as it was changes nothing. A new runtime restarts every
+connection of the workspace (lazily, on first use, unless the connector is
+``eager``/``keep_alive``).
 
 A reload whose projection cannot be loaded (the store unavailable, a bad projection) keeps the
 runtime it had and logs a warning; one whose new runtime cannot be entered serves the previous
@@ -172,8 +176,10 @@ class RuntimeOwner:
                 await self.reload()
 
     async def reload(self) -> bool:
-        """Load the projection now and, when it differs from the one served, switch every gateway
-        to a runtime of it; returns whether it switched (a failure is logged: False)."""
+        """Load the projection now and, when it differs from the one served, apply it: in place
+        when only policy changed (:meth:`Runtime.reproject`: no connection restarts), else by
+        switching every gateway to a runtime of it; returns whether it changed anything (a
+        failure is logged: False)."""
         if self._tg is None or self._runtime is None:
             raise RuntimeError("the RuntimeOwner is not started")
         try:
@@ -183,6 +189,12 @@ class RuntimeOwner:
             return False
         if config == self._config:
             return False
+        if self._runtime.reproject(config):  # only policy changed: every connection stays
+            self._config = config
+            self._reloads += 1
+            for gateway in self._gateways:
+                gateway.use_runtime(self._runtime)
+            return True
         for gateway in self._gateways:
             gateway.hold()
         # the event-log session is written by one runtime at a time: the old one exits first

@@ -172,8 +172,9 @@ class Gateway:
         """Serve from ``runtime`` (entered, without approver) from now on, the runtime of a new
         projection (or the old one again), and let the held requests run. Hosts whose tool list
         differs from what they were given are told (:meth:`relay_catalog_changes`)."""
+        if runtime is not self.runtime:
+            runtime.add_catalog_listener(self._catalog_changed)
         self.runtime = runtime
-        runtime.add_catalog_listener(self._catalog_changed)
         self._swapped = True  # resources and prompts may differ too: every host is told
         self._ready.set()
         self._changed.set()
