@@ -46,7 +46,9 @@ def gateway(
     from patchbay.interfaces.gateway.owner import RuntimeOwner
 
     if not stdio:
-        raise ValidationError("only the stdio gateway exists so far: pass --stdio", details={"field": "stdio"})
+        raise ValidationError(
+            "pass --stdio (over HTTP the gateway is /mcp on `patchbay serve`)", details={"field": "stdio"}
+        )
     if mode not in _MODES:
         raise ValidationError(f"unknown mode {mode!r}; use one of {', '.join(_MODES)}", details={"field": "mode"})
     service = state.service()
