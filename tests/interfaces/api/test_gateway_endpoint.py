@@ -17,9 +17,11 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from typer.testing import CliRunner
 
 from patchbay.interfaces.cli import app
+from tests.support.paths import FIXTURES
 from tests.support.serve import Served, serve_process
 
 pytestmark = pytest.mark.anyio
@@ -238,3 +240,34 @@ async def test_a_connector_disabled_by_another_process_reaches_a_2026_host_on_it
                     break
             after = {tool.name for tool in (await client.list_tools()).tools}
             assert after == {"time__get_current_time"}
+
+
+async def test_a_connector_added_through_the_api_brings_its_resources_and_prompts_to_a_connected_host(
+    served: Served, listening: tuple[Client, dict[type, anyio.Event]], tmp_path: Path
+) -> None:
+    client, changed = listening
+    fixture = str(FIXTURES / "resources_server.py")
+    target = {"transport": "stdio", "command": sys.executable, "args": [fixture, "--record", str(tmp_path / "r.jsonl")]}
+    with anyio.fail_after(60):
+        async with http_client(served) as http:
+            created = await http.post(
+                f"{served.url}/api/mcp/connectors", json={"name": "res", "target": target, "enabled": True}
+            )
+            assert created.status_code == 201, created.text
+            await changed[types.ResourceListChangedNotification].wait()
+            await changed[types.PromptListChangedNotification].wait()
+            resources = (await client.list_resources()).resources
+            assert len(resources) == 50 and all(r.uri.startswith("patchbay://res/") for r in resources)
+            prompts = {prompt.name for prompt in (await client.list_prompts()).prompts}
+            assert {"res__greet", "res__plain"} <= prompts
+
+            uri = "patchbay://res/fixture%3A%2F%2Fdoc%2F5"
+            with pytest.raises(MCPError) as asked:  # a resource read asks by default; a host cannot approve
+                await client.read_resource(uri)
+            assert asked.value.error.data == {"code": "approval_unavailable"}
+            changed[types.ResourceListChangedNotification] = anyio.Event()
+            granted = await http.put(f"{served.url}/api/mcp/connectors/res/resources/grant", json={"decision": "allow"})
+            assert granted.status_code == 200, granted.text
+            await changed[types.ResourceListChangedNotification].wait()  # the reload took the grant
+            read = await client.read_resource(uri)
+            assert read.contents[0].text == "Document 5"  # type: ignore[union-attr]
