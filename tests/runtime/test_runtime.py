@@ -275,3 +275,33 @@ def test_a_bad_session_id_is_refused_up_front(tmp_path: Path, settings: Settings
     with pytest.raises(PatchbayError) as info:
         Runtime(config(tmp_path), settings=settings, session_id="../../etc/passwd")
     assert info.value.code == "validation_error"
+
+
+async def test_reproject_takes_a_policy_change_in_place_and_refuses_a_structural_one(tmp_path: Path) -> None:
+    """Grants and include/exclude apply to the open runtime (its connection stays connected);
+    a connector added or a changed target needs a new runtime, and nothing changes."""
+    settings = ConnectorSettings(approval_mode="allow_all")
+    before = config(tmp_path, recording("rec", settings=settings))
+    with anyio.fail_after(30):
+        async with Runtime(before, settings=Settings(home=tmp_path / "home")) as runtime:
+            seen: list[str] = []
+            runtime.add_catalog_listener(seen.append)
+            assert {t.name for t in await runtime.list_tools()} >= {"mcp.rec.echo", "mcp.rec.read_thing"}
+            seen.clear()
+            denied = config(tmp_path, recording("rec", settings=settings, global_grants={"echo": "deny"}))
+            assert runtime.reproject(denied) is True
+            assert seen == ["rec"] and runtime.server_states() == {"rec": "connected"}
+            decisions = {t.tool: t.decision for t in runtime.cached_tools()}
+            assert decisions["echo"] == "deny" and decisions["read_thing"] == "allow"
+            narrowed = settings.model_copy(update={"include_tools": ("read_*",)})
+            assert runtime.reproject(config(tmp_path, recording("rec", settings=narrowed))) is True
+            assert [t.tool for t in runtime.cached_tools()] == ["read_thing"]
+
+            added = config(tmp_path, recording("rec", settings=narrowed), recording("more", settings=settings))
+            moved = config(tmp_path, recording("rec", tmp_path / "calls.jsonl", settings=narrowed))
+            disabled = config(tmp_path, recording("rec", settings=narrowed.model_copy(update={"enabled": False})))
+            for structural in (added, moved, disabled):
+                assert runtime.reproject(structural) is False
+            assert [t.tool for t in runtime.cached_tools()] == ["read_thing"] and runtime.config.servers[
+                0
+            ].settings == narrowed

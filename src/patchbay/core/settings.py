@@ -129,6 +129,9 @@ class Settings(BaseSettings):
     gateway_direct_max_schema_tokens: int = Field(default=8000, ge=0)
     """``--mode auto`` also switches to the proxy tool when the direct definitions would cost more
     than this many estimated tokens (compact JSON bytes / 4)."""
+    gateway_reload_poll: float = Field(default=2.0, gt=0)
+    """Seconds between a running gateway's looks at the store's change counter: a change committed
+    by another process (a grant, a connector added or disabled) reloads its runtime within this."""
 
     @property
     def redis_url_display(self) -> str | None:

@@ -62,6 +62,8 @@ from patchbay.runtime.tools.proxy import PROXY_TOOL_NAME, ProxyShape, proxy_defi
 __all__ = ["LocalTool", "Runtime", "RuntimeTool", "ToolCallResult"]
 
 _WIRE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_CONNECTION_FIELDS = ("connector_id", "target", "runtime_config", "bindings")
+"""What a connection is made from: a projection that changes none of them keeps the connection."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -526,6 +528,47 @@ class Runtime:
             self._executor.forget_decisions(name)
         for listener in list(self._catalog_listeners):
             listener(name)
+
+    def reproject(self, config: RuntimeConfig) -> bool:
+        """Take a new projection of the same workspace in place when it changes only policy:
+        grants (tool, resource, prompt), include/exclude, the approval mode or the cached
+        catalog. Every connection stays as it is (no server restarts); the routes, decisions and
+        wire names follow the new policy at once, and the catalog listeners are called for each
+        connector. Returns False, changing nothing, when the change needs a new runtime: a
+        connector added, removed, enabled or disabled, or what a connection is made from changed
+        (``connector_id``, target, runtime options, credential bindings), or other entries were
+        rejected.
+
+        Raises:
+            RuntimeError: the runtime is not open.
+        """
+        self._opened()
+        if (config.project_id, config.workspace, config.rejected) != (
+            self.config.project_id,
+            self.config.workspace,
+            self.config.rejected,
+        ):
+            return False
+        wanted = {
+            server.name: server
+            for server in config.servers
+            if server.settings.enabled and (self._allowed is None or server.name in self._allowed.connectors)
+        }
+        if set(wanted) != set(self._servers):
+            return False
+        for name, server in wanted.items():
+            if any(getattr(server, f) != getattr(self._servers[name], f) for f in _CONNECTION_FIELDS):
+                return False
+        self.config = config
+        for name, server in wanted.items():
+            if server == self._servers[name]:
+                continue
+            self._servers[name] = server  # the executor and the peers read this same table
+            connection = self._connections[name]
+            connection.server = server
+            catalog = connection.tools if connection.state == "connected" else {t.name: t for t in server.tools}
+            self._catalog_changed(name, catalog)
+        return True
 
     def add_catalog_listener(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(connector)`` (on the event loop, synchronously: it must not block) each

@@ -267,3 +267,101 @@ async def test_a_servers_list_changed_reaches_the_host_and_the_new_tool_is_liste
             assert "dyn__fresh" in after
             fresh = await client.call_tool("dyn__fresh", {})
             assert "dynamic:fresh" in fresh.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.usefixtures("governed_home")
+async def test_a_grant_changed_while_the_gateway_runs_reaches_the_host_as_list_changed(
+    home: Path, workspace: Path, run: Callable[..., Any]
+) -> None:
+    """``patchbay grant`` is another process: the gateway sees the store's change counter move,
+    reloads its runtime (same event-log session) and tells the host; the next list reflects it."""
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    client = gateway(home, workspace, "direct")
+    assert isinstance(client.server, StdioServerParameters) and client.server.env is not None
+    client.server.env["PATCHBAY_GATEWAY_RELOAD_POLL"] = "0.2"
+    client.message_handler = on_message
+    client.mode = "legacy"
+    with anyio.fail_after(60):
+        async with client:
+            before = {tool.name for tool in (await client.list_tools()).tools}
+            assert "clock__get_current_time" in before
+            asked = await client.call_tool("clock__get_current_time", {"timezone": "UTC"})
+            assert error_of(asked)["code"] == "approval_unavailable"
+            run("grant", "clock", "get_current_time", "allow")
+            await changed.wait()
+            allowed = await client.call_tool("clock__get_current_time", {"timezone": "UTC"})
+            assert not allowed.is_error
+            assert len((await client.list_tools()).tools) == 3  # listed again: told of the next change
+            changed = anyio.Event()
+            run("grant", "clock", "convert_time", "deny")
+            await changed.wait()
+            after = {tool.name for tool in (await client.list_tools()).tools}
+            assert after == {"time__get_current_time", "clock__get_current_time"}
+    events = session_events(run)  # one session across both reloads
+    completed = [e for e in events if e["type"] == "mcp.call.completed"]
+    assert len(completed) == 1
+
+
+@pytest.fixture
+def resources_home(run: Callable[..., Any], workspace: Path, tmp_path: Path) -> None:
+    """``res``: the recording resources/prompts fixture; resource reads allowed, prompt ``broken`` denied."""
+    fixture = str(FIXTURES / "resources_server.py")
+    run("connector", "add", "res", "--", sys.executable, fixture, "--record", str(tmp_path / "requests.jsonl"))
+    run("probe", "res", "--project", str(workspace))
+    run("grant", "res", "--resources", "allow")
+    run("grant", "res", "--prompt", "broken", "deny")
+
+
+@pytest.mark.usefixtures("resources_home")
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_resources_and_prompts_are_re_exposed_under_namespaced_names_on_the_governed_path(
+    home: Path, workspace: Path, run: Callable[..., Any], era: str
+) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    client = gateway(home, workspace, "direct")
+    client.mode = era  # type: ignore[assignment]
+    with anyio.fail_after(60):
+        async with client:
+            assert client.protocol_version == ("2025-11-25" if era == "legacy" else "2026-07-28")
+            capabilities = client.server_capabilities
+            assert capabilities.resources is not None and capabilities.prompts is not None
+            resources = (await client.list_resources()).resources
+            assert len(resources) == 50  # every page of the server's list
+            doc = next(r for r in resources if r.uri == "patchbay://res/fixture%3A%2F%2Fdoc%2F5")
+            assert doc.name == "res__doc-5" and doc.mime_type == "text/plain"
+            read = await client.read_resource(doc.uri)
+            assert [(c.uri, c.text) for c in read.contents] == [(doc.uri, "Document 5")]  # type: ignore[union-attr]
+
+            templates = (await client.list_resource_templates()).resource_templates
+            item = next(t for t in templates if t.name == "res__item")
+            assert item.uri_template == "patchbay://res/fixture%3A%2F%2Fitem%2F{id}"
+            expanded = await client.read_resource(item.uri_template.replace("{id}", "42"))
+            assert expanded.contents[0].text == "item 42"  # type: ignore[union-attr]
+
+            with pytest.raises(MCPError) as bad:
+                await client.read_resource("fixture://doc/5")  # the server's own URI is not the gateway's
+            assert bad.value.error.data == {"code": "validation_error"}
+
+            prompts = {prompt.name: prompt for prompt in (await client.list_prompts()).prompts}
+            assert {"res__greet", "res__review", "res__plain"} <= set(prompts) and "res__broken" not in prompts
+            assert [(a.name, a.required) for a in prompts["res__greet"].arguments or []] == [
+                ("name", True),
+                ("style", False),
+            ]
+            greeting = await client.get_prompt("res__greet", {"name": "Ada"})
+            assert {message.role for message in greeting.messages} == {"user"}
+            assert "greet name='Ada'" in greeting.messages[0].content.text  # type: ignore[union-attr]
+            with pytest.raises(MCPError) as missing:
+                await client.get_prompt("res__greet", {})
+            assert missing.value.error.data == {"code": "validation_error"}
+            with pytest.raises(MCPError) as denied:
+                await client.get_prompt("res__broken", {})
+            assert denied.value.error.data == {"code": "permission_denied"}
+    types_seen = {event["type"] for event in session_events(run)}
+    assert {"mcp.resource.requested", "mcp.resource.fetched", "mcp.prompt.invoked", "mcp.prompt.expanded"} <= types_seen

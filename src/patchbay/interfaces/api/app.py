@@ -18,7 +18,8 @@ Before any route runs: a bad ``Host`` or foreign ``Origin`` is 403 ``origin_refu
 changes something also needs the CSRF header, else 403 ``csrf_failed``). No CORS headers are sent.
 
 The settings page (:mod:`patchbay.interfaces.web`) is served by the same app at ``/ui``; ``/``
-redirects there.
+redirects there. The MCP gateway is served at ``/mcp``
+(:mod:`~patchbay.interfaces.api.gateway_endpoint`), behind the same guards.
 
 The app's state and its session host: :class:`~patchbay.interfaces.api.context.ApiContext`.
 
@@ -35,6 +36,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from patchbay.adapters.api_token import api_token
@@ -45,6 +47,7 @@ from patchbay.core.version import __version__
 from patchbay.interfaces.api.auth import TokenAuthMiddleware, refuse_other_scopes
 from patchbay.interfaces.api.context import ApiContext, open_status_registry
 from patchbay.interfaces.api.errors import error_response, install_error_handlers
+from patchbay.interfaces.api.gateway_endpoint import GATEWAY_PATH, HttpGateway
 from patchbay.interfaces.api.limits import BodyLimitMiddleware
 from patchbay.interfaces.api.responses import RedactedJSONResponse
 from patchbay.interfaces.api.routes import (
@@ -234,6 +237,13 @@ def create_app(
         swagger_ui_parameters={"validatorUrl": None},  # Swagger UI's default validator is online
     )
     app.state.context = context
+    context.gateway = HttpGateway(
+        settings,
+        workspace=context.workspace,
+        prepare=context.gateway_source,
+        state_version=context.state_version,
+        status=context.status,
+    )
     install_error_handlers(app)
     # sessions first: the tool call is the hot route, and FastAPI matches a request against each
     # included router in turn (every route of every router before the one that matches); no
@@ -255,6 +265,8 @@ def create_app(
     app.state.api_routes = [route for router in routers for route in router.routes]  # for 405's Allow
     install_pages(app)  # the settings page at /ui: it reads and writes through the routes above
     app.include_router(oauth_callback.router)  # where the browser lands after an OAuth authorization
+    # the MCP gateway (an ASGI app: every method, the SDK's session manager answers them)
+    app.router.routes.append(Route(GATEWAY_PATH, endpoint=context.gateway, include_in_schema=False))
     # the last added runs first: Host/Origin, then the body size, then the token
     if require_token:
         assert token is not None

@@ -45,7 +45,9 @@ from patchbay.core.errors import ErrorCode, PatchbayError
 from patchbay.core.live_status import StatusRegistry
 from patchbay.core.models import Project, RuntimeConfig
 from patchbay.core.settings import Settings
+from patchbay.interfaces.api.gateway_endpoint import HttpGateway
 from patchbay.interfaces.api.listing import ConnectorListing
+from patchbay.interfaces.gateway.catalogs import with_cached_catalogs
 from patchbay.runtime.calls.approvals import ApprovalBroker
 from patchbay.runtime.live_status import InProcessStatusRegistry
 from patchbay.runtime.sessions import SessionHost
@@ -85,6 +87,8 @@ class ApiContext:
             one) is synced while the lifespan runs and closed (``aclose``) after it.
         streams_closing: set by :meth:`close_streams` when the server shuts down: every open
             status stream ends (within its next look), so none holds the shutdown up.
+        gateway: the MCP gateway at ``/mcp`` (:mod:`~patchbay.interfaces.api.gateway_endpoint`),
+            told of every committed change and stopped with the streams; None: not served.
     """
 
     settings: Settings
@@ -95,6 +99,7 @@ class ApiContext:
     logins: WebLogins | None = None
     status: StatusRegistry = field(default_factory=InProcessStatusRegistry)
     streams_closing: bool = False
+    gateway: HttpGateway | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _detach: Callable[[], None] | None = None
     _watch: _CommitWatch | None = None
@@ -141,10 +146,12 @@ class ApiContext:
         """Make the host the service's reload listener, once both exist (call under the lock).
         A committed mutation also ends the approvals waiting under the old policy."""
         if self.host is not None and self.service is not None and self._detach is None:
-            service, host, broker = self.service, self.host, self.approval_broker()
+            service, host, broker, gateway = self.service, self.host, self.approval_broker(), self.gateway
 
             def committed(project_id: str | None, report: Any = None) -> Any:
                 broker.invalidate()
+                if gateway is not None:
+                    gateway.committed(project_id)
                 return host.committed(project_id, report)
 
             self._detach = service.on_committed(committed)
@@ -161,6 +168,12 @@ class ApiContext:
         """The host's loader: the projection built in memory from the store, never the workspace
         file (which anything that can write the workspace could have replaced)."""
         return self.connector_service().projector.runtime_config(project)
+
+    async def state_version(self) -> int:
+        """The store's change counter, moved by every commit of any process (how it is read: the
+        session host's reader below). Raises CanonicalStateUnavailable while the store cannot be
+        opened."""
+        return await self._state_version()
 
     async def _state_version(self) -> int:
         """The store's change counter, read before each hosted call so changes committed by
@@ -215,6 +228,8 @@ class ApiContext:
             )
             await stack.enter_async_context(host)
             self.logins = await stack.enter_async_context(WebLogins().running())
+            if self.gateway is not None:
+                await stack.enter_async_context(self.gateway.running())
             stack.callback(setattr, self, "logins", None)
             stack.callback(self._stop_hosting)  # runs first: no reload is scheduled on a closing host
             with self._lock:
@@ -223,8 +238,27 @@ class ApiContext:
             yield
 
     def close_streams(self) -> None:
-        """End the open status streams (the server is shutting down; they would never end)."""
+        """End the open status streams and the gateway's sessions (the server is shutting down;
+        they would never end)."""
         self.streams_closing = True
+        if self.gateway is not None:
+            self.gateway.stop_sessions()
+
+    def gateway_source(self, workspace: Path) -> tuple[str, Callable[[], RuntimeConfig]]:
+        """The gateway's :data:`~patchbay.interfaces.api.gateway_endpoint.Preparer`: the
+        workspace's project (created on first use, its snapshot projected) and a loader of its
+        projection in memory with the store's cached catalogs in full. Runs in a worker thread.
+
+        Raises:
+            ConfigError: ``invalid_config`` for an unusable workspace path;
+            CanonicalStateUnavailable: ``canonical_state_unavailable``.
+        """
+        project = self._resolve(workspace)
+
+        def load() -> RuntimeConfig:
+            return with_cached_catalogs(self.connector_service(), self._load(project))
+
+        return project.project_id, load
 
     async def _close_service(self) -> None:
         if self.service is not None:

@@ -31,6 +31,7 @@ __all__ = [
     "report_failure",
     "run_governed",
     "run_runtime",
+    "run_stoppable",
     "terminal_approver",
 ]
 
@@ -117,6 +118,11 @@ def run_runtime(settings: Any, config: Any, operation: Callable[[Any], Awaitable
         async with Runtime(config, settings=settings) as runtime:
             return await operation(runtime)
 
+    return _run_stoppable(run)
+
+
+def run_stoppable(run: Callable[[], Awaitable[_T]]) -> _T:
+    """``anyio.run(run)``, stopped by SIGTERM as by Ctrl-C (see :func:`_run_stoppable`)."""
     return _run_stoppable(run)
 
 

@@ -1,10 +1,14 @@
 """``patchbay gateway --stdio``: the Patchbay gateway, the one MCP server a host spawns.
 
-It builds the workspace's projected snapshot from the store (as ``patchbay call`` does), enters one
-runtime without approver for its whole life, and serves the host over stdin/stdout
-(:mod:`patchbay.interfaces.gateway`), with the store's cached catalogs in full so that
-the proxy's search needs no server (:func:`with_cached_catalogs`). stdout carries only the protocol; the one line it prints at
-start (the session whose event log holds the calls) goes to stderr.
+It builds the workspace's projected snapshot from the store (as ``patchbay call`` does), enters a
+runtime without approver and serves the host over stdin/stdout (:mod:`patchbay.interfaces.gateway`),
+with the store's cached catalogs in full so that the proxy's search needs no server
+(:func:`with_cached_catalogs`). It reads the store's change counter every
+``Settings.gateway_reload_poll`` seconds; when a commit (``patchbay grant``, the settings page, a
+connector added or disabled) changed the workspace's projection, the runtime is rebuilt and the
+host told ``list_changed`` (:mod:`patchbay.interfaces.gateway.owner`). stdout carries only the
+protocol; the one line it prints at start (the session whose event log holds the calls) goes to
+stderr.
 """
 
 from __future__ import annotations
@@ -12,30 +16,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
+import anyio
+import anyio.to_thread
 import typer
 
 from patchbay.core.errors import ValidationError
 from patchbay.interfaces.cli._context import err_console, handle_errors, state
-from patchbay.interfaces.cli._runtime import project_snapshot, run_runtime
+from patchbay.interfaces.cli._runtime import project_snapshot, run_stoppable
+from patchbay.interfaces.gateway.catalogs import with_cached_catalogs
 
-__all__ = ["gateway"]
+__all__ = ["gateway", "with_cached_catalogs"]
 
 _MODES = ("proxy", "direct", "auto")
-
-
-def with_cached_catalogs(service: Any, config: Any) -> Any:
-    """``config`` with each server's cached catalog in full (descriptions, schemas) from the
-    store's fresh probe cache, where the projection carries only names and risk hints: the proxy's
-    search and ``--mode auto`` then read it without starting any server. A server whose cache is
-    missing or stale keeps what the projection gave; the projected tool set itself never changes here."""
-    servers = []
-    for server in config.servers:
-        entry, _ = service.queries.cached_catalog(service.get(server.name))
-        if entry is not None:
-            full = {tool.name: tool for tool in entry.tools}
-            server = server.model_copy(update={"tools": tuple(full.get(t.name, t) for t in server.tools)})
-        servers.append(server)
-    return config.model_copy(update={"servers": tuple(servers)})
 
 
 @handle_errors
@@ -54,23 +46,47 @@ def gateway(
     if ctx.invoked_subcommand is not None:  # `gateway install|uninstall`: not serving
         return
     from patchbay.interfaces.gateway import Gateway, GatewayMode, choose_mode, serve_stdio
-    from patchbay.runtime import Runtime
+    from patchbay.interfaces.gateway.owner import RuntimeOwner
 
     if not stdio:
         raise ValidationError(
-            "pass --stdio to serve a host over stdin/stdout (or use `gateway install HOST`)", details={"field": "stdio"}
+            "pass --stdio to serve a host over stdin/stdout (over HTTP the gateway is /mcp on `patchbay serve`;"
+            " `gateway install HOST` writes a host's entry)",
+            details={"field": "stdio"},
         )
     if mode not in _MODES:
         raise ValidationError(f"unknown mode {mode!r}; use one of {', '.join(_MODES)}", details={"field": "mode"})
     service = state.service()
-    config = with_cached_catalogs(service, project_snapshot(service, project))
+
+    def load() -> Any:
+        return with_cached_catalogs(service, project_snapshot(service, project))
+
+    config = load()
     settings = service.settings
 
-    async def serve(runtime: Runtime) -> None:
-        served = choose_mode(cast(GatewayMode, mode), runtime.cached_tools(), settings)
-        err_console.print(
-            f"patchbay gateway: {served} mode, session {runtime.session_id} (patchbay events {runtime.session_id})"
-        )
-        await serve_stdio(Gateway(runtime, served, project=config.workspace))
+    async def state_version() -> int:
+        return await anyio.to_thread.run_sync(service.repository.state_version)
 
-    run_runtime(settings, config, serve)  # SIGTERM stops it as Ctrl-C does: the runtime stops its servers
+    async def serve() -> None:
+        async with anyio.create_task_group() as runtimes:
+            owner = RuntimeOwner(settings, load)
+            try:
+                runtime = await owner.start(runtimes, config=config)
+                served = choose_mode(cast(GatewayMode, mode), runtime.cached_tools(), settings)
+                host = Gateway(runtime, served, project=config.workspace)
+                owner.add(host)
+                err_console.print(
+                    f"patchbay gateway: {served} mode, session {runtime.session_id} "
+                    f"(patchbay events {runtime.session_id})"
+                )
+                async with anyio.create_task_group() as watching:
+                    watching.start_soon(owner.watch, state_version, settings.gateway_reload_poll)
+                    await serve_stdio(host)
+                    watching.cancel_scope.cancel()
+            finally:
+                owner.close()  # the runtime exits: its servers stop
+
+    try:
+        run_stoppable(serve)  # SIGTERM stops it as Ctrl-C does: the runtime stops its servers
+    except ExceptionGroup as group:  # the task groups' wrapping of one error: shown as that error
+        raise group.exceptions[0] if len(group.exceptions) == 1 else group from None

@@ -19,6 +19,9 @@ Stopping is bounded: calls in flight get ``shutdown_grace`` seconds
 (``PATCHBAY_SHUTDOWN_GRACE``, default 5), then are cancelled and answered ``cancelled``, and every
 session's servers are stopped with their process groups.
 
+The MCP gateway is served at ``/mcp`` on the same port, behind the same token and Host/Origin
+guard (:mod:`patchbay.interfaces.api.gateway_endpoint`); its runtimes stop with the server.
+
 While it starts, each step is a ``patchbay serve: [<s>] ...`` line on stderr with the seconds
 since the command began: loading the API, opening the store (and migrating it), the session host.
 """

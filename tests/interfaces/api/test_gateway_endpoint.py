@@ -1,0 +1,273 @@
+"""``/mcp`` on a real ``patchbay serve`` (uvicorn on 127.0.0.1), driven by the official SDK client
+over Streamable HTTP, in front of real ``mcp-server-time`` peers: both protocol eras, the modes,
+the guards, one runtime per workspace, and reload on projection changes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from typer.testing import CliRunner
+
+from patchbay.interfaces.cli import app
+from tests.support.paths import FIXTURES
+from tests.support.serve import Served, serve_process
+
+pytestmark = pytest.mark.anyio
+
+BIN = str(Path(sys.executable).parent)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def run(home: Path) -> Callable[..., Any]:
+    runner = CliRunner()
+
+    def invoke(*args: str) -> Any:
+        result = runner.invoke(app, ["--home", str(home), *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result
+
+    return invoke
+
+
+@pytest.fixture
+def served(run: Callable[..., Any], home: Path, workspace: Path) -> Iterator[Served]:
+    """``time``: get_current_time allowed, convert_time denied; ``clock``: both ask (the
+    default); then ``patchbay serve`` (gateway reload poll 0.2 s) started in ``workspace``."""
+    for name in ("time", "clock"):
+        run("connector", "add", name, "--", "mcp-server-time")
+        run("probe", name, "--project", str(workspace))
+    run("grant", "time", "get_current_time", "allow")
+    run("grant", "time", "convert_time", "deny")
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "PATCHBAY_BUILTINS": "off",
+        "PATCHBAY_GATEWAY_RELOAD_POLL": "0.2",
+    }
+    with serve_process(home, workspace, env=env) as serving:
+        yield serving
+
+
+def http_client(served: Served, **headers: str) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(headers={**served.headers, **headers}, timeout=httpx2.Timeout(30, read=300))
+
+
+def gateway(client: httpx2.AsyncClient, url: str, *, mode: str = "legacy", message_handler: Any = None) -> Client:
+    return Client(streamable_http_client(url, http_client=client), mode=mode, message_handler=message_handler)  # type: ignore[arg-type]
+
+
+def error_of(result: Any) -> dict[str, Any]:
+    assert result.is_error
+    assert result.structured_content is not None
+    error: dict[str, Any] = result.structured_content["error"]
+    return error
+
+
+def session_ids(run: Callable[..., Any]) -> list[str]:
+    return [s["session_id"] for s in json.loads(run("sessions", "--json").stdout)["sessions"]]
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_direct_mode_lists_and_calls_the_governed_tools_in_both_protocol_eras(
+    served: Served, workspace: Path, era: str
+) -> None:
+    with anyio.fail_after(90):
+        async with http_client(served) as http, gateway(http, f"{served.url}/mcp?mode=direct", mode=era) as client:
+            assert client.protocol_version == ("2025-11-25" if era == "legacy" else "2026-07-28")
+            tools_capability = client.server_capabilities.tools
+            assert tools_capability is not None and tools_capability.list_changed
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(listed) == {"time__get_current_time", "clock__get_current_time", "clock__convert_time"}
+            assert "timezone" in listed["time__get_current_time"].input_schema["properties"]
+
+            allowed = await client.call_tool("time__get_current_time", {"timezone": "Asia/Tokyo"})
+            assert not allowed.is_error
+            assert "Asia/Tokyo" in allowed.content[0].text  # type: ignore[union-attr]
+
+            denied = await client.call_tool(
+                "time__convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+            )
+            assert error_of(denied)["code"] == "unknown_tool"  # a denied tool is not projected
+
+            asked = await client.call_tool("clock__get_current_time", {"timezone": "UTC"})
+            error = error_of(asked)
+            assert error["code"] == "approval_unavailable" and error["tool"] == "mcp.clock.get_current_time"
+            assert f"--project {workspace}" in asked.content[0].text  # type: ignore[union-attr]
+
+
+async def test_proxy_mode_and_the_project_header_share_one_runtime_per_workspace(
+    served: Served, workspace: Path, run: Callable[..., Any]
+) -> None:
+    with anyio.fail_after(90):
+        async with http_client(served) as http, gateway(http, f"{served.url}/mcp?mode=proxy") as proxy:
+            assert [tool.name for tool in (await proxy.list_tools()).tools] == ["mcp"]
+            found = await proxy.call_tool("mcp", {"action": "search", "query": "current time"})
+            assert not found.is_error and "get_current_time" in found.content[0].text  # type: ignore[union-attr]
+            called = await proxy.call_tool(
+                "mcp", {"action": "call", "tool": "mcp.time.get_current_time", "arguments": {"timezone": "UTC"}}
+            )
+            assert not called.is_error
+        # the same workspace named by the header, in direct mode, from another session
+        async with (
+            http_client(served, **{"X-Patchbay-Project": str(workspace)}) as http,
+            gateway(http, f"{served.url}/mcp?mode=direct", mode="auto") as direct,
+        ):
+            again = await direct.call_tool("time__get_current_time", {"timezone": "UTC"})
+            assert not again.is_error
+    sessions = session_ids(run)
+    assert len(sessions) == 1  # one runtime (one event-log session) served both sessions and modes
+    events = json.loads(run("events", sessions[0], "--json").stdout)["events"]
+    completed = [e for e in events if e["type"] == "mcp.call.completed"]
+    assert len(completed) == 2
+
+
+async def test_a_request_without_the_token_is_401_and_a_foreign_origin_403(served: Served) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    with anyio.fail_after(30):
+        async with httpx2.AsyncClient(timeout=10) as http:
+            bare = await http.post(f"{served.url}/mcp", json=initialize, headers=accept)
+            assert bare.status_code == 401 and bare.json()["error"]["code"] == "unauthorized"
+            assert bare.headers["www-authenticate"].startswith("Bearer")
+            foreign = await http.post(
+                f"{served.url}/mcp", json=initialize, headers={**accept, **served.headers, "Origin": "http://evil.test"}
+            )
+            assert foreign.status_code == 403 and foreign.json()["error"]["code"] == "origin_refused"
+            bad_mode = await http.post(
+                f"{served.url}/mcp?mode=loud", json=initialize, headers={**accept, **served.headers}
+            )
+            assert bad_mode.status_code == 422 and bad_mode.json()["error"]["details"]["field"] == "mode"
+        # the SDK client as a host without the token cannot even initialize
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300)) as http:
+            with pytest.raises(ExceptionGroup) as refused:
+                async with gateway(http, f"{served.url}/mcp", mode="legacy"):
+                    pass
+            assert "Server returned an error response" in repr(refused.value) or "401" in repr(refused.value)
+
+
+@pytest.fixture
+async def listening(served: Served) -> AsyncIterator[tuple[Client, dict[type, anyio.Event]]]:
+    """A 2025-era host in direct mode that has listed the tools; each event is set on its first
+    ``notifications/{tools,resources,prompts}/list_changed``."""
+    changed = {
+        kind: anyio.Event()
+        for kind in (
+            types.ToolListChangedNotification,
+            types.ResourceListChangedNotification,
+            types.PromptListChangedNotification,
+        )
+    }
+
+    async def on_message(message: Any) -> None:
+        if type(message) in changed:
+            changed[type(message)].set()
+
+    async with (
+        http_client(served) as http,
+        gateway(http, f"{served.url}/mcp?mode=direct", message_handler=on_message) as client,
+    ):
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert "time__get_current_time" in names
+        yield client, changed
+
+
+async def test_a_grant_changed_through_the_api_reaches_a_connected_host_as_list_changed(
+    served: Served, listening: tuple[Client, dict[type, anyio.Event]]
+) -> None:
+    client, changed = listening
+    with anyio.fail_after(60):
+        async with http_client(served) as http:
+            response = await http.put(
+                f"{served.url}/api/mcp/connectors/time/tools/get_current_time", json={"decision": "deny"}
+            )
+            assert response.status_code == 200, response.text
+        for event in changed.values():  # a reload may change resources and prompts too: all three
+            await event.wait()
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert "time__get_current_time" not in names and "clock__get_current_time" in names
+        refused = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
+        assert error_of(refused)["code"] == "unknown_tool"
+
+
+async def test_a_connector_disabled_by_another_process_reaches_a_2026_host_on_its_listen_stream(
+    served: Served, run: Callable[..., Any]
+) -> None:
+    with anyio.fail_after(60):
+        async with (
+            http_client(served) as http,
+            gateway(http, f"{served.url}/mcp?mode=direct", mode="auto") as client,
+        ):
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert "clock__get_current_time" in names
+            async with client.listen(tools_list_changed=True) as subscription:
+                run("connector", "disable", "clock")  # this test process: the serve sees the store move
+                async for event in subscription:
+                    assert type(event).__name__ == "ToolsListChanged"
+                    break
+            after = {tool.name for tool in (await client.list_tools()).tools}
+            assert after == {"time__get_current_time"}
+
+
+async def test_a_connector_added_through_the_api_brings_its_resources_and_prompts_to_a_connected_host(
+    served: Served, listening: tuple[Client, dict[type, anyio.Event]], tmp_path: Path
+) -> None:
+    client, changed = listening
+    fixture = str(FIXTURES / "resources_server.py")
+    target = {"transport": "stdio", "command": sys.executable, "args": [fixture, "--record", str(tmp_path / "r.jsonl")]}
+    with anyio.fail_after(60):
+        async with http_client(served) as http:
+            created = await http.post(
+                f"{served.url}/api/mcp/connectors", json={"name": "res", "target": target, "enabled": True}
+            )
+            assert created.status_code == 201, created.text
+            await changed[types.ResourceListChangedNotification].wait()
+            await changed[types.PromptListChangedNotification].wait()
+            resources = (await client.list_resources()).resources
+            assert len(resources) == 50 and all(r.uri.startswith("patchbay://res/") for r in resources)
+            prompts = {prompt.name for prompt in (await client.list_prompts()).prompts}
+            assert {"res__greet", "res__plain"} <= prompts
+
+            uri = "patchbay://res/fixture%3A%2F%2Fdoc%2F5"
+            with pytest.raises(MCPError) as asked:  # a resource read asks by default; a host cannot approve
+                await client.read_resource(uri)
+            assert asked.value.error.data == {"code": "approval_unavailable"}
+            changed[types.ResourceListChangedNotification] = anyio.Event()
+            granted = await http.put(f"{served.url}/api/mcp/connectors/res/resources/grant", json={"decision": "allow"})
+            assert granted.status_code == 200, granted.text
+            await changed[types.ResourceListChangedNotification].wait()  # the reload took the grant
+            read = await client.read_resource(uri)
+            assert read.contents[0].text == "Document 5"  # type: ignore[union-attr]
