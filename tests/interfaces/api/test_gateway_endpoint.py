@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from typer.testing import CliRunner
 
 from patchbay.interfaces.cli import app
+from tests.support.gateway import error_of
 from tests.support.paths import FIXTURES
 from tests.support.serve import Served, serve_process
 
@@ -83,13 +84,6 @@ def http_client(served: Served, **headers: str) -> httpx2.AsyncClient:
 
 def gateway(client: httpx2.AsyncClient, url: str, *, mode: str = "legacy", message_handler: Any = None) -> Client:
     return Client(streamable_http_client(url, http_client=client), mode=mode, message_handler=message_handler)  # type: ignore[arg-type]
-
-
-def error_of(result: Any) -> dict[str, Any]:
-    assert result.is_error
-    assert result.structured_content is not None
-    error: dict[str, Any] = result.structured_content["error"]
-    return error
 
 
 def session_ids(run: Callable[..., Any]) -> list[str]:

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from patchbay.interfaces.cli import app
 from tests.support.events import CALL_CHAIN
+from tests.support.gateway import error_of
 from tests.support.paths import FIXTURES
 
 pytestmark = pytest.mark.anyio
@@ -79,15 +80,6 @@ def session_events(run: Callable[..., Any]) -> list[dict[str, Any]]:
     sessions = json.loads(run("sessions", "--json").stdout)["sessions"]
     assert len(sessions) == 1
     return json.loads(run("events", sessions[0]["session_id"], "--json").stdout)["events"]
-
-
-def error_of(result: Any) -> dict[str, Any]:
-    assert result.is_error
-    assert result.meta is not None
-    error: dict[str, Any] = result.meta["patchbay/error"]
-    if result.structured_content is not None:  # only for a tool without an outputSchema
-        assert result.structured_content == {"error": error}
-    return error
 
 
 @pytest.mark.usefixtures("governed_home")

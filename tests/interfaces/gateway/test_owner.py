@@ -19,6 +19,7 @@ from patchbay.core.settings import Settings
 from patchbay.interfaces.gateway import Gateway
 from patchbay.interfaces.gateway.owner import RuntimeOwner
 from patchbay.runtime import Runtime
+from tests.support.gateway import error_of
 from tests.support.recording import config, recording
 
 pytestmark = pytest.mark.anyio
@@ -98,8 +99,7 @@ async def test_a_projection_change_switches_the_gateway_to_a_new_runtime_and_tel
                 after = {tool.name for tool in (await host.list_tools()).tools}
                 assert "rec__echo" not in after and "rec__read_thing" in after
                 refused = await host.call_tool("rec__echo", {"text": "hi"})
-                assert refused.is_error and refused.structured_content is not None
-                assert refused.structured_content["error"]["code"] == "permission_denied"
+                assert error_of(refused)["code"] == "permission_denied"
 
                 changed = anyio.Event()
                 source.current = projection(tmp_path, "more", echo="deny")  # a connector added
