@@ -1,6 +1,6 @@
 """The MCP Inspector CLI (npm ``@modelcontextprotocol/inspector``, ``--cli``) as the host of
-``patchbay gateway --stdio``, in front of real ``mcp-server-time`` peers, in both modes: what a
-third-party host sees and gets through the governed path."""
+``patchbay gateway --stdio`` (both modes) and of ``/mcp`` on a real ``patchbay serve``, in front of
+real ``mcp-server-time`` peers: what a third-party host sees and gets through the governed path."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from patchbay.interfaces.cli import app
 from tests.support.paths import REPO
+from tests.support.serve import Served, serve_process
 
 pytestmark = pytest.mark.peers
 
@@ -141,3 +142,41 @@ def test_proxy_mode_through_the_inspector(inspector: Callable[..., Any]) -> None
         'arguments={"timezone": "UTC"}',
     )
     assert called["isError"] is False and '"timezone": "UTC"' in json.dumps(called["structuredContent"])
+
+
+@pytest.fixture
+def served(governed_home: None, home: Path, workspace: Path) -> Iterator[Served]:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    with serve_process(home, workspace, env=env) as serving:
+        yield serving
+
+
+def test_over_http_the_inspector_reaches_mcp_on_serve_with_the_token(
+    served: Served, workspace: Path, tmp_path: Path
+) -> None:
+    env = {"PATH": os.pathsep.join([str(NODE22.parent), os.environ["PATH"]]), "HOME": str(tmp_path / "user")}
+    (tmp_path / "user").mkdir(exist_ok=True)
+    url = f"{served.url}/mcp?cwd={workspace}&mode=direct"
+
+    def inspect(*args: str, token: bool = True) -> subprocess.CompletedProcess[str]:
+        auth = ["--header", f"Authorization: Bearer {served.info['token']}"] if token else ["--stored-auth-only"]
+        return subprocess.run(
+            [str(NODE22), str(INSPECTOR), "--cli", url, "--transport", "http", *auth, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+
+    listed = inspect("--method", "tools/list")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    names = {tool["name"] for tool in json.loads(listed.stdout)["tools"]}
+    assert names == {"time__get_current_time", "clock__get_current_time", "clock__convert_time"}
+    called = inspect("--method", "tools/call", "--tool-name", "time__get_current_time", "--tool-arg", "timezone=UTC")
+    assert called.returncode == 0, called.stdout + called.stderr
+    assert json.loads(called.stdout)["structuredContent"]["timezone"] == "UTC"
+    refused = inspect("--method", "tools/list", token=False)  # 401: the Inspector wants a login
+    assert (
+        refused.returncode != 0
+        and json.loads(refused.stderr.strip().splitlines()[-1])["error"]["code"] == "auth_required"
+    )
