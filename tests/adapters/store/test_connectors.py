@@ -85,6 +85,19 @@ def test_stale_revision_is_a_conflict_and_changes_nothing(any_repo: Repository) 
         any_repo.connectors.update("con_missing", 1, description="x")
 
 
+@pytest.mark.parametrize("revision", [2**31, 2**42, -(2**40)])
+def test_a_revision_no_row_can_hold_is_a_conflict(any_repo: Repository, revision: int) -> None:
+    created = any_repo.connectors.create("time", "Time", STDIO)
+
+    with pytest.raises(RevisionConflictError) as settings:
+        any_repo.connectors.update_settings(created.connector_id, revision, enabled=False)
+    with pytest.raises(RevisionConflictError) as definition:
+        any_repo.connectors.update(created.connector_id, revision, description="x")
+
+    assert settings.value.details == definition.value.details == {"expected": revision, "actual": 1}
+    assert any_repo.connectors.get(created.connector_id) == created
+
+
 def test_settings_revision_is_independent_of_connector_revision(any_repo: Repository) -> None:
     created = any_repo.connectors.create("time", "Time", STDIO)
 
