@@ -15,6 +15,7 @@ from patchbay.core.errors import CanonicalStateUnavailable, ConfigError, NotFoun
 from patchbay.core.models import ToolCacheEntry
 from patchbay.core.settings import Settings
 from tests.support.credentials import stdio_argv
+from tests.support.stored import store_bytes
 
 pytestmark = pytest.mark.anyio
 
@@ -30,8 +31,7 @@ def service(tmp_path: Path) -> ConnectorService:
 
 
 def database_bytes(service: ConnectorService) -> bytes:
-    home = service.settings.home
-    return b"".join(p.read_bytes() for p in home.iterdir() if p.name.startswith("patchbay.db"))
+    return store_bytes(service.settings)
 
 
 def add_stdio(service: ConnectorService, workspace: Path, *specs: BindingSpec, name: str = "local"):

@@ -16,6 +16,7 @@ from patchbay.interfaces.cli import app
 from tests.support.credentials import files_under
 from tests.support.egress import AUDIT_KEYS, audit_lines
 from tests.support.oauth import HeadlessBrowser, add_oauth_connector, control_plane, oauth_server, whoami
+from tests.support.stored import session_ids, store_bytes
 
 pytestmark = pytest.mark.anyio
 
@@ -54,12 +55,14 @@ async def test_login_authorizes_and_the_tokens_live_only_in_credentials_json(tmp
         shown = [cli.stdout, cli.stderr, json.dumps(status), json.dumps(plane.oauth.status(NAME))]
         shown += [text for _, text in browser.pages]
         files = files_under(plane.home, plane.workspace)
+        stored = store_bytes(plane.settings)
         for secret in first | current:
+            assert secret.encode() not in stored
             assert all(secret not in text for text in shown)
             holding = [p.relative_to(tmp_path).as_posix() for p in files if secret.encode() in p.read_bytes()]
             # The current tokens in the credential store only; the replaced ones nowhere at all.
             assert holding == (["home/credentials.json"] if secret in current else []), holding
-        assert any(p.name.endswith(".jsonl") for p in (plane.home / "sessions").iterdir())
+        assert session_ids(plane.settings)  # the calls were logged (a JSONL file, or the events table)
         assert stat.S_IMODE((plane.home / "credentials.json").stat().st_mode) == 0o600
 
 

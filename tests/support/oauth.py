@@ -124,8 +124,9 @@ class ControlPlane:
 
 
 def control_plane(home: Path) -> ControlPlane:
-    """A fresh control plane on data home ``home`` (SQLite inside it)."""
-    settings = Settings(home=home, database_url=None)
+    """A fresh control plane on data home ``home`` and the run's store (SQLite inside it, or the
+    test's PostgreSQL database with ``--store=postgres``), the one a CLI on ``home`` opens too."""
+    settings = Settings(home=home)
     service = ConnectorService(open_store(settings), settings)
     workspace = home.parent / f"{home.name}-workspace"
     workspace.mkdir(parents=True, exist_ok=True)

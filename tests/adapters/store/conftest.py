@@ -1,6 +1,9 @@
 """Store fixtures: a migrated SQLite repository per test, and the same on PostgreSQL.
 
-PostgreSQL: :mod:`tests.support.postgres` (its own schema per test, dropped afterwards; the
+``repo`` is the repository on the store of the run (``--store``: SQLite, or this test's fresh
+PostgreSQL database); ``any_repo`` runs a test on both stores (only on PostgreSQL with
+``--store=postgres``, whose SQLite side the default run covers). PostgreSQL:
+:mod:`tests.support.postgres` (its own schema or database per test, dropped afterwards; the
 PostgreSQL variants fail under ``CI`` and are skipped elsewhere when the server is unreachable).
 """
 
@@ -53,7 +56,22 @@ def postgres_repo(postgres_url: str) -> Iterator[Repository]:
     repo.close()
 
 
+@pytest.fixture
+def repo(store_url: str | None, sqlite_url: str) -> Iterator[Repository]:
+    """A migrated repository on the run's store (``--store``), checked for consistency on SQLite."""
+    engine = create_engine_for(store_url or sqlite_url)
+    upgrade_to_head(engine)
+    repository = Repository(engine)
+    yield repository
+    if store_url is None:
+        assert_sqlite_consistent(engine)
+    repository.close()
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
-def any_repo(request: pytest.FixtureRequest) -> Repository:
-    """The repository on SQLite and on PostgreSQL."""
+def any_repo(request: pytest.FixtureRequest, store_backend: str) -> Repository:
+    """The repository on SQLite and on PostgreSQL (with ``--store=postgres`` the SQLite side is
+    skipped: the default run has it)."""
+    if store_backend == "postgres" and request.param == "sqlite":
+        pytest.skip("sqlite only: the default --store=sqlite run covers this side")
     return request.getfixturevalue(f"{request.param}_repo")

@@ -76,6 +76,7 @@ def _closed_store(home: Path) -> Path:
 # -- the data home ---------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only(reason="a data home path that is a file")
 def test_a_data_home_that_is_a_file_is_unavailable(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.write_text("not a directory")
@@ -86,6 +87,7 @@ def test_a_data_home_that_is_a_file_is_unavailable(tmp_path: Path) -> None:
     _assert_one_line(info.value, home / "patchbay.db", "cannot be created", f"{home} exists and is not a directory")
 
 
+@pytest.mark.sqlite_only(reason="a data home path under a file")
 def test_a_data_home_under_a_file_is_unavailable(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     home = tmp_path / "file" / "home"
@@ -96,6 +98,7 @@ def test_a_data_home_under_a_file_is_unavailable(tmp_path: Path) -> None:
     _assert_one_line(info.value, home / "patchbay.db", "cannot be created", "is not a directory")
 
 
+@pytest.mark.sqlite_only(reason="the SQLite file's directory")
 def test_a_data_home_that_cannot_be_created_is_unavailable(tmp_path: Path) -> None:
     parent = tmp_path / "parent"
     parent.mkdir()
@@ -108,6 +111,7 @@ def test_a_data_home_that_cannot_be_created_is_unavailable(tmp_path: Path) -> No
     assert not home.exists()
 
 
+@pytest.mark.sqlite_only(reason="the SQLite file's path")
 def test_a_database_path_that_is_a_directory_is_unavailable(tmp_path: Path) -> None:
     (tmp_path / "patchbay.db").mkdir()
 
@@ -138,6 +142,7 @@ def test_a_read_only_file_and_home_are_unavailable(tmp_path: Path) -> None:
     _assert_one_line(info.value, database, "is read-only")
 
 
+@pytest.mark.sqlite_only(reason="a read-only SQLite file")
 def test_a_new_read_only_database_file_cannot_be_migrated(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -159,6 +164,7 @@ def test_opening_read_only_through_the_uri_fails_the_migration(tmp_path: Path) -
     _assert_one_line(info.value, database, "is read-only", "attempt to write a readonly database")
 
 
+@pytest.mark.sqlite_only(reason="a read-only SQLite file")
 def test_repository_writes_on_a_read_only_database_are_unavailable(tmp_path: Path) -> None:
     database = _closed_store(tmp_path)
     repo = Repository(create_engine_for(f"sqlite:///file:{database}?mode=ro&uri=true"))
@@ -183,6 +189,7 @@ def test_repository_writes_on_a_read_only_database_are_unavailable(tmp_path: Pat
 # -- corrupt databases -------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only(reason="a SQLite file's contents")
 def test_a_file_that_is_not_a_database_is_unavailable(tmp_path: Path) -> None:
     (tmp_path / "patchbay.db").write_bytes(b"this is not SQLite\n" * 512)
 
@@ -192,6 +199,7 @@ def test_a_file_that_is_not_a_database_is_unavailable(tmp_path: Path) -> None:
     _assert_one_line(info.value, tmp_path / "patchbay.db", "is not a SQLite database (file is not a database)")
 
 
+@pytest.mark.sqlite_only(reason="a SQLite file's contents")
 def test_a_malformed_database_is_unavailable(tmp_path: Path) -> None:
     repo = open_store(Settings(home=tmp_path))
     for i in range(100):
@@ -231,6 +239,7 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
+@pytest.mark.sqlite_only(reason="the SQLite file's mode")
 @pytest.mark.parametrize("umask", [0o022, 0o000])
 def test_a_new_data_home_is_0700_and_the_database_files_0600(tmp_path: Path, umask: int) -> None:
     home = tmp_path / "data" / "patchbay"
@@ -248,6 +257,7 @@ def test_a_new_data_home_is_0700_and_the_database_files_0600(tmp_path: Path, uma
         os.umask(previous)
 
 
+@pytest.mark.sqlite_only(reason="the SQLite file's mode")
 def test_an_existing_data_home_keeps_its_mode(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -262,6 +272,7 @@ def test_an_existing_data_home_keeps_its_mode(tmp_path: Path) -> None:
 # -- locking ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only(reason="SQLite's busy timeout")
 def test_sqlite_waits_thirty_seconds_for_a_lock(tmp_path: Path) -> None:
     repo = open_store(Settings(home=tmp_path))
     try:
@@ -271,6 +282,7 @@ def test_sqlite_waits_thirty_seconds_for_a_lock(tmp_path: Path) -> None:
         repo.close()
 
 
+@pytest.mark.sqlite_only(reason="SQLite's busy timeout")
 def test_a_write_blocked_past_busy_timeout_is_unavailable_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -85,6 +85,19 @@ def test_stale_revision_is_a_conflict_and_changes_nothing(any_repo: Repository) 
         any_repo.connectors.update("con_missing", 1, description="x")
 
 
+@pytest.mark.parametrize("revision", [2**31, 2**42, -(2**40)])
+def test_a_revision_no_row_can_hold_is_a_conflict(any_repo: Repository, revision: int) -> None:
+    created = any_repo.connectors.create("time", "Time", STDIO)
+
+    with pytest.raises(RevisionConflictError) as settings:
+        any_repo.connectors.update_settings(created.connector_id, revision, enabled=False)
+    with pytest.raises(RevisionConflictError) as definition:
+        any_repo.connectors.update(created.connector_id, revision, description="x")
+
+    assert settings.value.details == definition.value.details == {"expected": revision, "actual": 1}
+    assert any_repo.connectors.get(created.connector_id) == created
+
+
 def test_settings_revision_is_independent_of_connector_revision(any_repo: Repository) -> None:
     created = any_repo.connectors.create("time", "Time", STDIO)
 
@@ -167,60 +180,58 @@ def test_deleting_a_connector_cascades_grants_and_cache(any_repo: Repository, tm
     assert _count(any_repo, mcp_tool_cache) == 1
 
 
-def test_builtin_connectors_cannot_be_deleted(sqlite_repo: Repository) -> None:
-    builtin = sqlite_repo.connectors.create(
-        "arxiv", "arXiv", HttpTarget(url="https://arxiv.example/mcp"), source="builtin"
-    )
+def test_builtin_connectors_cannot_be_deleted(repo: Repository) -> None:
+    builtin = repo.connectors.create("arxiv", "arXiv", HttpTarget(url="https://arxiv.example/mcp"), source="builtin")
 
     with pytest.raises(BuiltinConnectorError) as info:
-        sqlite_repo.connectors.delete(builtin.connector_id)
+        repo.connectors.delete(builtin.connector_id)
 
     assert info.value.code == ErrorCode.BUILTIN_CONNECTOR
-    assert sqlite_repo.connectors.get(builtin.connector_id) == builtin
+    assert repo.connectors.get(builtin.connector_id) == builtin
 
 
-def test_bad_input_leaves_no_partial_state(sqlite_repo: Repository) -> None:
+def test_bad_input_leaves_no_partial_state(repo: Repository) -> None:
     with pytest.raises(ConfigError) as info:
-        sqlite_repo.connectors.create("time", "Time", STDIO, runtime_config={"when": object()})
+        repo.connectors.create("time", "Time", STDIO, runtime_config={"when": object()})
     assert info.value.field == "runtime_config"
     with pytest.raises(ConfigError) as info:
-        sqlite_repo.connectors.create("time", "Time", STDIO, runtime_config={"cwd": "/etc"})
+        repo.connectors.create("time", "Time", STDIO, runtime_config={"cwd": "/etc"})
     assert info.value.field == "runtime_config"
     with pytest.raises(ConfigError) as info:
-        sqlite_repo.connectors.create("Bad Name", "Bad", STDIO)
+        repo.connectors.create("Bad Name", "Bad", STDIO)
     assert info.value.field == "name"
     with pytest.raises(ConfigError) as info:
-        sqlite_repo.connectors.create("time", "Time", {"transport": "stdio"})
+        repo.connectors.create("time", "Time", {"transport": "stdio"})
     assert info.value.field == "target"
-    assert sqlite_repo.connectors.list_all() == []
+    assert repo.connectors.list_all() == []
 
-    created = sqlite_repo.connectors.create("time", "Time", STDIO)
+    created = repo.connectors.create("time", "Time", STDIO)
     with pytest.raises(ConfigError):
-        sqlite_repo.connectors.update(created.connector_id, 1, display_name="New", runtime_config={"x": float("nan")})
+        repo.connectors.update(created.connector_id, 1, display_name="New", runtime_config={"x": float("nan")})
     with pytest.raises(ConfigError):
-        sqlite_repo.connectors.update_settings(created.connector_id, 1, enabled=False, approval_mode="sometimes")
+        repo.connectors.update_settings(created.connector_id, 1, enabled=False, approval_mode="sometimes")
     with pytest.raises(ConfigError):
-        sqlite_repo.connectors.update_settings(created.connector_id, 1, include_tools="get_*")
-    assert sqlite_repo.connectors.get(created.connector_id) == created
+        repo.connectors.update_settings(created.connector_id, 1, include_tools="get_*")
+    assert repo.connectors.get(created.connector_id) == created
 
 
-def test_updates_without_changes_only_check_the_revision(sqlite_repo: Repository) -> None:
-    created = sqlite_repo.connectors.create("time", "Time", STDIO)
+def test_updates_without_changes_only_check_the_revision(repo: Repository) -> None:
+    created = repo.connectors.create("time", "Time", STDIO)
 
-    assert sqlite_repo.connectors.update(created.connector_id, 1) == created
-    assert sqlite_repo.connectors.update_settings(created.connector_id, 1) == created
+    assert repo.connectors.update(created.connector_id, 1) == created
+    assert repo.connectors.update_settings(created.connector_id, 1) == created
     with pytest.raises(RevisionConflictError):
-        sqlite_repo.connectors.update(created.connector_id, 7)
+        repo.connectors.update(created.connector_id, 7)
     with pytest.raises(RevisionConflictError):
-        sqlite_repo.connectors.update_settings(created.connector_id, 7)
+        repo.connectors.update_settings(created.connector_id, 7)
 
 
-def test_runtime_config_update_keeps_the_stdio_cwd(sqlite_repo: Repository) -> None:
-    created = sqlite_repo.connectors.create("time", "Time", STDIO, runtime_config={"lifecycle": "lazy"})
+def test_runtime_config_update_keeps_the_stdio_cwd(repo: Repository) -> None:
+    created = repo.connectors.create("time", "Time", STDIO, runtime_config={"lifecycle": "lazy"})
 
-    updated = sqlite_repo.connectors.update(created.connector_id, 1, runtime_config={"lifecycle": "keep_alive"})
+    updated = repo.connectors.update(created.connector_id, 1, runtime_config={"lifecycle": "keep_alive"})
 
     assert updated.target == STDIO and updated.runtime_config == {"lifecycle": "keep_alive"}
-    with sqlite_repo.engine.connect() as conn:
+    with repo.engine.connect() as conn:
         stored = conn.execute(text("SELECT runtime_config_json, args_json FROM mcp_connectors")).one()
     assert stored == ('{"lifecycle":"keep_alive","cwd":"tools"}', '["--local-timezone","UTC"]')

@@ -3,9 +3,12 @@ gets."""
 
 from __future__ import annotations
 
+import pytest
+
 from patchbay.adapters.store import Repository
 
 
+@pytest.mark.sqlite_only(reason="SQLite pragmas")
 def test_sqlite_connections_get_the_pragmas(sqlite_repo: Repository) -> None:
     sqlite_repo.engine.dispose()  # force a brand-new DBAPI connection
     with sqlite_repo.engine.connect() as conn:

@@ -44,24 +44,24 @@ def test_grants_are_idempotent_upserts_that_leave_revisions_alone(any_repo: Repo
     assert any_repo.grants.list_global() == [] and any_repo.grants.list_for_project(project.project_id) == []
 
 
-def test_bad_grants_are_refused_and_store_nothing(sqlite_repo: Repository, tmp_path: Path) -> None:
-    connector = sqlite_repo.connectors.create("time", "Time", STDIO)
-    project = sqlite_repo.projects.ensure(tmp_path)
+def test_bad_grants_are_refused_and_store_nothing(repo: Repository, tmp_path: Path) -> None:
+    connector = repo.connectors.create("time", "Time", STDIO)
+    project = repo.projects.ensure(tmp_path)
 
     with pytest.raises(ConfigError) as info:
-        sqlite_repo.grants.set_global(connector.connector_id, "t", "always")
+        repo.grants.set_global(connector.connector_id, "t", "always")
     assert info.value.field == "decision" and info.value.code == ErrorCode.INVALID_CONFIG
     with pytest.raises(ConfigError) as info:
-        sqlite_repo.grants.set_for_project(project.project_id, connector.connector_id, "", "allow")
+        repo.grants.set_for_project(project.project_id, connector.connector_id, "", "allow")
     assert info.value.field == "tool_name"
     with pytest.raises(NotFoundError):
-        sqlite_repo.grants.set_global("con_missing", "t", "allow")
+        repo.grants.set_global("con_missing", "t", "allow")
     with pytest.raises(NotFoundError):
-        sqlite_repo.grants.set_for_project("prj_missing", connector.connector_id, "t", "allow")
+        repo.grants.set_for_project("prj_missing", connector.connector_id, "t", "allow")
     with pytest.raises(NotFoundError):
-        sqlite_repo.grants.set_for_project(project.project_id, "con_missing", "t", "allow")
+        repo.grants.set_for_project(project.project_id, "con_missing", "t", "allow")
 
-    assert _count(sqlite_repo, mcp_global_tool_grants) == 0 and _count(sqlite_repo, mcp_project_tool_grants) == 0
+    assert _count(repo, mcp_global_tool_grants) == 0 and _count(repo, mcp_project_tool_grants) == 0
 
 
 def test_tool_resource_and_prompt_grants_are_separate_key_spaces(any_repo: Repository, tmp_path: Path) -> None:
@@ -109,14 +109,14 @@ def test_the_grants_in_a_projects_scope_are_the_global_ones_and_its_own_of_every
     assert sorted(any_repo.grants.in_scope(here.project_id), key=key) == sorted([tool, prompt, local], key=key)
 
 
-def test_grants_a_key_space_cannot_hold_are_refused(sqlite_repo: Repository) -> None:
-    cid = sqlite_repo.connectors.create("evil", "Evil", STDIO).connector_id
+def test_grants_a_key_space_cannot_hold_are_refused(repo: Repository) -> None:
+    cid = repo.connectors.create("evil", "Evil", STDIO).connector_id
     for subject, decision, kind, field in (
         ("fixture://doc/1", "allow", "resource", "tool_name"),
         ("greet", "ask", "prompt", "decision"),
         ("x", "allow", "secret", "kind"),
     ):
         with pytest.raises(ConfigError) as info:
-            sqlite_repo.grants.set_global(cid, subject, decision, kind=kind)  # type: ignore[arg-type]
+            repo.grants.set_global(cid, subject, decision, kind=kind)  # type: ignore[arg-type]
         assert info.value.field == field
-    assert _count(sqlite_repo, mcp_global_tool_grants) == 0
+    assert _count(repo, mcp_global_tool_grants) == 0

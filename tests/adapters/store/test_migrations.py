@@ -170,6 +170,7 @@ def test_concurrent_first_opens_all_succeed(sqlite_url: str) -> None:
         assert list(pool.map(open_and_upgrade, range(4))) == [HEAD] * 4
 
 
+@pytest.mark.sqlite_only(reason="the data home's SQLite file")
 def test_open_store_migrates_the_settings_database(tmp_path: Path) -> None:
     repo = open_store(Settings(home=tmp_path / "home"))
     try:

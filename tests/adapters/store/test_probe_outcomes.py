@@ -23,48 +23,46 @@ def _outcome(connector_id: str, **fields: object) -> ProbeOutcome:
     return ProbeOutcome.model_validate(values | fields)
 
 
-def test_a_recorded_outcome_is_read_back_and_the_next_one_replaces_it(sqlite_repo: Repository) -> None:
-    connector = sqlite_repo.connectors.create("git", "Git", StdioTarget(command="nope"))
-    assert sqlite_repo.probe_outcomes.get(connector.connector_id) is None
+def test_a_recorded_outcome_is_read_back_and_the_next_one_replaces_it(repo: Repository) -> None:
+    connector = repo.connectors.create("git", "Git", StdioTarget(command="nope"))
+    assert repo.probe_outcomes.get(connector.connector_id) is None
 
-    failed = sqlite_repo.probe_outcomes.record(_outcome(connector.connector_id))
-    assert sqlite_repo.probe_outcomes.get(connector.connector_id) == failed
+    failed = repo.probe_outcomes.record(_outcome(connector.connector_id))
+    assert repo.probe_outcomes.get(connector.connector_id) == failed
 
     ready = _outcome(connector.connector_id, state="ready", code=None, message=None, tool_count=12, probed_at=2)
-    sqlite_repo.probe_outcomes.record(ready)
-    assert sqlite_repo.probe_outcomes.get(connector.connector_id) == ready
-    assert sqlite_repo.probe_outcomes.by_connector() == {connector.connector_id: ready}
+    repo.probe_outcomes.record(ready)
+    assert repo.probe_outcomes.get(connector.connector_id) == ready
+    assert repo.probe_outcomes.by_connector() == {connector.connector_id: ready}
 
 
-def test_deleting_the_connector_deletes_its_outcome(sqlite_repo: Repository) -> None:
-    connector = sqlite_repo.connectors.create("git", "Git", StdioTarget(command="nope"))
-    sqlite_repo.probe_outcomes.record(_outcome(connector.connector_id))
-    sqlite_repo.connectors.delete(connector.connector_id)
-    assert sqlite_repo.probe_outcomes.by_connector() == {}
+def test_deleting_the_connector_deletes_its_outcome(repo: Repository) -> None:
+    connector = repo.connectors.create("git", "Git", StdioTarget(command="nope"))
+    repo.probe_outcomes.record(_outcome(connector.connector_id))
+    repo.connectors.delete(connector.connector_id)
+    assert repo.probe_outcomes.by_connector() == {}
 
 
-def test_an_outcome_for_an_unknown_connector_or_state_is_refused(sqlite_repo: Repository) -> None:
+def test_an_outcome_for_an_unknown_connector_or_state_is_refused(repo: Repository) -> None:
     with pytest.raises(NotFoundError):
-        sqlite_repo.probe_outcomes.record(_outcome("con_nope"))
-    connector = sqlite_repo.connectors.create("git", "Git", StdioTarget(command="nope"))
+        repo.probe_outcomes.record(_outcome("con_nope"))
+    connector = repo.connectors.create("git", "Git", StdioTarget(command="nope"))
     with pytest.raises(ConfigError):
-        sqlite_repo.probe_outcomes.record(_outcome(connector.connector_id).model_copy(update={"state": "checking"}))
-    assert sqlite_repo.probe_outcomes.get(connector.connector_id) is None
+        repo.probe_outcomes.record(_outcome(connector.connector_id).model_copy(update={"state": "checking"}))
+    assert repo.probe_outcomes.get(connector.connector_id) is None
 
 
-def test_a_long_message_is_cut(sqlite_repo: Repository) -> None:
-    connector = sqlite_repo.connectors.create("git", "Git", StdioTarget(command="nope"))
-    stored = sqlite_repo.probe_outcomes.record(_outcome(connector.connector_id, message="x" * 10_000))
+def test_a_long_message_is_cut(repo: Repository) -> None:
+    connector = repo.connectors.create("git", "Git", StdioTarget(command="nope"))
+    stored = repo.probe_outcomes.record(_outcome(connector.connector_id, message="x" * 10_000))
     assert stored.message == "x" * 2000
-    assert sqlite_repo.probe_outcomes.get(connector.connector_id) == stored
+    assert repo.probe_outcomes.get(connector.connector_id) == stored
 
 
-def test_only_the_end_of_a_long_stderr_tail_is_kept_with_the_protocol_version(sqlite_repo: Repository) -> None:
-    connector = sqlite_repo.connectors.create("git", "Git", StdioTarget(command="nope"))
+def test_only_the_end_of_a_long_stderr_tail_is_kept_with_the_protocol_version(repo: Repository) -> None:
+    connector = repo.connectors.create("git", "Git", StdioTarget(command="nope"))
     tail = "x" * 5000 + "\nfatal: the reason is at the end\n"
-    kept = sqlite_repo.probe_outcomes.record(
-        _outcome(connector.connector_id, stderr_tail=tail, protocol_version="2025-06-18")
-    )
+    kept = repo.probe_outcomes.record(_outcome(connector.connector_id, stderr_tail=tail, protocol_version="2025-06-18"))
     assert len(kept.stderr_tail) == 4000 and kept.stderr_tail.endswith("fatal: the reason is at the end\n")
-    assert sqlite_repo.probe_outcomes.get(connector.connector_id) == kept
+    assert repo.probe_outcomes.get(connector.connector_id) == kept
     assert kept.protocol_version == "2025-06-18"

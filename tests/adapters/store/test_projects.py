@@ -46,22 +46,22 @@ def test_deleting_a_project_cascades_only_its_grants(any_repo: Repository, tmp_p
         any_repo.projects.delete(doomed.project_id)
 
 
-def test_a_symlink_and_its_target_are_the_same_project(sqlite_repo: Repository, tmp_path: Path) -> None:
+def test_a_symlink_and_its_target_are_the_same_project(repo: Repository, tmp_path: Path) -> None:
     real = tmp_path / "workspace"
     real.mkdir()
     link = tmp_path / "link"
     link.symlink_to(real, target_is_directory=True)
 
-    via_link = sqlite_repo.projects.ensure(link)
-    via_real = sqlite_repo.projects.ensure(str(real))
-    via_dotdot = sqlite_repo.projects.ensure(f"{real}/sub/..")
+    via_link = repo.projects.ensure(link)
+    via_real = repo.projects.ensure(str(real))
+    via_dotdot = repo.projects.ensure(f"{real}/sub/..")
 
-    assert via_link == via_real == via_dotdot == sqlite_repo.projects.get(via_real.project_id)
+    assert via_link == via_real == via_dotdot == repo.projects.get(via_real.project_id)
     assert via_real.path == os.path.realpath(real) and via_real.project_id.startswith("prj_")
-    assert sqlite_repo.projects.ensure(tmp_path).project_id != via_real.project_id
-    assert [p.path for p in sqlite_repo.projects.list_all()] == sorted([str(tmp_path.resolve()), str(real.resolve())])
+    assert repo.projects.ensure(tmp_path).project_id != via_real.project_id
+    assert [p.path for p in repo.projects.list_all()] == sorted([str(tmp_path.resolve()), str(real.resolve())])
     with pytest.raises(ConfigError):
-        sqlite_repo.projects.ensure("")
+        repo.projects.ensure("")
 
 
 def test_ensure_project_is_idempotent_under_concurrency(any_repo: Repository, tmp_path: Path) -> None:

@@ -66,8 +66,13 @@ def test_pages_after_a_seq_and_says_whether_more_follow(any_repo: Repository) ->
     assert [e["seq"] for e in events] == [6, 7] and not has_more
     assert store.page(SID, after_seq=7, limit=3) == ([], False)
     assert store.page(SID, after_seq=70, limit=3) == ([], False)
+    # past the seq column's range (PostgreSQL BIGINT): past the end too, not a database error
+    assert store.page(SID, after_seq=2**63 - 1, limit=3) == ([], False)
+    assert store.page(SID, after_seq=9357294131262054534742016, limit=3) == ([], False)
     with pytest.raises(NotFoundError):
         store.page("ses_none", after_seq=0, limit=3)
+    with pytest.raises(NotFoundError):
+        store.page("ses_none", after_seq=2**70, limit=3)
 
 
 def test_an_altered_payload_breaks_the_chain(any_repo: Repository) -> None:

@@ -60,11 +60,17 @@ def _raw_insert(repo: Repository, **overrides: object) -> None:
         pytest.param({"enabled": "yes"}, id="strict-integer-column"),
     ],
 )
-def test_connector_check_constraints_are_enforced(sqlite_repo: Repository, overrides: dict[str, object]) -> None:
-    with pytest.raises(IntegrityError):
-        _raw_insert(sqlite_repo, **overrides)
-    _raw_insert(sqlite_repo)  # the baseline row itself is fine
-    assert [c.name for c in sqlite_repo.connectors.list_all()] == ["raw"]
+def test_connector_check_constraints_are_enforced(repo: Repository, overrides: dict[str, object]) -> None:
+    with pytest.raises(_refused(repo)):
+        _raw_insert(repo, **overrides)
+    _raw_insert(repo)  # the baseline row itself is fine
+    assert [c.name for c in repo.connectors.list_all()] == ["raw"]
+
+
+def _refused(repo: Repository) -> type[Exception] | tuple[type[Exception], ...]:
+    """What the database raises for a row its schema refuses: a constraint on SQLite's STRICT
+    tables; on PostgreSQL a constraint, or a type error for a value the column's type cannot hold."""
+    return IntegrityError if repo.engine.dialect.name == "sqlite" else (IntegrityError, DataError)
 
 
 @pytest.mark.parametrize("column", ["args_json", "runtime_config_json", "include_tools_json", "exclude_tools_json"])
@@ -75,8 +81,8 @@ def test_invalid_json_is_refused_by_the_database(any_repo: Repository, column: s
     assert any_repo.connectors.list_all() == []
 
 
-def test_grant_and_cache_constraints_are_enforced(sqlite_repo: Repository) -> None:
-    connector = sqlite_repo.connectors.create("time", "Time", STDIO)
+def test_grant_and_cache_constraints_are_enforced(repo: Repository) -> None:
+    connector = repo.connectors.create("time", "Time", STDIO)
     statements = [
         "INSERT INTO mcp_global_tool_grants VALUES (:cid, 't', 'maybe', 0, 'tool')",
         "INSERT INTO mcp_global_tool_grants VALUES ('con_missing', 't', 'allow', 0, 'tool')",
@@ -86,6 +92,6 @@ def test_grant_and_cache_constraints_are_enforced(sqlite_repo: Repository) -> No
         " fetched_at, expires_at) VALUES (:cid, 1, 'f', '[]', 'nope', 0, 0)",
     ]
     for statement in statements:
-        with pytest.raises(IntegrityError), sqlite_repo.engine.begin() as conn:
+        with pytest.raises(_refused(repo)), repo.engine.begin() as conn:
             conn.execute(text(statement), {"cid": connector.connector_id})
-    assert _count(sqlite_repo, mcp_global_tool_grants) == 0 and _count(sqlite_repo, mcp_tool_cache) == 0
+    assert _count(repo, mcp_global_tool_grants) == 0 and _count(repo, mcp_tool_cache) == 0

@@ -20,8 +20,8 @@ def _count(repo: Repository, table) -> int:
         return conn.execute(select(func.count()).select_from(table)).scalar_one()
 
 
-def test_tool_cache_round_trips_and_is_replaced_whole(sqlite_repo: Repository) -> None:
-    connector = sqlite_repo.connectors.create("time", "Time", STDIO)
+def test_tool_cache_round_trips_and_is_replaced_whole(repo: Repository) -> None:
+    connector = repo.connectors.create("time", "Time", STDIO)
     first = ToolCacheEntry(
         connector_id=connector.connector_id,
         config_revision=1,
@@ -39,15 +39,15 @@ def test_tool_cache_round_trips_and_is_replaced_whole(sqlite_repo: Repository) -
         fetched_at=1_700_000_000_000,
         expires_at=1_700_086_400_000,
     )
-    assert sqlite_repo.tool_cache.replace(first) == first
-    assert sqlite_repo.tool_cache.get(connector.connector_id) == first
+    assert repo.tool_cache.replace(first) == first
+    assert repo.tool_cache.get(connector.connector_id) == first
 
     second = ToolCacheEntry(connector_id=connector.connector_id, config_revision=2, fingerprint="sha256:bbb")
-    sqlite_repo.tool_cache.replace(second)
-    assert sqlite_repo.tool_cache.get(connector.connector_id) == second
-    assert _count(sqlite_repo, mcp_tool_cache) == 1
+    repo.tool_cache.replace(second)
+    assert repo.tool_cache.get(connector.connector_id) == second
+    assert _count(repo, mcp_tool_cache) == 1
     with pytest.raises(NotFoundError):
-        sqlite_repo.tool_cache.replace(second.model_copy(update={"connector_id": "con_missing"}))
+        repo.tool_cache.replace(second.model_copy(update={"connector_id": "con_missing"}))
 
 
 def test_tool_cache_summaries_follow_every_replacement(any_repo: Repository) -> None:

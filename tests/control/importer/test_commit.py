@@ -17,6 +17,7 @@ from patchbay.control.connectors import ConnectorService
 from patchbay.control.importer import commit_import
 from patchbay.core.errors import CanonicalStateUnavailable, ConfigError, MalformedConfigError, NotFoundError
 from tests.support.credentials import CREDENTIAL_SERVER, sha256
+from tests.support.stored import session_log_text, store_bytes
 
 MANAGED = "cnryCOMMITmanaged-0f1e2d3c"
 FROM_ENV = "cnryCOMMITenv-4b5a6978"
@@ -33,8 +34,7 @@ def stored_records(service: ConnectorService) -> dict:
 
 
 def database_bytes(service: ConnectorService) -> bytes:
-    home = service.settings.home
-    return b"".join(p.read_bytes() for p in home.iterdir() if p.name.startswith("patchbay.db"))
+    return store_bytes(service.settings)
 
 
 TWO = {
@@ -80,12 +80,26 @@ def test_a_failure_on_the_second_insert_leaves_no_connector_and_no_credential(
 ) -> None:
     write(workspace, TWO)
     with service.repository.engine.begin() as conn:
-        conn.execute(
-            text(
-                "CREATE TRIGGER fail_second BEFORE INSERT ON mcp_connectors WHEN NEW.name = 'second' "
-                "BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+        if conn.dialect.name == "sqlite":
+            conn.execute(
+                text(
+                    "CREATE TRIGGER fail_second BEFORE INSERT ON mcp_connectors WHEN NEW.name = 'second' "
+                    "BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+                )
             )
-        )
+        else:
+            conn.execute(
+                text(
+                    "CREATE FUNCTION fail_second() RETURNS trigger LANGUAGE plpgsql AS "
+                    "$$ BEGIN RAISE EXCEPTION 'injected failure'; END $$"
+                )
+            )
+            conn.execute(
+                text(
+                    "CREATE TRIGGER fail_second BEFORE INSERT ON mcp_connectors FOR EACH ROW "
+                    "WHEN (NEW.name = 'second') EXECUTE FUNCTION fail_second()"
+                )
+            )
     with pytest.raises(Exception, match="injected failure"):
         commit_import(service, select=["first", "second"], workspace=workspace, home=home)
     assert service.list_connectors() == []
@@ -293,7 +307,7 @@ async def test_imported_defaults_and_plain_settings_reach_a_real_stdio_server_un
     assert only_unset.text == sha256("")  # ${VAR-x}: set but empty, so no default
     assert empty_defaulted.text == "PB_EMPTY_DEFAULTED is used-when-empty"
     assert secret.text == sha256("cnryIMPORTdefault-9f8e7d6c5b")
-    log = runtime.event_log_path.read_text()
+    log = session_log_text(service.settings, runtime.session_id)
     assert "NODE_ENV is production" in log and "cnryIMPORTdefault" not in log  # the secret default is masked
     assert echoed.text.startswith("PB_SECRET_DEFAULT is ")
 

@@ -51,6 +51,9 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from sqlalchemy import text
+
+from patchbay.adapters.store import create_engine_for
 from tests.support.serve import serve_process
 
 HERE = Path(__file__).parent
@@ -119,7 +122,7 @@ checks.not_a_server_error.expected-statuses = ["1XX", "2XX", "3XX", "4XX", "502"
     return path
 
 
-def test_served_api_survives_fuzzing_and_the_database_stays_consistent(tmp_path: Path) -> None:
+def test_served_api_survives_fuzzing_and_the_database_stays_consistent(tmp_path: Path, store_url: str | None) -> None:
     home, workspace = tmp_path / "home", tmp_path / "ws"
     workspace.mkdir()
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": DEFINITIONS}))
@@ -176,11 +179,20 @@ def test_served_api_survives_fuzzing_and_the_database_stays_consistent(tmp_path:
         # seed 003 §8.1, §8.2 (+ sources), §8.3, §8.4 but probe; projects; sessions; health; approvals but the stream
         assert "Tested: 35" in run.stdout, report
     assert served.process.returncode is not None
-    with sqlite3.connect(home / "patchbay.db") as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
-        # every workspace the run named is the served one: no snapshot was projected elsewhere
-        assert conn.execute("SELECT path FROM projects").fetchall() == [(str(workspace.resolve()),)]
+    if store_url is None:
+        with sqlite3.connect(home / "patchbay.db") as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+            assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+            paths = conn.execute("SELECT path FROM projects").fetchall()
+    else:  # PostgreSQL enforces its constraints on every write; the projects are read back the same
+        engine = create_engine_for(store_url)
+        try:
+            with engine.connect() as pg:
+                paths = [tuple(row) for row in pg.execute(text("SELECT path FROM projects"))]
+        finally:
+            engine.dispose()
+    # every workspace the run named is the served one: no snapshot was projected elsewhere
+    assert paths == [(str(workspace.resolve()),)]
     # The fuzzing reached the store: every mutation succeeded at least once (both grant scopes).
     succeeded = _successes(har, served.url)
     for method, template, with_cwd in MUTATIONS:

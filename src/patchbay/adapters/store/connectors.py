@@ -305,8 +305,10 @@ class ConnectorStore:
         if approval_mode is not UNSET:
             changes["approval_mode"] = check_choice("approval_mode", approval_mode, APPROVAL_MODES)
         with self._tx.write() as conn:
-            if not changes:
-                row = require_connector(conn, connector_id)
+            # Checked before the UPDATE too, as ``update`` does: a revision no row can hold (past
+            # PostgreSQL's 32-bit integer) is a conflict, not a DataError of the comparison.
+            row = require_connector(conn, connector_id)
+            if row["settings_revision"] != expected_settings_revision or not changes:
                 _check_revision(row["name"], "settings", expected_settings_revision, row["settings_revision"])
                 return connector_from_row(row)
             result = conn.execute(

@@ -34,6 +34,8 @@ from patchbay.core.errors import ErrorCode, NotFoundError, PatchbayError
 
 __all__ = ["CHAIN_START", "EventRow", "SessionEventStore", "StoredSession", "chain_hash", "event_line"]
 
+_MAX_SEQ = 2**63 - 1
+"""The largest ``seq`` the table can hold (PostgreSQL BIGINT)."""
 CHAIN_START = "0" * 64
 """The previous hash of a session's first event."""
 
@@ -170,7 +172,8 @@ class SessionEventStore:
             PatchbayError: ``event_chain_broken`` when a seq is missing or a hash does not match
                 (the events up to ``after_seq`` are trusted as far as the one before the page).
         """
-        start = max(after_seq, 1) if after_seq > 0 else 1
+        # A seq past the column's range (BIGINT) is past every event: compare with the largest one.
+        start = min(max(after_seq, 1), _MAX_SEQ)
         with self.engine.connect() as conn:
             result = conn.execute(
                 select(session_events)

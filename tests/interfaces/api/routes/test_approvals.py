@@ -15,8 +15,8 @@ import pytest
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api import create_app
 from patchbay.runtime.calls.approvals import ApprovalBroker
-from patchbay.runtime.events.log import read_events, session_log_path
 from tests.support.api import Api, auth_headers, error_of
+from tests.support.stored import logged_events
 
 pytestmark = pytest.mark.anyio
 
@@ -81,7 +81,7 @@ async def next_pending(api: Api, changes: Any) -> dict[str, Any]:
 
 
 def events(api: Api, sid: str) -> list[dict[str, Any]]:
-    return read_events(session_log_path(Settings(home=api.home).sessions_dir, sid))
+    return logged_events(Settings(home=api.home), sid)
 
 
 async def test_a_waiting_call_is_listed_and_allowed_once_then_a_call_with_other_arguments_waits_again(

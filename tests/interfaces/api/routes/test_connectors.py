@@ -15,6 +15,7 @@ from patchbay.core.models import ConnectorSettings, HttpTarget, ToolCacheEntry, 
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api import create_app
 from tests.support.api import NO_RELOAD, Api, auth_headers, error_of
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -313,13 +314,15 @@ async def test_disconnect_removes_bindings_and_the_credentials_the_connector_own
     assert (await api.client.post("/api/mcp/connectors/nobody/disconnect")).status_code == 404
 
 
-async def test_an_unusable_store_is_503_on_every_route(tmp_path: Path) -> None:
+async def test_an_unusable_store_is_503_on_every_route(tmp_path: Path, store_backend: str) -> None:
     import httpx2
 
     blocker = tmp_path / "home"
     blocker.write_text("a file where the data home should be")
     token = "t" * 43  # the data home cannot hold one (serve then uses a one-time token the same way)
-    app = create_app(Settings(home=blocker), workspace=tmp_path, token=token)
+    # SQLite: the data home cannot hold the database; PostgreSQL: nothing listens at the server's port.
+    unusable = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/none" if store_backend == "postgres" else None
+    app = create_app(Settings(home=blocker, database_url=unusable), workspace=tmp_path, token=token)
     transport = httpx2.ASGITransport(app=app)
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1", headers=headers) as client:

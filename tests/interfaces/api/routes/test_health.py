@@ -16,13 +16,13 @@ from tests.support.servers import free_port
 pytestmark = pytest.mark.anyio
 
 
-async def test_an_authenticated_caller_gets_instance_database_and_coordination(api: Api) -> None:
+async def test_an_authenticated_caller_gets_instance_database_and_coordination(api: Api, store_backend: str) -> None:
     answer = await api.client.get("/api/health")
     assert answer.status_code == 200
     assert answer.json() == {
         "status": "ok",
         "instance": instance_id(),
-        "database": {"backend": "sqlite", "ok": True},
+        "database": {"backend": "postgresql" if store_backend == "postgres" else "sqlite", "ok": True},
         "coordination": {"backend": "in-process", "ok": True},
     }
 

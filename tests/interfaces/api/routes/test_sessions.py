@@ -28,11 +28,12 @@ import pytest
 from patchbay.core.errors import PatchbayError
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api import create_app
-from patchbay.runtime.events.log import read_events, session_log_path
+from patchbay.runtime.events.log import session_log_path
 from tests.support.api import NO_RELOAD, Api, auth_headers, error_of
 from tests.support.paths import FIXTURES
 from tests.support.processes import assert_group_gone
 from tests.support.serve import serve_process
+from tests.support.stored import logged_events
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
@@ -148,7 +149,7 @@ async def test_a_session_offers_only_the_projected_tools_and_calls_them_on_the_g
     }
     assert result["tool_call_id"].startswith("tc_")
     assert (await call(api, sid, "mcp__life__echo", {"text": "wire"})).json()["model_text"] == "[mcp:life:echo]\nwire"
-    events = read_events(session_log_path(api.home / "sessions", sid))
+    events = logged_events(Settings(home=api.home), sid)
     assert [e["type"] for e in events if e["payload"].get("toolCallId") == result["tool_call_id"]][
         -1
     ] == "tool.completed"
@@ -471,7 +472,7 @@ async def _events(api: Api, sid: str, **params: Any) -> dict[str, Any]:
 
 async def test_events_come_in_pages_by_seq_while_the_session_is_open_and_after_it_closed(api: Api) -> None:
     sid = await _session_with_calls(api)
-    logged = read_events(session_log_path(api.home / "sessions", sid))
+    logged = logged_events(Settings(home=api.home), sid)
     assert len(logged) > 3
 
     first = await _events(api, sid, limit=2)
@@ -485,7 +486,7 @@ async def test_events_come_in_pages_by_seq_while_the_session_is_open_and_after_i
 
     closed = await api.client.delete(f"/api/sessions/{sid}")
     assert closed.status_code == 200
-    after = read_events(session_log_path(api.home / "sessions", sid))
+    after = logged_events(Settings(home=api.home), sid)
     everything = await _events(api, sid, limit=1000)
     assert everything["events"] == after and everything["has_more"] is False
     tail = await _events(api, sid, after_seq=after[-1]["seq"])
@@ -494,6 +495,7 @@ async def test_events_come_in_pages_by_seq_while_the_session_is_open_and_after_i
     assert [e["seq"] for e in middle["events"]] == [4, 5]
 
 
+@pytest.mark.sqlite_only(reason="writes a JSONL session log by hand")
 async def test_an_unknown_session_is_404_and_bad_paging_is_422(api: Api) -> None:
     for sid in ("ses_0000000000000000", "not.a.session", "x" * 100):
         answer = await api.client.get(f"/api/sessions/{sid}/events")
@@ -508,6 +510,7 @@ async def test_an_unknown_session_is_404_and_bad_paging_is_422(api: Api) -> None
     assert await _events(api, "ses_1") == {"session_id": "ses_1", "events": [], "next_after_seq": 0, "has_more": False}
 
 
+@pytest.mark.sqlite_only(reason="writes a JSONL session log by hand")
 async def test_events_are_redacted_again_on_the_way_out(api: Api, tmp_path: Path) -> None:
     # A log written by something other than the runtime's redacting writer (an older version, a
     # copy): the route still never shows the secret.
