@@ -248,3 +248,38 @@ def test_opening_a_service_masks_every_stored_value_before_any_connector_starts(
     with EventLog(log_path, "s1") as log:  # e.g. a resource URI typed with the canary, logged before resolving
         log.append("mcp.resource.requested", {"server": "fs", "uri": f"file:///{canary}"})
     assert canary not in log_path.read_text() and json.loads(log_path.read_text())["payload"]["server"] == "fs"
+
+
+def test_a_home_opened_against_another_database_keeps_the_credentials_of_the_first(
+    service: ConnectorService, tmp_path: Path
+) -> None:
+    connector = add_stdio(service, tmp_path, parse_env(f"PB_KEY={MANAGED}"))
+    ref = connector.bindings[0].ref
+    assert ref is not None and service.credentials.store.load()[ref].database == service.settings.database_identity
+    # the same data home with another registry database (a one-off PATCHBAY_DATABASE_URL)
+    other = Settings(home=service.settings.home, database_url=f"sqlite:///{tmp_path / 'other.db'}")
+    assert other.database_identity != service.settings.database_identity
+    report = ConnectorService(open_store(other), other).credentials.repair()
+    assert report.deleted == [] and report.foreign == [ref] and not report.changed
+    assert ref in service.credentials.store.load()
+    back = ConnectorService(open_store(service.settings), service.settings)
+    resolved = back.credentials.store.resolve(back.get("local").bindings, connector_id=connector.connector_id)
+    assert resolved.env == {"PB_KEY": MANAGED}
+
+
+def test_an_orphan_written_before_the_database_was_recorded_is_kept(service: ConnectorService, tmp_path: Path) -> None:
+    store = service.credentials.store
+    legacy = store.new_record(owner_id="con_gone", kind="api_key", value=OTHER).model_copy(update={"database": None})
+    mine = store.new_record(owner_id="con_gone_too", kind="api_key", value=MANAGED)
+    store.apply(upserts=[legacy, mine])
+    report = service.credentials.repair()
+    assert report.deleted == [mine.credential_id] and report.foreign == [legacy.credential_id]
+    assert set(store.load()) == {legacy.credential_id}
+
+
+def test_database_identity_names_the_database_without_credentials(tmp_path: Path) -> None:
+    sqlite = Settings(home=tmp_path, database_url=None)
+    assert sqlite.database_identity == f"sqlite:{(tmp_path / 'patchbay.db').resolve()}"
+    pg = Settings(home=tmp_path, database_url="postgresql+psycopg://bob:s3cret@db.example:5433/patchbay")
+    assert pg.database_identity == "postgresql://db.example:5433/patchbay"
+    assert "s3cret" not in pg.database_identity and "bob" not in pg.database_identity

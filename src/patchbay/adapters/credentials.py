@@ -70,10 +70,14 @@ class StoredCredential(Credential):
 
     value: str | dict[str, Any] | None = Field(default=None, repr=False)
     """A managed value (a string), an OAuth token bundle (an object), or None (environment source)."""
+    database: str | None = None
+    """The registry database its owner lives in (``Settings.database_identity``) when it was
+    written; None for a record written before this was recorded. Repair deletes an orphan only
+    when this is the database it is checking against."""
 
     def public(self) -> Credential:
         """The shape every interface may show: no value, ``configured`` computed."""
-        data = self.model_dump(exclude={"value"})
+        data = self.model_dump(exclude={"value", "database"})
         data["configured"] = bool(self.variable) if self.source == "environment" else bool(self.value)
         if self.default_secret:
             data["default"] = None
@@ -112,7 +116,7 @@ class CredentialStore:
 
     Usage::
 
-        store = CredentialStore(settings.home)
+        store = CredentialStore(settings.home, database=settings.database_identity)
         record = store.new_record(owner_id=connector.connector_id, kind="bearer_token", value="...")
         store.apply(upserts=[record])
         resolved = store.resolve(connector.bindings, connector_id=connector.connector_id)
@@ -122,6 +126,8 @@ class CredentialStore:
         clock: returns Unix milliseconds; tests pass a fake.
         environ: where ``environment`` credentials are read from; default ``os.environ`` at the
             time of each :meth:`resolve`.
+        database: the registry database of this process (``Settings.database_identity``),
+            recorded on every record :meth:`new_record` makes.
     """
 
     def __init__(
@@ -130,8 +136,10 @@ class CredentialStore:
         *,
         clock: Callable[[], int] | None = None,
         environ: Mapping[str, str] | None = None,
+        database: str | None = None,
     ) -> None:
         self.home = Path(home)
+        self.database = database
         self.path = self.home / CREDENTIALS_FILE
         self.lock_path = self.home / (CREDENTIALS_FILE + ".lock")
         self._clock = clock or _now_ms
@@ -301,6 +309,7 @@ class CredentialStore:
                 default_secret=default is not None and looks_secret(variable or "", default),
                 created_at=now,
                 updated_at=now,
+                database=self.database,
             )
         except pydantic.ValidationError as exc:
             raise ConfigError("kind", exc.errors(include_url=False)[0]["msg"]) from None

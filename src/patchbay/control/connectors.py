@@ -125,7 +125,9 @@ class ConnectorService:
     def __init__(self, repository: Repository, settings: Settings, prober: Prober | None = None):
         self.repository = repository
         self.settings = settings
-        self.credentials = CredentialService(CredentialStore(settings.home), repository)
+        self.credentials = CredentialService(
+            CredentialStore(settings.home, database=settings.database_identity), repository
+        )
         self.credentials.open()  # repair what a crash left, and mask every stored value from now on
         self._prober = prober
         self.queries = ConnectorQueries(repository)

@@ -68,6 +68,10 @@ class RepairReport:
     unbound: list[str] = field(default_factory=list)
     """Credentials an existing connector owns that nothing binds or refers to (an update that
     crashed before its database commit); kept, they go with their connector."""
+    foreign: list[str] = field(default_factory=list)
+    """Credentials whose owner is not in this database but that were written for another one
+    (the home opened with another ``PATCHBAY_DATABASE_URL``) or before the database was
+    recorded; kept untouched: this database cannot tell whether their owner exists."""
 
     @property
     def changed(self) -> bool:
@@ -122,7 +126,8 @@ class CredentialService:
         create, update or remove is half done while it looks).
 
         Deletes credentials whose owner is no connector, drops connectors that do not exist from
-        ``shared_with``, and reports bindings to missing credentials and owned credentials nothing
+        ``shared_with`` (both only for credentials written for this database:
+        ``StoredCredential.database``; others are kept and reported as ``foreign``), and reports bindings to missing credentials and owned credentials nothing
         refers to (both kept: deleting a connector, or a value the user typed, is not a repair).
         Every change and finding is logged (warning) by id and connector name.
 
@@ -137,11 +142,14 @@ class CredentialService:
                 return report
             ids = {c.connector_id for c in connectors}
             used = {ref for c in connectors for ref in _refs(c) | {r for _, r in _oauth_refs(c)}}
-            report.deleted = sorted(cid for cid, r in records.items() if r.owner_id not in ids)
+            ours = {cid for cid, r in records.items() if r.database is not None and r.database == self.store.database}
+            orphans = sorted(cid for cid, r in records.items() if r.owner_id not in ids)
+            report.deleted = [cid for cid in orphans if cid in ours]
+            report.foreign = [cid for cid in orphans if cid not in ours]
             report.unshared = sorted(
                 cid
                 for cid, r in records.items()
-                if cid not in report.deleted and any(c not in ids for c in r.shared_with)
+                if cid in ours and cid not in report.deleted and any(c not in ids for c in r.shared_with)
             )
             report.missing = [
                 {"connector": c.name, "ref": b.ref, "binding": b.describe()}
@@ -169,6 +177,12 @@ class CredentialService:
             _log.warning("credential store repaired: deleted %s, owned by a connector that does not exist", cid)
         for cid in report.unshared:
             _log.warning("credential store repaired: %s is no longer shared with connectors that do not exist", cid)
+        if report.foreign:
+            _log.info(
+                "credential store: %d credential(s) of connectors not in this database kept (written for another "
+                "database, or before the database was recorded)",
+                len(report.foreign),
+            )
         for item in report.missing:
             _log.warning(
                 "connector %r: the credential %s bound as %s is missing; bind a new one with: patchbay connector set",

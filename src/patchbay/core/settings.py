@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator
@@ -154,6 +155,19 @@ class Settings(BaseSettings):
     @property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.home / 'patchbay.db'}"
+
+    @property
+    def database_identity(self) -> str:
+        """Which database the registry is, without credentials: ``sqlite:<absolute file>`` or
+        ``<backend>://<host>:<port>/<database>``. The credential store records it on each new
+        credential, so a data home opened against another database never repairs away what
+        belongs to the first one."""
+        parts = urlsplit(self.resolved_database_url)
+        backend = parts.scheme.partition("+")[0]
+        if backend == "sqlite":
+            path = parts.path[1:] if parts.path.startswith("/") else parts.path
+            return f"sqlite:{Path(path).expanduser().resolve() if path and path != ':memory:' else ':memory:'}"
+        return f"{backend}://{parts.hostname or ''}:{parts.port or ''}{parts.path}"
 
     @property
     def sessions_dir(self) -> Path:

@@ -176,7 +176,7 @@ class Runtime:
         self._hooks = HostHooks(authorizer=authorizer, elicitation=elicitation_handler)
         self.settings = settings
         if credentials is None:
-            store = CredentialStore(settings.home)
+            store = CredentialStore(settings.home, database=settings.database_identity)
             store.register_values()  # masked before any connector starts, in every server's output
             credentials = store
         self._credentials = credentials
