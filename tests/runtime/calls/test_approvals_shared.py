@@ -4,6 +4,7 @@ re-read; through a real PermissionEngine."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -153,7 +154,7 @@ async def test_the_follower_tells_subscribers_of_the_other_instances_approvals(r
     engine = PermissionEngine(session_id="ses_1", approver=a.approver(workspace="/w"))
     out: list[Resolution] = []
     async with anyio.create_task_group() as follow:
-        follow.start_soon(b.run)
+        await follow.start(b.run)
         async with b.subscribe() as heard, a.subscribe() as changes, anyio.create_task_group() as group:
             await wakeups.notify(CHANGED_TOPIC)  # nothing waits yet: the follower hears nothing
             group.start_soon(ask, engine, {}, out)
@@ -166,3 +167,20 @@ async def test_the_follower_tells_subscribers_of_the_other_instances_approvals(r
             assert (removed.type, removed.id, removed.why) == ("removed", pending.id, "elsewhere")
         follow.cancel_scope.cancel()
     assert out == [Resolution("allow", "user", "user_allow_once")]
+
+
+async def test_the_follower_outlives_a_store_it_cannot_open() -> None:
+    opened = threading.Semaphore(0)
+
+    def broken() -> ApprovalStore:
+        opened.release()
+        raise RuntimeError("no such database driver")
+
+    wakeups = LocalWakeups()
+    b = ApprovalBroker(store=broken, wakeups=wakeups, recheck=60)
+    async with anyio.create_task_group() as follow:
+        await follow.start(b.run)
+        for _ in range(2):  # the second round proves the first failure did not end it
+            await wakeups.notify(CHANGED_TOPIC)
+            assert await anyio.to_thread.run_sync(lambda: opened.acquire(timeout=5))
+        follow.cancel_scope.cancel()

@@ -226,7 +226,7 @@ class ApiContext:
             coordination = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(coordination.cancel_scope.cancel)
             coordination.start_soon(self.wakeups.run)
-            coordination.start_soon(self.approval_broker().run)
+            await coordination.start(self.approval_broker().run)
             host = SessionHost(
                 self.settings,
                 resolve=self._resolve,

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 import anyio
+import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
@@ -492,20 +493,25 @@ class ApprovalBroker:
                 if pending._wake is not None:
                     pending._wake()
 
-    async def run(self) -> None:
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Follow the other instances' approvals until cancelled (a no-op without a store): on
         every wake-up of :data:`CHANGED_TOPIC` (and every ``recheck`` * 5 seconds while anyone
         subscribes) re-read the store and publish ``added`` for a row of another instance that
         came and ``removed`` (why ``elsewhere``) for one that went. A store that cannot be read
-        is tried again on the next round."""
+        (or opened) is logged and tried again on the next round; this never raises.
+        ``task_group.start(broker.run)`` returns once it is watching."""
         if self._opener is None:
+            task_status.started()
             await anyio.sleep_forever()
         async with self.wakeups.watch(CHANGED_TOPIC) as watch:
+            task_status.started()
             while True:
                 woken = await watch.wait(self.recheck * 5)
                 if woken or self._subscribers:
-                    with contextlib.suppress(CanonicalStateUnavailable):
+                    try:
                         await self._follow()
+                    except Exception as exc:  # a background follower must never end the app's lifespan
+                        logger.warning("could not read the other instances' approvals: %s", exc)
 
     async def _follow(self) -> None:
         store = await self._open()
