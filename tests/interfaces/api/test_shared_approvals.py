@@ -240,3 +240,30 @@ async def test_with_redis_down_an_answer_on_b_still_reaches_a_by_its_re_read(tmp
             assert out[0].status_code == 200, out[0].text
     finally:
         own.stop()
+
+
+async def test_a_grant_changed_on_b_while_a_waits_makes_an_allow_from_b_end_the_call_as_stale(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with unique_prefix() as prefix:
+        settings = settings_of(
+            home=tmp_path / "home", redis_url=MACHINE_REDIS, redis_prefix=prefix, approval_recheck=60
+        )
+        async with instance(settings, workspace) as (a, client_a), instance(settings, workspace) as (_, client_b):
+            await subscribed(a)
+            sid = await browser_session(client_a, workspace)
+            out: list[httpx2.Response] = []
+            async with broker(a).subscribe() as changes_a, anyio.create_task_group() as group:
+                group.start_soon(call, client_a, sid, "UTC", out)
+                approval_id = await waiting_on(a, changes_a)
+                denied = await client_b.put(
+                    "/api/mcp/connectors/time/tools/get_current_time", json={"decision": "deny"}
+                )
+                assert denied.status_code == 200, denied.text
+                allowed = await client_b.post(f"/api/approvals/{approval_id}", json={"answer": "allow_once"})
+                assert allowed.status_code == 200, allowed.text
+            assert out[0].status_code == 403 and error_of(out[0])["code"] == "permission_denied"
+            logged = read_events(session_log_path(settings.sessions_dir, sid))
+            assert "mcp.call.started" not in [e["type"] for e in logged]
+            resolved = next(e for e in logged if e["type"] == "permission.resolved")
+            assert (resolved["payload"]["actor"], resolved["payload"]["sourcedFrom"]) == ("runtime", "approval_stale")

@@ -184,3 +184,21 @@ async def test_the_follower_outlives_a_store_it_cannot_open() -> None:
             await wakeups.notify(CHANGED_TOPIC)
             assert await anyio.to_thread.run_sync(lambda: opened.acquire(timeout=5))
         follow.cancel_scope.cancel()
+
+
+async def test_an_allow_after_a_commit_on_another_instance_ends_the_call_as_stale(repo: Repository) -> None:
+    wakeups = LocalWakeups()
+    a = ApprovalBroker(store=opener(repo), wakeups=wakeups, recheck=60)
+    b = ApprovalBroker(store=opener(repo), wakeups=wakeups, recheck=60)
+    engine = PermissionEngine(session_id="ses_1", approver=a.approver(workspace="/w"))
+    out: list[Resolution] = []
+    async with a.subscribe() as changes, anyio.create_task_group() as group:
+        group.start_soon(ask, engine, {}, out)
+        pending = await waiting(changes)
+        # another instance commits a mutation (its on_committed reaches only its own broker)
+        await anyio.to_thread.run_sync(lambda: repo.connectors.create("time", "Time", StdioTarget(command="t")))
+        await b.answer(pending.id, "allow_once")
+        with anyio.fail_after(5):
+            removed = await changes.receive()
+        assert (removed.id, removed.why) == (pending.id, "invalidated")
+    assert out == [Resolution("deny", "runtime", "approval_stale", FailureReason.PERMISSION_DENIED)]

@@ -227,6 +227,16 @@ class ApprovalStore:
                 )
         return _row({**current, "decision": decision, "decided_at": at, "actor": "user"})
 
+    def state_version(self) -> int:
+        """The store's change counter (see
+        :meth:`~patchbay.adapters.store.repository.Repository.state_version`): a waiter that
+        finds it moved since its call asked knows the committed policy may have changed.
+
+        Raises:
+            CanonicalStateUnavailable: ``canonical_state_unavailable``.
+        """
+        return self._tx.state_version()
+
     def remove(self, approval_id: str) -> None:
         """Delete the row of ``approval_id`` (its waiter has its answer, or stopped waiting);
         nothing happens for none.

@@ -29,7 +29,10 @@ instance answers it (:meth:`ApprovalBroker.answer`, a compare-and-set on the row
 wins, a second is ``not_found``). The answering instance notifies the topic
 ``approval:<id>``; the waiter, woken by it (or, when wake-ups are degraded or a message was lost,
 after at most ``recheck`` seconds), re-reads its row, which is the only authority for the
-answer. Every add and removal also notifies :data:`CHANGED_TOPIC`, on which :meth:`run` re-reads
+answer. An allow read from the row counts only while the store's change counter is where it was
+when the call asked: a mutation committed on any instance meanwhile ends the wait as stale,
+as a mutation committed on the waiting instance does at once (:meth:`ApprovalBroker.invalidate`).
+Every add and removal also notifies :data:`CHANGED_TOPIC`, on which :meth:`run` re-reads
 the rows of the other instances and tells this instance's subscribers what came and went. When
 the store cannot take a row, the call waits in this process only (as without a store) and only
 this instance can answer it.
@@ -133,6 +136,7 @@ class PendingApproval:
     _expired: bool = field(default=False, repr=False)
     _invalidated: bool = field(default=False, repr=False)
     _shared: bool = field(default=False, repr=False)
+    _version: int | None = field(default=None, repr=False)
     _wake: Callable[[], None] | None = field(default=None, repr=False)
 
     @classmethod
@@ -286,6 +290,7 @@ class ApprovalBroker:
             pending._wake = watch.wake
             try:
                 store = await self._open()
+                pending._version = await anyio.to_thread.run_sync(store.state_version)
                 await anyio.to_thread.run_sync(store.add, pending.to_row())
             except CanonicalStateUnavailable as exc:
                 logger.warning("approval %s waits in this process only: %s", pending.id, exc.message)
@@ -324,8 +329,21 @@ class ApprovalBroker:
                 if row is None:
                     pending._expired = True  # swept: nobody can answer it any more
                     return
+                if row.decision == "deny":
+                    pending._answer = "deny"
+                    return
                 if row.decision is not None:
-                    pending._answer = cast(ApprovalAnswer, row.decision)
+                    # an allow counts only if nothing was committed since the call asked (on any
+                    # instance: this one's commits also invalidate() at once, another's only move
+                    # the store's change counter), as a commit here ends the wait
+                    try:
+                        moved = await anyio.to_thread.run_sync(store.state_version) != pending._version
+                    except CanonicalStateUnavailable:
+                        moved = True  # cannot tell: fail closed
+                    if moved:
+                        pending._invalidated = True
+                    else:
+                        pending._answer = cast(ApprovalAnswer, row.decision)
                     return
             if pending._answered.is_set():
                 return
