@@ -20,6 +20,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import StreamingResponse
 
 import patchbay.interfaces.api.contracts as c
+from patchbay.core.errors import CanonicalStateUnavailable
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.responses import render_redacted
 from patchbay.interfaces.api.routes._deps import Context
@@ -66,7 +67,11 @@ def _event(name: str, data: object) -> bytes:
 
 async def _stream(broker: ApprovalBroker) -> AsyncIterator[bytes]:
     async with broker.subscribe() as changes:
-        snapshot = [_view(p).model_dump(mode="json") for p in await broker.listing()]
+        try:
+            shown = await broker.listing()
+        except CanonicalStateUnavailable:  # the store cannot be read now: this instance's own
+            shown = broker.pending()
+        snapshot = [_view(p).model_dump(mode="json") for p in shown]
         yield _event("snapshot", {"approvals": snapshot})
         while True:
             change: ApprovalChange | None = None
