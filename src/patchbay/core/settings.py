@@ -108,6 +108,10 @@ class Settings(BaseSettings):
     approval_expiry: float = Field(default=600.0, gt=0)
     """Seconds a browser approval waits for a person's answer; then the call is denied
     (``permission_denied``). Waiting does not count against the call's ``request_timeout``."""
+    approval_recheck: float = Field(default=2.0, gt=0)
+    """Seconds after which a waiting call re-reads its approval in the store without a wake-up
+    (an answer given on another instance arrives at once over Redis pub/sub; this bounds the
+    delay while Redis is down or a message was lost)."""
     api_max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
     """Most bytes of one REST API request body (declared or streamed); a bigger one is refused with
     413 ``payload_too_large`` before more of it is read."""

@@ -40,6 +40,7 @@ TABLES = {
     "state_version",
     "session_events",
     "session_records",
+    "pending_approvals",
 }
 
 

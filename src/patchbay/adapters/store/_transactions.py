@@ -52,7 +52,7 @@ def upsert(conn: Connection, table: Any) -> Any:
 
 
 _CHANGED = "patchbay_rows_changed"
-_UNPROJECTED_TABLES = frozenset({"mcp_probe_outcomes"})
+_UNPROJECTED_TABLES = frozenset({"mcp_probe_outcomes", "pending_approvals"})
 """Tables whose rows no runtime sees: a change there is no change of committed runtime state."""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from sqlalchemy import Engine
 
 from patchbay.adapters.store._transactions import Transactions
+from patchbay.adapters.store.approvals import ApprovalStore
 from patchbay.adapters.store.connectors import ConnectorStore
 from patchbay.adapters.store.grants import GrantStore
 from patchbay.adapters.store.probe_outcomes import ProbeOutcomeStore
@@ -33,6 +34,8 @@ class Repository:
     - ``grants``: :class:`~patchbay.adapters.store.grants.GrantStore`
     - ``tool_cache``: :class:`~patchbay.adapters.store.tool_cache.ToolCacheStore`
     - ``probe_outcomes``: :class:`~patchbay.adapters.store.probe_outcomes.ProbeOutcomeStore`
+    - ``approvals``: :class:`~patchbay.adapters.store.approvals.ApprovalStore` (calls waiting for
+      a person, shared by the instances; not canonical state, no change counter)
 
     Usage::
 
@@ -52,6 +55,7 @@ class Repository:
         self.grants = GrantStore(self._tx)
         self.tool_cache = ToolCacheStore(self._tx)
         self.probe_outcomes = ProbeOutcomeStore(self._tx)
+        self.approvals = ApprovalStore(self._tx)
 
     @property
     def engine(self) -> Engine:

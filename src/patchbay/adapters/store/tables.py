@@ -53,6 +53,7 @@ __all__ = [
     "mcp_project_tool_grants",
     "mcp_tool_cache",
     "metadata",
+    "pending_approvals",
     "session_events",
     "session_records",
     "projects",
@@ -310,3 +311,43 @@ session_records = Table(
 )
 """What describes a session whose events are in ``session_events`` (the JSONL log's metadata
 record): written once, when the session first opens its log."""
+
+
+pending_approvals = Table(
+    "pending_approvals",
+    metadata,
+    Column("approval_id", Text, primary_key=True),
+    Column("session_id", Text, nullable=False),
+    Column("instance", Text, nullable=False),
+    Column("workspace", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("connector", Text, nullable=False),
+    Column("tool", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("risk", Text, nullable=False),
+    Column("arguments_digest", Text, nullable=False),
+    Column("policy", Text, nullable=False),
+    Column("preview_json", Text, nullable=False),
+    Column("created_at", Millis, nullable=False),
+    Column("expires_at", Millis, nullable=False),
+    Column("decision", Text),
+    Column("decided_at", Millis),
+    Column("actor", Text),
+    CheckConstraint(
+        "decision IS NULL OR decision IN ('allow_once', 'allow_session', 'deny')",
+        name="ck_pending_approvals_decision",
+    ),
+    CheckConstraint(
+        "(decision IS NULL AND decided_at IS NULL AND actor IS NULL) OR "
+        "(decision IS NOT NULL AND decided_at IS NOT NULL AND actor = 'user')",
+        name="ck_pending_approvals_decided",
+    ),
+    CheckConstraint("expires_at > created_at", name="ck_pending_approvals_expiry"),
+    *json_checks("pending_approvals", "preview_json"),
+    Index("ix_pending_approvals_expires_at", "expires_at"),
+    sqlite_strict=True,
+)
+"""Calls waiting for a person's answer, one row each (see
+:mod:`patchbay.adapters.store.approvals`): the waiting instance writes it, any instance answers
+it with a compare-and-set on ``decision``. ``preview_json`` is the redacted arguments, never the
+arguments themselves. Not canonical state: writes here do not move the change counter."""

@@ -40,6 +40,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from patchbay.adapters.api_token import api_token
+from patchbay.adapters.wakeups import open_wakeups
 from patchbay.control.connectors import ConnectorService
 from patchbay.core.errors import ErrorCode
 from patchbay.core.settings import Settings
@@ -223,6 +224,7 @@ def create_app(
         workspace=(workspace or Path.cwd()).resolve(),
         service=service,
         status=open_status_registry(settings),
+        wakeups=open_wakeups(settings),
     )
     if require_token and token is None:
         token = api_token(settings.home)

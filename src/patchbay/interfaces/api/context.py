@@ -23,6 +23,11 @@ session before its next call.
 
 Live status: in process by default; with ``PATCHBAY_REDIS_URL`` the registry is shared with the
 other instances through Redis (:func:`open_status_registry`), synced by the lifespan.
+
+Approvals: the broker keeps each waiting call's row in the store (any instance on it lists and
+answers it) and is woken through :attr:`ApiContext.wakeups` (Redis pub/sub with
+``PATCHBAY_REDIS_URL``, else in process: :func:`~patchbay.adapters.wakeups.open_wakeups`); the
+lifespan runs the wake-up subscription and the broker's follower of the other instances.
 """
 
 from __future__ import annotations
@@ -36,9 +41,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import anyio
 import anyio.to_thread
 from sqlalchemy.engine import make_url
 
+from patchbay.adapters.wakeups import LocalWakeups, Wakeups
 from patchbay.control.connectors import ConnectorService
 from patchbay.control.oauth_logins import WebLogins
 from patchbay.core.errors import ErrorCode, PatchbayError
@@ -89,6 +96,8 @@ class ApiContext:
             status stream ends (within its next look), so none holds the shutdown up.
         gateway: the MCP gateway at ``/mcp`` (:mod:`~patchbay.interfaces.api.gateway_endpoint`),
             told of every committed change and stopped with the streams; None: not served.
+        wakeups: how approvals answered on one instance wake the call waiting on another
+            (:func:`~patchbay.adapters.wakeups.open_wakeups`); run and closed by the lifespan.
     """
 
     settings: Settings
@@ -100,6 +109,7 @@ class ApiContext:
     status: StatusRegistry = field(default_factory=InProcessStatusRegistry)
     streams_closing: bool = False
     gateway: HttpGateway | None = None
+    wakeups: Wakeups = field(default_factory=LocalWakeups)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _detach: Callable[[], None] | None = None
     _watch: _CommitWatch | None = None
@@ -108,9 +118,15 @@ class ApiContext:
 
     def approval_broker(self) -> ApprovalBroker:
         """The process's approval broker (created on first use, expiry ``settings.approval_expiry``):
-        browser-approved sessions wait on it, the approval routes answer through it."""
+        browser-approved sessions wait on it, the approval routes answer through it. Its
+        approvals are shared through the store's ``pending_approvals`` and :attr:`wakeups`."""
         if self._approvals is None:
-            self._approvals = ApprovalBroker(expiry=self.settings.approval_expiry)
+            self._approvals = ApprovalBroker(
+                expiry=self.settings.approval_expiry,
+                store=lambda: self.connector_service().repository.approvals,
+                wakeups=self.wakeups,
+                recheck=self.settings.approval_recheck,
+            )
         return self._approvals
 
     def connector_service(self) -> ConnectorService:
@@ -219,6 +235,11 @@ class ApiContext:
                 group = await stack.enter_async_context(anyio.create_task_group())
                 stack.callback(group.cancel_scope.cancel)
                 group.start_soon(sync)
+            stack.push_async_callback(self.wakeups.aclose)  # after the subscription stopped
+            coordination = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(coordination.cancel_scope.cancel)
+            coordination.start_soon(self.wakeups.run)
+            await coordination.start(self.approval_broker().run)
             host = SessionHost(
                 self.settings,
                 resolve=self._resolve,

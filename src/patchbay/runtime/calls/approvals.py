@@ -21,30 +21,74 @@ Contract:
 * subscribers (:meth:`ApprovalBroker.subscribe`) receive ``added``/``removed`` changes; a
   subscriber that falls behind by more than :data:`SUBSCRIBER_BUFFER` changes is dropped (its
   stream ends) so it can never block a call.
+
+Shared (several instances on one store): given a ``store`` (the canonical store's
+:class:`~patchbay.adapters.store.approvals.ApprovalStore`) and ``wakeups``, each waiting call also
+writes its row there, so every instance lists it (:meth:`ApprovalBroker.listing`) and any
+instance answers it (:meth:`ApprovalBroker.answer`, a compare-and-set on the row: one answer
+wins, a second is ``not_found``). The answering instance notifies the topic
+``approval:<id>``; the waiter, woken by it (or, when wake-ups are degraded or a message was lost,
+after at most ``recheck`` seconds), re-reads its row, which is the only authority for the
+answer. An allow read from the row counts only while the store's change counter is where it was
+when the call asked: a mutation committed on any instance meanwhile ends the wait as stale,
+as a mutation committed on the waiting instance does at once (:meth:`ApprovalBroker.invalidate`).
+Every add and removal also notifies :data:`CHANGED_TOPIC`, on which :meth:`run` re-reads
+the rows of the other instances and tells this instance's subscribers what came and went. When
+the store cannot take a row, the call waits in this process only (as without a store) and only
+this instance can answer it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
+import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
+import anyio.to_thread
 from anyio.lowlevel import EventLoopToken
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from patchbay.core.errors import ApprovalExpiredError, ApprovalStaleError, NotFoundError, ValidationError
+from patchbay.adapters.store.approvals import ApprovalRow, ApprovalStore
+from patchbay.adapters.wakeups import LocalWakeups, Wakeups
+from patchbay.core.errors import (
+    ApprovalExpiredError,
+    ApprovalStaleError,
+    CanonicalStateUnavailable,
+    NotFoundError,
+    ValidationError,
+)
+from patchbay.core.instance import instance_id
 from patchbay.core.models import GrantKind
 from patchbay.core.policy import Risk
 from patchbay.runtime.calls.permissions import ApprovalAnswer, ApprovalRequest, Approver
 
-__all__ = ["ANSWERS", "SUBSCRIBER_BUFFER", "ApprovalBroker", "ApprovalChange", "PendingApproval"]
+__all__ = [
+    "ANSWERS",
+    "CHANGED_TOPIC",
+    "SUBSCRIBER_BUFFER",
+    "ApprovalBroker",
+    "ApprovalChange",
+    "PendingApproval",
+    "StoreOpener",
+]
+
+logger = logging.getLogger(__name__)
+
+CHANGED_TOPIC = "approvals"
+"""The wake-up topic notified whenever a shared approval is added, answered or removed."""
+
+StoreOpener = Callable[[], ApprovalStore]
+"""``opener() -> ApprovalStore``: the shared store (called in a worker thread, so it may open the
+database; raises ``CanonicalStateUnavailable`` when it cannot)."""
 
 ANSWERS: tuple[ApprovalAnswer, ...] = ("allow_once", "allow_session", "deny")
 """The answers :meth:`ApprovalBroker.decide` accepts."""
@@ -70,6 +114,7 @@ class PendingApproval:
         policy: the fingerprint of the policy that decided ``ask``.
         risk: ``read``, ``destructive`` or ``network``.
         created / expires: wall-clock seconds since the epoch.
+        instance: the id of the instance whose call waits.
     """
 
     id: str
@@ -85,16 +130,64 @@ class PendingApproval:
     risk: Risk
     created: float
     expires: float
+    instance: str = ""
     _answered: anyio.Event = field(default_factory=anyio.Event, repr=False)
     _answer: ApprovalAnswer | None = field(default=None, repr=False)
     _expired: bool = field(default=False, repr=False)
     _invalidated: bool = field(default=False, repr=False)
+    _shared: bool = field(default=False, repr=False)
+    _version: int | None = field(default=None, repr=False)
+    _wake: Callable[[], None] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_row(cls, row: ApprovalRow) -> PendingApproval:
+        """The approval a stored row describes (its expiry kept exactly ``expires_at -
+        created_at`` after its creation)."""
+        created = row.created_at / 1000
+        return cls(
+            id=row.approval_id,
+            session_id=row.session_id,
+            workspace=row.workspace,
+            name=row.name,
+            connector=row.connector,
+            tool=row.tool,
+            kind=row.kind,
+            arguments=dict(row.preview),
+            arguments_digest=row.arguments_digest,
+            policy=row.policy,
+            risk=row.risk,
+            created=created,
+            expires=created + (row.expires_at - row.created_at) / 1000,
+            instance=row.instance,
+            _shared=True,
+        )
+
+    def to_row(self) -> ApprovalRow:
+        """The row to store for this approval (milliseconds; the arguments as a preview)."""
+        created = round(self.created * 1000)
+        return ApprovalRow(
+            approval_id=self.id,
+            session_id=self.session_id,
+            instance=self.instance,
+            workspace=self.workspace,
+            name=self.name,
+            connector=self.connector,
+            tool=self.tool,
+            kind=self.kind,
+            risk=self.risk,
+            arguments_digest=self.arguments_digest,
+            policy=self.policy,
+            preview=self.arguments,
+            created_at=created,
+            expires_at=created + max(1, round((self.expires - self.created) * 1000)),
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class ApprovalChange:
     """What a subscriber receives: ``added`` with the approval, or ``removed`` with its id and
-    why (``answered``, ``expired``, ``cancelled``)."""
+    why (``answered``, ``expired``, ``cancelled``, ``invalidated``; ``elsewhere`` for another
+    instance's approval that is no longer waiting)."""
 
     type: Literal["added", "removed"]
     approval: PendingApproval | None = None
@@ -115,14 +208,36 @@ class ApprovalBroker:
     Args:
         expiry: seconds an approval waits (> 0).
         clock: see :data:`Clock`; :meth:`sweep` expires what is due by it.
+        store: opens the shared store (see :data:`StoreOpener`); None keeps approvals in this
+            process only.
+        wakeups: how answers and changes reach the other instances (default in process).
+        recheck: seconds (> 0) after which a waiter re-reads its row without a wake-up.
+        instance: the id stored as the waiter's instance (default this process's).
 
-    Use it from one event loop.
+    Use it from one event loop; with a store, run :meth:`run` in the background while it serves.
     """
 
-    def __init__(self, *, expiry: float = 600.0, clock: Clock = time.time):
+    def __init__(
+        self,
+        *,
+        expiry: float = 600.0,
+        clock: Clock = time.time,
+        store: StoreOpener | None = None,
+        wakeups: Wakeups | None = None,
+        recheck: float = 2.0,
+        instance: str | None = None,
+    ):
         if expiry <= 0:
             raise ValueError("expiry must be > 0 seconds")
+        if recheck <= 0:
+            raise ValueError("recheck must be > 0 seconds")
         self.expiry = expiry
+        self.recheck = recheck
+        self.instance = instance or instance_id()
+        self.wakeups: Wakeups = wakeups or LocalWakeups()
+        self._opener = store
+        self._store: ApprovalStore | None = None
+        self._remote: dict[str, PendingApproval] = {}
         self._clock = clock
         self._pending: dict[str, PendingApproval] = {}
         self._subscribers: set[MemoryObjectSendStream[ApprovalChange]] = set()
@@ -152,7 +267,7 @@ class ApprovalBroker:
         """
         if self._loop is None:
             self._loop, self._loop_thread = anyio.lowlevel.current_token(), threading.get_ident()
-        now = self._clock()
+        now = round(self._clock() * 1000) / 1000
         pending = PendingApproval(
             id=f"apr_{secrets.token_hex(12)}",
             session_id=request.session_id,
@@ -167,13 +282,90 @@ class ApprovalBroker:
             risk=request.risk,
             created=now,
             expires=now + self.expiry,
+            instance=self.instance,
         )
+        if self._opener is None:
+            return await self._wait(pending, request)
+        async with self.wakeups.watch(f"approval:{pending.id}") as watch:
+            pending._wake = watch.wake
+            try:
+                store = await self._open()
+                pending._version = await anyio.to_thread.run_sync(store.state_version)
+                await anyio.to_thread.run_sync(store.add, pending.to_row())
+            except CanonicalStateUnavailable as exc:
+                logger.warning("approval %s waits in this process only: %s", pending.id, exc.message)
+                return await self._wait(pending, request)
+            pending._shared = True
+            await self.wakeups.notify(CHANGED_TOPIC)
+            try:
+                return await self._wait(pending, request, store=store, watch_wait=watch.wait)
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    with contextlib.suppress(CanonicalStateUnavailable):
+                        await anyio.to_thread.run_sync(store.remove, pending.id)
+                    await self.wakeups.notify(CHANGED_TOPIC)
+
+    async def _open(self) -> ApprovalStore:
+        if self._store is None:
+            assert self._opener is not None
+            self._store = await anyio.to_thread.run_sync(self._opener)
+        return self._store
+
+    async def _until_answered(
+        self, pending: PendingApproval, store: ApprovalStore, watch_wait: Callable[[float], Awaitable[bool]]
+    ) -> None:
+        """Re-read the row until it holds an answer, the approval ends here (invalidated), or it
+        expires; woken early by a notify of its topic."""
+        while not pending._answered.is_set():
+            remaining = pending.expires - self._clock()
+            if remaining <= 0:
+                pending._expired = True
+                return
+            try:
+                row = await anyio.to_thread.run_sync(store.get, pending.id)
+            except CanonicalStateUnavailable:
+                pass  # unreadable for now: look again after the next wake-up or recheck
+            else:
+                if row is None:
+                    pending._expired = True  # swept: nobody can answer it any more
+                    return
+                if row.decision == "deny":
+                    pending._answer = "deny"
+                    return
+                if row.decision is not None:
+                    # an allow counts only if nothing was committed since the call asked (on any
+                    # instance: this one's commits also invalidate() at once, another's only move
+                    # the store's change counter), as a commit here ends the wait
+                    try:
+                        moved = await anyio.to_thread.run_sync(store.state_version) != pending._version
+                    except CanonicalStateUnavailable:
+                        moved = True  # cannot tell: fail closed
+                    if moved:
+                        pending._invalidated = True
+                    else:
+                        pending._answer = cast(ApprovalAnswer, row.decision)
+                    return
+            if pending._answered.is_set():
+                return
+            await watch_wait(min(self.recheck, max(remaining, 0.001)))
+
+    async def _wait(
+        self,
+        pending: PendingApproval,
+        request: ApprovalRequest,
+        *,
+        store: ApprovalStore | None = None,
+        watch_wait: Callable[[float], Awaitable[bool]] | None = None,
+    ) -> ApprovalAnswer:
         self._pending[pending.id] = pending
         self._publish(ApprovalChange("added", approval=pending, id=pending.id))
         why = "cancelled"
         try:
-            with anyio.move_on_after(max(0.0, pending.expires - self._clock())):
-                await pending._answered.wait()
+            if store is None or watch_wait is None:
+                with anyio.move_on_after(max(0.0, pending.expires - self._clock())):
+                    await pending._answered.wait()
+            else:
+                await self._until_answered(pending, store, watch_wait)
             if pending._invalidated:
                 why = "invalidated"
                 raise ApprovalStaleError(
@@ -222,10 +414,13 @@ class ApprovalBroker:
             NotFoundError: ``not_found`` when nothing of that id waits (answered, expired, never).
             ApprovalStaleError: ``approval_stale`` when ``digest`` or ``policy`` no longer match;
                 the approval keeps waiting.
+            RuntimeError: the approval is shared (in the store): answer it with :meth:`answer`.
         """
         if answer not in ANSWERS:
             raise ValidationError(f"answer must be one of {', '.join(ANSWERS)}", details={"field": "answer"})
         pending = self.get(approval_id)
+        if pending._shared:
+            raise RuntimeError("a shared approval is answered through the store: use answer()")
         for what, given, held in (("digest", digest, pending.arguments_digest), ("policy", policy, pending.policy)):
             if given is not None and given != held:
                 raise ApprovalStaleError(
@@ -235,6 +430,55 @@ class ApprovalBroker:
         pending._answer = answer
         pending._answered.set()
         return pending
+
+    async def listing(self) -> list[PendingApproval]:
+        """Every approval still waiting, oldest first: with a store, those of every instance
+        (read from the store, expired rows swept first; arguments as their redacted preview),
+        plus any that wait in this process only; else :meth:`pending`.
+
+        Raises:
+            CanonicalStateUnavailable: ``canonical_state_unavailable`` when the store cannot be read.
+        """
+        local = self.pending()
+        if self._opener is None:
+            return local
+        store = await self._open()
+        now = round(self._clock() * 1000)
+        await anyio.to_thread.run_sync(lambda: store.sweep(now=now))
+        rows = await anyio.to_thread.run_sync(lambda: store.pending(now=now))
+        listed = [PendingApproval.from_row(row) for row in rows]
+        listed += [p for p in local if not p._shared]
+        return sorted(listed, key=lambda p: (p.created, p.id))
+
+    async def answer(
+        self, approval_id: str, answer: str, *, digest: str | None = None, policy: str | None = None
+    ) -> PendingApproval:
+        """Answer a waiting approval once, whichever instance's call waits for it; returns it.
+
+        Without a store, or for an approval that waits in this process only, this is
+        :meth:`decide`. Otherwise the answer is written to the store by compare-and-set (only
+        while the row is undecided and unexpired, and ``digest``/``policy``, when given, match
+        it), then ``approval:<id>`` is notified so the waiter re-reads its row at once.
+
+        Raises:
+            ValidationError: ``validation_error`` for another answer (``details.field`` ``answer``).
+            NotFoundError: ``not_found`` when nothing of that id waits (answered, expired, never).
+            ApprovalStaleError: ``approval_stale`` when ``digest`` or ``policy`` no longer match.
+            CanonicalStateUnavailable: ``canonical_state_unavailable``.
+        """
+        if answer not in ANSWERS:
+            raise ValidationError(f"answer must be one of {', '.join(ANSWERS)}", details={"field": "answer"})
+        local = self._pending.get(approval_id)
+        if self._opener is None or (local is not None and not local._shared):
+            return self.decide(approval_id, answer, digest=digest, policy=policy)
+        store = await self._open()
+        now = round(self._clock() * 1000)
+        row = await anyio.to_thread.run_sync(
+            lambda: store.decide(approval_id, answer, digest=digest, policy=policy, now=now)
+        )
+        await self.wakeups.notify(f"approval:{approval_id}")
+        await self.wakeups.notify(CHANGED_TOPIC)
+        return PendingApproval.from_row(row)
 
     def invalidate(self) -> None:
         """End every waiting approval as stale: the policy it was asked under changed (a committed
@@ -254,6 +498,8 @@ class ApprovalBroker:
             if not pending._answered.is_set():
                 pending._invalidated = True
                 pending._answered.set()
+                if pending._wake is not None:
+                    pending._wake()
 
     def sweep(self) -> None:
         """Expire every approval whose expiry has passed by the clock (its call is denied)."""
@@ -262,6 +508,41 @@ class ApprovalBroker:
             if pending.expires <= now and not pending._answered.is_set():
                 pending._expired = True
                 pending._answered.set()
+                if pending._wake is not None:
+                    pending._wake()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Follow the other instances' approvals until cancelled (a no-op without a store): on
+        every wake-up of :data:`CHANGED_TOPIC` (and every ``recheck`` * 5 seconds while anyone
+        subscribes) re-read the store and publish ``added`` for a row of another instance that
+        came and ``removed`` (why ``elsewhere``) for one that went. A store that cannot be read
+        (or opened) is logged and tried again on the next round; this never raises.
+        ``task_group.start(broker.run)`` returns once it is watching."""
+        if self._opener is None:
+            task_status.started()
+            await anyio.sleep_forever()
+        async with self.wakeups.watch(CHANGED_TOPIC) as watch:
+            task_status.started()
+            while True:
+                woken = await watch.wait(self.recheck * 5)
+                if woken or self._subscribers:
+                    try:
+                        await self._follow()
+                    except Exception as exc:  # a background follower must never end the app's lifespan
+                        logger.warning("could not read the other instances' approvals: %s", exc)
+
+    async def _follow(self) -> None:
+        store = await self._open()
+        now = round(self._clock() * 1000)
+        rows = await anyio.to_thread.run_sync(lambda: store.pending(now=now))
+        current = {r.approval_id: r for r in rows if r.approval_id not in self._pending}
+        for gone in [i for i in self._remote if i not in current]:
+            del self._remote[gone]
+            self._publish(ApprovalChange("removed", id=gone, why="elsewhere"))
+        for approval_id, row in current.items():
+            if approval_id not in self._remote:
+                self._remote[approval_id] = PendingApproval.from_row(row)
+                self._publish(ApprovalChange("added", approval=self._remote[approval_id], id=approval_id))
 
     # -- change stream ---------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import StreamingResponse
 
 import patchbay.interfaces.api.contracts as c
+from patchbay.core.errors import CanonicalStateUnavailable
 from patchbay.interfaces.api.errors import error_responses
 from patchbay.interfaces.api.responses import render_redacted
 from patchbay.interfaces.api.routes._deps import Context
@@ -55,8 +56,9 @@ def _view(pending: PendingApproval) -> c.ApprovalView:
 
 @router.get("", response_model=c.ApprovalList, responses=error_responses(500), summary="List the pending approvals")
 async def list_approvals(context: Context) -> c.ApprovalList:
-    """Every call waiting for approval, oldest first; arguments are redacted."""
-    return c.ApprovalList(approvals=[_view(p) for p in context.approval_broker().pending()])
+    """Every call waiting for approval on any instance sharing the store, oldest first;
+    arguments are redacted."""
+    return c.ApprovalList(approvals=[_view(p) for p in await context.approval_broker().listing()])
 
 
 def _event(name: str, data: object) -> bytes:
@@ -65,7 +67,11 @@ def _event(name: str, data: object) -> bytes:
 
 async def _stream(broker: ApprovalBroker) -> AsyncIterator[bytes]:
     async with broker.subscribe() as changes:
-        snapshot = [_view(p).model_dump(mode="json") for p in broker.pending()]
+        try:
+            shown = await broker.listing()
+        except CanonicalStateUnavailable:  # the store cannot be read now: this instance's own
+            shown = broker.pending()
+        snapshot = [_view(p).model_dump(mode="json") for p in shown]
         yield _event("snapshot", {"approvals": snapshot})
         while True:
             change: ApprovalChange | None = None
@@ -94,8 +100,11 @@ async def _stream(broker: ApprovalBroker) -> AsyncIterator[bytes]:
 )
 async def stream_approvals(context: Context) -> StreamingResponse:
     """``text/event-stream``: first ``snapshot`` (``{"approvals": [...]}``, as ``GET
-    /api/approvals``), then ``added`` (one approval) and ``removed`` (``{"id", "why"}``: answered,
-    expired or cancelled) as they happen, with a keep-alive comment every 15 seconds."""
+    /api/approvals``: every instance's), then ``added`` (one approval) and ``removed`` (``{"id",
+    "why"}``: answered, expired, cancelled, invalidated, or ``elsewhere`` for another instance's)
+    as they happen, with a keep-alive comment every 15 seconds. This instance's approvals come
+    at once; another instance's when its wake-up arrives here (or within the broker's follow
+    interval while Redis is down)."""
     return StreamingResponse(
         _stream(context.approval_broker()),
         media_type="text/event-stream",
@@ -116,5 +125,5 @@ async def decide_approval(
     for the rest of its session, ``deny`` ends the call ``permission_denied`` before it reaches
     the server. 404 ``not_found`` when nothing of that id waits (answered, expired, cancelled); 409
     ``approval_stale`` when ``digest`` or ``policy`` no longer match the waiting call."""
-    pending = context.approval_broker().decide(approval_id, body.answer, digest=body.digest, policy=body.policy)
+    pending = await context.approval_broker().answer(approval_id, body.answer, digest=body.digest, policy=body.policy)
     return c.ApprovalDecided(id=pending.id, answer=body.answer)
