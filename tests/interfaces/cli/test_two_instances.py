@@ -80,51 +80,67 @@ def create(served: Served, name: str, command: str, args: list[str] | None = Non
     return created
 
 
+def two_instances_share_one_connector(tmp_path: Path, database: str, a: Served, b: Served) -> None:
+    """What A commits, B lists, probes and calls; B's session is B's alone, its event log everyone's."""
+    assert a.info["token"] == b.info["token"]
+    assert a.info["instance"] != b.info["instance"]
+    assert a.info["database"] == b.info["database"] == database
+    for served in (a, b):
+        details = health(served)
+        assert details["status"] == "ok"
+        assert details["database"] == {"backend": "postgresql", "ok": True}
+        assert details["coordination"] == {"backend": "redis", "ok": True}
+
+    created = create(a, "time", TIME_SERVER)
+
+    listed = b.session.get(f"{b.url}/api/mcp/connectors", timeout=30)
+    assert listed.status_code == 200, listed.text
+    assert [(c["connector_id"], c["name"]) for c in listed.json()["connectors"]] == [(created["connector_id"], "time")]
+
+    probed = b.session.post(f"{b.url}/api/mcp/connectors/time/probe", timeout=60)
+    assert probed.status_code == 200, probed.text
+    report = probed.json()
+    assert report["state"] == "ready" and sorted(report["tools"]) == ["convert_time", "get_current_time"]
+    # B's probe is in the shared store: A shows it
+    seen_on_a = a.session.get(f"{a.url}/api/mcp/connectors/time", timeout=30).json()
+    assert seen_on_a["last_probe"]["state"] == "ready" and seen_on_a["tool_count"] == 2
+
+    granted = a.session.put(
+        f"{a.url}/api/mcp/connectors/time/settings",
+        json={"revision": 1, "approval_mode": "allow_all"},
+        timeout=30,
+    )
+    assert granted.status_code == 200, granted.text
+
+    opened = b.session.post(f"{b.url}/api/sessions", json={"cwd": str(tmp_path)}, timeout=30)
+    assert opened.status_code == 201, opened.text
+    sid = opened.json()["session_id"]
+    called = b.session.post(
+        f"{b.url}/api/sessions/{sid}/call",
+        json={"tool": "mcp.time.get_current_time", "arguments": {"timezone": "UTC"}},
+        timeout=60,
+    )
+    assert called.status_code == 200, called.text
+    assert called.json()["structured_content"]["timezone"] == "UTC"
+
+    # the session is host-local (its runtime and servers run on B); its event log is shared
+    assert a.session.get(f"{a.url}/api/sessions/{sid}", timeout=30).status_code == 404
+    events = a.session.get(f"{a.url}/api/sessions/{sid}/events", timeout=30)
+    assert events.status_code == 200, events.text
+    assert "mcp.call.completed" in [event["type"] for event in events.json()["events"]]
+
+
 def test_a_connector_added_through_a_is_listed_probed_and_callable_through_b(tmp_path: Path) -> None:
     with postgres_schema() as database, unique_prefix() as prefix:
         env = base_env(database, MACHINE_REDIS, prefix)
-        with instance(tmp_path, "a", env) as a, instance(tmp_path, "b", env) as b:
-            assert a.info["instance"] != b.info["instance"]
-            assert a.info["database"] == b.info["database"] == database
-            for served in (a, b):
-                details = health(served)
-                assert details["status"] == "ok"
-                assert details["database"] == {"backend": "postgresql", "ok": True}
-                assert details["coordination"] == {"backend": "redis", "ok": True}
-
-            created = create(a, "time", TIME_SERVER)
-
-            listed = b.session.get(f"{b.url}/api/mcp/connectors", timeout=30)
-            assert listed.status_code == 200, listed.text
-            assert [(c["connector_id"], c["name"]) for c in listed.json()["connectors"]] == [
-                (created["connector_id"], "time")
-            ]
-
-            probed = b.session.post(f"{b.url}/api/mcp/connectors/time/probe", timeout=60)
-            assert probed.status_code == 200, probed.text
-            report = probed.json()
-            assert report["state"] == "ready" and sorted(report["tools"]) == ["convert_time", "get_current_time"]
-            # B's probe is in the shared store: A shows it
-            seen_on_a = a.session.get(f"{a.url}/api/mcp/connectors/time", timeout=30).json()
-            assert seen_on_a["last_probe"]["state"] == "ready" and seen_on_a["tool_count"] == 2
-
-            granted = a.session.put(
-                f"{a.url}/api/mcp/connectors/time/settings",
-                json={"revision": 1, "approval_mode": "allow_all"},
-                timeout=30,
-            )
-            assert granted.status_code == 200, granted.text
-
-            opened = b.session.post(f"{b.url}/api/sessions", json={"cwd": str(tmp_path)}, timeout=30)
-            assert opened.status_code == 201, opened.text
-            sid = opened.json()["session_id"]
-            called = b.session.post(
-                f"{b.url}/api/sessions/{sid}/call",
-                json={"tool": "mcp.time.get_current_time", "arguments": {"timezone": "UTC"}},
-                timeout=60,
-            )
-            assert called.status_code == 200, called.text
-            assert called.json()["structured_content"]["timezone"] == "UTC"
+        with instance(tmp_path, "a", env) as a:
+            # one token for the fleet: the operator gives every data home the same api-token file
+            (tmp_path / "b").mkdir(mode=0o700)
+            shared = tmp_path / "b" / "api-token"
+            shared.write_bytes((tmp_path / "a" / "api-token").read_bytes())
+            shared.chmod(0o600)
+            with instance(tmp_path, "b", env) as b:
+                two_instances_share_one_connector(tmp_path, database, a, b)
 
 
 def test_twenty_concurrent_patches_across_both_instances_have_exactly_one_winner(tmp_path: Path) -> None:
