@@ -143,6 +143,32 @@ def test_a_connector_added_through_a_is_listed_probed_and_callable_through_b(tmp
                 two_instances_share_one_connector(tmp_path, database, a, b)
 
 
+def test_two_instances_started_at_once_on_an_empty_database_both_migrate_and_serve(tmp_path: Path) -> None:
+    with postgres_schema() as database, unique_prefix() as prefix:
+        env = base_env(database, MACHINE_REDIS, prefix)
+        managers = [instance(tmp_path, name, env) for name in ("a", "b")]
+        with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=2) as pool:
+            # both start on one empty schema: one migrates, the other waits for it
+            entered = [pool.submit(manager.__enter__) for manager in managers]
+            started: list[Served] = []
+            failures: list[BaseException] = []
+            for manager, future in zip(managers, entered, strict=True):
+                try:
+                    started.append(future.result(timeout=120))
+                except Exception as exc:  # the other one is still stopped below
+                    failures.append(exc)
+                else:
+                    stack.callback(manager.__exit__, None, None, None)
+            if failures:
+                raise failures[0]
+            a, b = started
+            for served in started:
+                assert health(served)["database"] == {"backend": "postgresql", "ok": True}
+            create(a, "time", TIME_SERVER)
+            listed = b.session.get(f"{b.url}/api/mcp/connectors", timeout=30)
+            assert [c["name"] for c in listed.json()["connectors"]] == ["time"]
+
+
 def test_twenty_concurrent_patches_across_both_instances_have_exactly_one_winner(tmp_path: Path) -> None:
     with postgres_schema() as database, unique_prefix() as prefix:
         env = base_env(database, MACHINE_REDIS, prefix)
@@ -241,8 +267,25 @@ def test_redis_stopped_mid_test_degrades_both_instances_which_keep_answering_and
             env = base_env(database, own.url, "patchbay-two:")
             with instance(tmp_path, "a", env) as a, instance(tmp_path, "b", env) as b:
                 create(a, "time", TIME_SERVER)
+                allowed = a.session.put(
+                    f"{a.url}/api/mcp/connectors/time/settings",
+                    json={"revision": 1, "approval_mode": "allow_all"},
+                    timeout=30,
+                )
+                assert allowed.status_code == 200, allowed.text
+                sessions: dict[str, str] = {}
                 for served in (a, b):
                     assert health(served)["coordination"] == {"backend": "redis", "ok": True}
+                    opened = served.session.post(f"{served.url}/api/sessions", json={"cwd": str(tmp_path)}, timeout=30)
+                    assert opened.status_code == 201, opened.text
+                    sessions[served.url] = opened.json()["session_id"]
+
+                def call(served: Served) -> requests.Response:
+                    return served.session.post(
+                        f"{served.url}/api/sessions/{sessions[served.url]}/call",
+                        json={"tool": "mcp.time.get_current_time", "arguments": {"timezone": "UTC"}},
+                        timeout=60,
+                    )
 
                 own.stop()
                 for served in (a, b):
@@ -255,6 +298,9 @@ def test_redis_stopped_mid_test_degrades_both_instances_which_keep_answering_and
                     started = time.monotonic()
                     listed = served.session.get(f"{served.url}/api/mcp/connectors", timeout=10)
                     assert listed.status_code == 200 and [c["name"] for c in listed.json()["connectors"]] == ["time"]
+                    assert time.monotonic() - started < 5  # no wait on Redis beyond its timeout
+                    called = call(served)
+                    assert called.status_code == 200, called.text
                     probed = served.session.post(f"{served.url}/api/mcp/connectors/time/probe", timeout=60)
                     assert probed.status_code == 200 and probed.json()["state"] == "ready", probed.text
                     assert time.monotonic() - started < 30
@@ -264,6 +310,7 @@ def test_redis_stopped_mid_test_degrades_both_instances_which_keep_answering_and
                     # the stores retry Redis at most every 2 s: poll the health answer
                     recovered = wait_for(lambda s=served: (h := health(s))["status"] == "ok" and h, "recovery")
                     assert recovered["coordination"] == {"backend": "redis", "ok": True}
+                    assert call(served).status_code == 200
     finally:
         own.stop()
 
