@@ -169,6 +169,38 @@ def test_two_instances_started_at_once_on_an_empty_database_both_migrate_and_ser
             assert [c["name"] for c in listed.json()["connectors"]] == ["time"]
 
 
+def test_a_grant_changed_through_b_reaches_a_s_session_before_its_next_call(tmp_path: Path) -> None:
+    with postgres_schema() as database, unique_prefix() as prefix:
+        env = base_env(database, MACHINE_REDIS, prefix)
+        with instance(tmp_path, "a", env) as a, instance(tmp_path, "b", env) as b:
+            create(a, "time", TIME_SERVER)
+            allowed = a.session.put(
+                f"{a.url}/api/mcp/connectors/time/tools/get_current_time", json={"decision": "allow"}, timeout=30
+            )
+            assert allowed.status_code == 200, allowed.text
+            opened = a.session.post(f"{a.url}/api/sessions", json={"cwd": str(tmp_path)}, timeout=30)
+            assert opened.status_code == 201, opened.text
+            sid = opened.json()["session_id"]
+
+            def call() -> requests.Response:
+                return a.session.post(
+                    f"{a.url}/api/sessions/{sid}/call",
+                    json={"tool": "mcp.time.get_current_time", "arguments": {"timezone": "UTC"}},
+                    timeout=60,
+                )
+
+            assert call().status_code == 200
+            denied = b.session.put(
+                f"{b.url}/api/mcp/connectors/time/tools/get_current_time", json={"decision": "deny"}, timeout=30
+            )
+            assert denied.status_code == 200, denied.text
+            refused = call()  # the very next call on A, with no wait in between
+            # a global deny takes the tool out of the projection: A's session was rebuilt first
+            assert (refused.status_code, refused.json()["error"]["code"]) == (422, "unknown_tool"), refused.text
+            info = a.session.get(f"{a.url}/api/sessions/{sid}", timeout=30).json()
+            assert (info["state"], info["builds"]) == ("ready", 2)
+
+
 def test_twenty_concurrent_patches_across_both_instances_have_exactly_one_winner(tmp_path: Path) -> None:
     with postgres_schema() as database, unique_prefix() as prefix:
         env = base_env(database, MACHINE_REDIS, prefix)
