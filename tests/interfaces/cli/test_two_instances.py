@@ -1,8 +1,10 @@
 """Two real ``patchbay serve`` processes, each with its own data home, on one fresh PostgreSQL
-schema and one Redis: what one instance commits, the other lists, probes and calls; optimistic
-revisions have one winner across both; a probe lease held by a killed instance expires and the
-other takes over; Redis stopped mid-test degrades both and they recover when it returns; and the
-instances' Redis connections stay flat over repeated start and stop (docs/deployment.md)."""
+schema and one Redis: they start together on an empty database; what one instance commits, the
+other lists, probes and calls; a grant changed on one reaches the other's session before its next
+call; optimistic revisions have one winner across both; a probe lease held by a killed instance
+expires and the other takes over; Redis stopped mid-test degrades both, which keep answering, and
+they recover when it returns; and the instances' Redis connections stay flat over repeated start
+and stop (docs/deployment.md)."""
 
 from __future__ import annotations
 
