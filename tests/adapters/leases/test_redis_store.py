@@ -10,6 +10,7 @@ import redis
 
 from patchbay.adapters.leases import held
 from patchbay.adapters.leases.redis_store import RedisLeases
+from patchbay.core.instance import instance_id
 from tests.support.coordination import MACHINE_REDIS, machine_keys, unique_prefix
 
 pytestmark = pytest.mark.anyio
@@ -132,3 +133,26 @@ async def test_racing_acquisitions_from_two_instances_have_exactly_one_winner_an
             for n in range(20):
                 group.start_soon(take, a if n % 2 else b, f"owner-{n}")
     assert len(won) == 1 and len(placed) == 4
+
+
+async def test_the_store_s_connection_is_named_for_its_instance_and_closing_ends_it() -> None:
+    name = f"patchbay-lease-{instance_id()}"
+    client = raw()
+
+    def connections() -> int:
+        return sum(1 for c in client.client_list() if c.get("name") == name)
+
+    try:
+        with unique_prefix() as prefix:
+            before = connections()
+            for n in range(3):
+                store = RedisLeases(MACHINE_REDIS, prefix=prefix)
+                lease = await store.acquire(f"probe:conn-{n}", f"owner/{n}", ttl=30)
+                assert lease is not None and await store.release(lease) is True
+                await store.ping()
+                assert connections() == before + 1  # one connection, reused by every call
+                await store.aclose()
+                assert connections() == before
+            assert machine_keys(prefix) == []
+    finally:
+        client.close()

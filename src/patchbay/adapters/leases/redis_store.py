@@ -41,6 +41,7 @@ from redis.commands.core import AsyncScript
 
 from patchbay.adapters.leases.base import CoordinationState, Lease
 from patchbay.core.errors import CoordinationUnavailable
+from patchbay.core.instance import instance_id
 from patchbay.core.redaction import redact_url
 
 __all__ = ["RedisLeases"]
@@ -131,6 +132,7 @@ class RedisLeases:
                 socket_connect_timeout=self.timeout,
                 retry=Retry(NoBackoff(), 0),
                 health_check_interval=0,
+                client_name=f"patchbay-lease-{instance_id()}",
             )
             self._scripts = {
                 "renew": client.register_script(_RENEW),
