@@ -124,6 +124,7 @@ def test_a_database_path_that_is_a_directory_is_unavailable(tmp_path: Path) -> N
 # -- read-only databases -----------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only(reason="a read-only SQLite file's directory")
 def test_a_read_only_data_home_is_unavailable(tmp_path: Path) -> None:
     database = _closed_store(tmp_path / "home")
 
@@ -133,6 +134,7 @@ def test_a_read_only_data_home_is_unavailable(tmp_path: Path) -> None:
     _assert_one_line(info.value, database, "is read-only", "unable to open database file")
 
 
+@pytest.mark.sqlite_only(reason="a read-only SQLite file")
 def test_a_read_only_file_and_home_are_unavailable(tmp_path: Path) -> None:
     database = _closed_store(tmp_path / "home")
 
