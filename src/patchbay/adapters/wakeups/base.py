@@ -9,7 +9,8 @@ that was notified after it started watching.
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Protocol
 
 import anyio
@@ -56,6 +57,16 @@ class WatchRegistry:
 
     def __init__(self) -> None:
         self._watches: dict[str, set[Watch]] = {}
+
+    @asynccontextmanager
+    async def watch(self, topic: str) -> AsyncIterator[Watch]:
+        """A :class:`Watch` of ``topic``, registered for the block."""
+        watch = Watch(topic)
+        self.add(watch)
+        try:
+            yield watch
+        finally:
+            self.remove(watch)
 
     def add(self, watch: Watch) -> None:
         self._watches.setdefault(watch.topic, set()).add(watch)

@@ -38,12 +38,8 @@ class LocalWakeups:
     @asynccontextmanager
     async def watch(self, topic: str) -> AsyncIterator[Watch]:
         """See :meth:`Wakeups.watch <patchbay.adapters.wakeups.base.Wakeups.watch>`."""
-        watch = Watch(topic)
-        self._registry.add(watch)
-        try:
+        async with self._registry.watch(topic) as watch:
             yield watch
-        finally:
-            self._registry.remove(watch)
 
     async def notify(self, topic: str) -> None:
         """Wake every watch of ``topic`` in this process."""
