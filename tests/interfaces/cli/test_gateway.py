@@ -22,6 +22,7 @@ from patchbay.interfaces.cli import app
 from tests.support.events import CALL_CHAIN
 from tests.support.gateway import error_of
 from tests.support.paths import FIXTURES
+from tests.support.servers import everything_stdio_command
 
 pytestmark = pytest.mark.anyio
 
@@ -357,3 +358,47 @@ async def test_resources_and_prompts_are_re_exposed_under_namespaced_names_on_th
             assert denied.value.error.data == {"code": "permission_denied"}
     types_seen = {event["type"] for event in session_events(run)}
     assert {"mcp.resource.requested", "mcp.resource.fetched", "mcp.prompt.invoked", "mcp.prompt.expanded"} <= types_seen
+
+
+@pytest.fixture
+def everything_home(run: Callable[..., Any], workspace: Path) -> None:
+    """server-everything (npm peer) with its long-running operation allowed."""
+    run("connector", "add", "everything", "--", *everything_stdio_command())
+    run("probe", "everything", "--project", str(workspace))
+    run("grant", "everything", "trigger-long-running-operation", "allow")
+
+
+@pytest.mark.peers
+@pytest.mark.usefixtures("everything_home")
+async def test_upstream_progress_reaches_the_host_and_a_host_cancellation_ends_the_call_cancelled(
+    home: Path, workspace: Path, run: Callable[..., Any]
+) -> None:
+    tool = "everything__trigger-long-running-operation"
+    seen: list[tuple[float, float | None]] = []
+    first = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total))
+        first.set()
+
+    with anyio.fail_after(120):
+        async with gateway(home, workspace, "direct") as client:
+            done = await client.call_tool(tool, {"duration": 1, "steps": 4}, progress_callback=on_progress)
+            assert not done.is_error
+            assert [p for p, _ in seen] == [1, 2, 3, 4] and {t for _, t in seen} == {4}
+            # a long one, cancelled by the host once the first progress arrived
+            seen.clear()
+            first = anyio.Event()
+            async with anyio.create_task_group() as group:
+
+                async def long_call() -> None:
+                    await client.call_tool(tool, {"duration": 600, "steps": 600}, progress_callback=on_progress)
+
+                group.start_soon(long_call)
+                await first.wait()
+                group.cancel_scope.cancel()
+            # the gateway still answers: the cancellation ended one call, not the session
+            again = await client.call_tool(tool, {"duration": 1, "steps": 1})
+            assert not again.is_error
+    failed = [e["payload"] for e in session_events(run) if e["type"] == "tool.failed"]
+    assert [p.get("reason") for p in failed] == ["cancelled"]

@@ -62,6 +62,7 @@ from patchbay.interfaces.gateway.results import call_result, error_result
 from patchbay.interfaces.gateway.stdin import pollable_stdin
 from patchbay.runtime import Runtime
 from patchbay.runtime.calls.result import ToolCallResult
+from patchbay.runtime.connection.exchange import relaying_progress
 from patchbay.runtime.runtime import RuntimeTool
 from patchbay.runtime.tools.definitions import definition_for
 from patchbay.runtime.tools.proxy import PROXY_DESCRIPTION, PROXY_INPUT_SCHEMA, PROXY_TOOL_NAME, run_proxy
@@ -380,7 +381,9 @@ class Gateway:
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         self._listed(ctx, None)
-        return await self.call(params.name, params.arguments)
+        # the upstream server's progress reaches the host (a no-op unless it sent a progressToken)
+        with relaying_progress(ctx.session.report_progress):
+            return await self.call(params.name, params.arguments)
 
 
 async def serve_stdio(gateway: Gateway) -> None:

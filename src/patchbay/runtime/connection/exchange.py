@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 import anyio
@@ -30,7 +32,21 @@ from patchbay.core.redaction import redact_text
 from patchbay.runtime.connection.access import ConnectorAccess
 from patchbay.runtime.output.schema_check import check_tool_result_async
 
-__all__ = ["Live", "RequestExchange", "Session"]
+__all__ = ["Live", "RequestExchange", "Session", "relaying_progress"]
+
+_PROGRESS_SINK: ContextVar[ProgressFnT | None] = ContextVar("patchbay_progress_sink", default=None)
+
+
+@contextmanager
+def relaying_progress(sink: ProgressFnT) -> Iterator[None]:
+    """Within the block, every ``notifications/progress`` a server sends for a tool call made from
+    this context is also passed to ``sink(progress, total, message)`` (a gateway forwards it to
+    its host). A sink that fails is logged and dropped for that call; the call goes on."""
+    token = _PROGRESS_SINK.set(sink)
+    try:
+        yield
+    finally:
+        _PROGRESS_SINK.reset(token)
 
 logger = logging.getLogger(__name__)
 
@@ -105,15 +121,22 @@ class _ProgressClock:
     last sign of life, never past the hard cap. One small object per call, doing nothing until
     the server reports progress."""
 
-    __slots__ = ("cap", "idle", "scope")
+    __slots__ = ("cap", "idle", "scope", "sink")
 
     def __init__(self, scope: anyio.CancelScope, idle: float, cap: float):
         self.scope = scope
         self.idle = idle
         self.cap = cap
+        self.sink = _PROGRESS_SINK.get()  # a host that asked for this call's progress
 
     async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
         self.scope.deadline = min(self.cap, anyio.current_time() + self.idle)
+        if self.sink is not None:
+            try:
+                await self.sink(progress, total, message)
+            except Exception:  # the host's side failing must not fail the server's call
+                logger.warning("progress could not be relayed; relaying stops for this call", exc_info=True)
+                self.sink = None
 
 
 class RequestExchange:
