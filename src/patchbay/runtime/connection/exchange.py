@@ -48,6 +48,7 @@ def relaying_progress(sink: ProgressFnT) -> Iterator[None]:
     finally:
         _PROGRESS_SINK.reset(token)
 
+
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
