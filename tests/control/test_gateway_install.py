@@ -130,3 +130,16 @@ def test_a_file_that_is_not_utf8_or_not_jsonc_is_refused_untouched(tmp_path: Pat
         plan_install(file, gateway_entry(file, COMMAND, project=tmp_path))
     assert getattr(broken.value, "code", None) == ErrorCode.INVALID_CONFIG
     assert file.path.read_text() == '{"mcpServers": '
+
+
+def test_a_symlinked_host_file_is_edited_at_its_target(tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "mcp.json"
+    real.parent.mkdir()
+    real.write_text('{"mcpServers": {}}')
+    (tmp_path / ".mcp.json").symlink_to(real)
+    file = host_config_file("claude-code", project=tmp_path, home=tmp_path)
+    plan = plan_install(file, gateway_entry(file, COMMAND, project=tmp_path))
+    assert plan.file.path == real
+    apply_plan(plan)
+    assert (tmp_path / ".mcp.json").is_symlink()
+    assert "patchbay" in parse_jsonc(real.read_text()).value["mcpServers"]

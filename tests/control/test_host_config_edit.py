@@ -102,3 +102,31 @@ def test_bad_files_are_refused_with_invalid_config(text: str, error: type[Except
     assert raised.value.details["field"] == "file"  # type: ignore[attr-defined]
     with pytest.raises(error):
         remove_entry(text, "mcpServers", "patchbay")
+
+
+def test_mixed_line_ends_lose_no_character_on_removal() -> None:
+    original = '{\r\n  "mcpServers": {\n    "fs": {"command": "npx"}, // filesystem\n    "a": 1\n  }\n}\n'
+    added = set_entry(original, "mcpServers", "patchbay", ENTRY)
+    assert remove_entry(added, "mcpServers", "patchbay") == original
+    crlf_first = '{\r\n"mcpServers": {\n  "patchbay": 1,\n  "a": 2\n}}'
+    removed = remove_entry(crlf_first, "mcpServers", "patchbay")
+    assert parse_jsonc(removed).value == {"mcpServers": {"a": 2}} and removed.startswith(
+        '{\r\n"mcpServers": {\n  "a": 2'
+    )
+
+
+def test_removing_the_only_entry_keeps_the_comments_around_it() -> None:
+    original = '{\n  "mcpServers": {\n    // add servers below\n  }\n}\n'
+    added = set_entry(original, "mcpServers", "patchbay", ENTRY)
+    assert "// add servers below" in remove_entry(added, "mcpServers", "patchbay")
+    block = remove_entry('{"mcpServers": {/* none */ "patchbay": 1}}', "mcpServers", "patchbay")
+    assert "/* none */" in block and parse_jsonc(block).value == {"mcpServers": {}}
+
+
+def test_files_too_large_or_with_unreadable_numbers_are_refused() -> None:
+    with pytest.raises(ConfigError) as raised:
+        set_entry('{"a": ' + "9" * 5000 + ', "mcpServers": {}}', "mcpServers", "patchbay", ENTRY)
+    assert raised.value.code == ErrorCode.INVALID_CONFIG and "cannot be read" in str(raised.value)
+    with pytest.raises(ConfigError) as too_big:
+        set_entry('{"pad": "' + "x" * (1 << 20) + '", "mcpServers": {}}', "mcpServers", "patchbay", ENTRY)
+    assert "larger than" in str(too_big.value)

@@ -24,6 +24,7 @@ Design: docs/gateway.md "Installing into a host"
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import stat
@@ -198,13 +199,21 @@ def _read(path: Path) -> str | None:
         raise ConfigError("file", f"{path} is not UTF-8 text", details={"path": str(path)}) from None
 
 
+def _through_links(file: HostConfigFile) -> HostConfigFile:
+    """``file`` at the path its symlinks lead to: a host file kept by a dotfile manager is a link,
+    and the edit belongs in the file it points at, not in a new file replacing the link."""
+    return dataclasses.replace(file, path=Path(os.path.realpath(file.path)))
+
+
 def plan_install(file: HostConfigFile, entry: dict[str, Any], *, name: str = "patchbay") -> InstallPlan:
-    """The change that writes ``entry`` as ``name`` into ``file`` (nothing is written here).
+    """The change that writes ``entry`` as ``name`` into ``file`` (nothing is written here); a
+    symlinked file is planned at its target.
 
     Raises:
         ConfigError, MalformedConfigError: ``invalid_config`` (field ``file``) for a file that
             cannot be read, is not JSONC, or whose servers key is not an object.
     """
+    file = _through_links(file)
     before = _read(file.path)
     text = before or ""
     current = read_entry(text, file.root_key, name, path=str(file.path))
@@ -220,6 +229,7 @@ def plan_uninstall(file: HostConfigFile, *, name: str = "patchbay") -> InstallPl
     Raises:
         ConfigError, MalformedConfigError: as :func:`plan_install`.
     """
+    file = _through_links(file)
     before = _read(file.path)
     if before is None or read_entry(before, file.root_key, name, path=str(file.path)) is None:
         return InstallPlan(file, name, "unchanged", before, None, None)
@@ -274,4 +284,6 @@ def apply_plan(plan: InstallPlan, *, now: datetime | None = None) -> Path | None
         raise ConfigError(
             "file", f"{path} cannot be written: {exc.strerror or exc}", details={"path": str(path)}
         ) from None
+    except UnicodeEncodeError:
+        raise ConfigError("file", f"{path}: the new text is not valid UTF-8", details={"path": str(path)}) from None
     return backup

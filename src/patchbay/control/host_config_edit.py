@@ -33,6 +33,8 @@ from patchbay.core.errors import ConfigError, MalformedConfigError
 __all__ = ["read_entry", "remove_entry", "set_entry"]
 
 _BOM = "\ufeff"
+MAX_EDIT_CHARS = 1 << 20
+"""Largest host config file edited (json-five's model is pure Python; host files are kilobytes)."""
 _TRIVIA = {"WHITESPACE", "LINE_COMMENT", "BLOCK_COMMENT"}
 
 
@@ -95,12 +97,14 @@ class _Document:
         try:
             model = loads(self.body, loader=ModelLoader())
         except JSON5DecodeError as exc:
-            raise MalformedConfigError(path, exc.lineno, exc.colno, "not JSON or JSONC") from None
+            line, column = getattr(exc, "lineno", None) or 1, getattr(exc, "colno", None) or 1
+            raise MalformedConfigError(path, line, column, "not JSON or JSONC") from None
         if not isinstance(model.value, JSONObject):
             raise _refuse(path, "holds no JSON object at its top level")
         self.root: JSONObject = model.value
         self.unit = self._indent_unit()
-        self.newline = "\r\n" if "\r\n" in self.body else "\n"
+        # the line break most lines of the file end with, for the lines an edit writes
+        self.newline = "\r\n" if 2 * self.body.count("\r\n") > self.body.count("\n") else "\n"
 
     def _indent_unit(self) -> str:
         for key in self.root.keys:
@@ -171,7 +175,8 @@ class _Document:
         line_end = len(self.body) if line_end < 0 else line_end
         if self.body[line_start:start].strip(" \t") == "" and self.body[end:line_end].strip(" \t\r") == "":
             # the member's own lines go, with the line break before them (its own one stays)
-            start = max(0, line_start - len(self.newline))
+            start = line_start - (2 if self.body[max(0, line_start - 2) : line_start] == "\r\n" else 1)
+            start = max(0, start)
             end = line_end - 1 if self.body[line_end - 1 : line_end] == "\r" else line_end
         edits.append(_Edit(start, end, ""))
         return edits
@@ -181,7 +186,12 @@ class _Document:
 
 
 def _plain(text: str, path: str) -> dict[str, Any]:
-    value = parse_jsonc(text.removeprefix(_BOM), path=path).value
+    if len(text) > MAX_EDIT_CHARS:
+        raise _refuse(path, f"is larger than {MAX_EDIT_CHARS} characters; edit it by hand")
+    try:
+        value = parse_jsonc(text.removeprefix(_BOM), path=path).value
+    except ValueError as exc:  # e.g. an integer longer than Python converts (4300 digits)
+        raise _refuse(path, f"holds a value that cannot be read: {exc}") from None
     if not isinstance(value, dict):
         raise _refuse(path, "holds no JSON object at its top level")
     return value
@@ -257,8 +267,9 @@ def remove_entry(text: str, root_key: str, name: str, *, path: str = "<text>") -
         found = current.member(servers, name) if servers is not None else None
         if servers is None or found is None:
             break
-        if len(servers.keys) == 1:  # its last member: the object becomes {} again
-            body = _apply(body, [_Edit(_start(servers), _end(servers), "{}")])
-            break
-        body = _apply(body, current.remove(servers, *found))
+        removed = _apply(body, current.remove(servers, *found))
+        inside = removed[_start(servers) + 1 : _end(servers) - 1 - (len(body) - len(removed))]
+        if len(servers.keys) == 1 and not inside.strip(" \t\r\n"):  # nothing left but layout: {}
+            removed = removed[: _start(servers)] + "{}" + removed[_end(servers) - (len(body) - len(removed)) :]
+        body = removed
     return _check(document.finish(body), expected, path)

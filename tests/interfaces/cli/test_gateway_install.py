@@ -135,3 +135,13 @@ def test_the_written_entry_starts_the_governed_gateway_for_a_host(invoke: Callab
     names, result = anyio.run(host)
     assert "time__get_current_time" in names and "time__convert_time" not in names
     assert not result.is_error and "UTC" in json.dumps(result.model_dump(mode="json"))
+
+
+def test_a_workspace_that_is_missing_or_not_utf8_is_refused_clearly(invoke: Callable[..., Any], tmp_path: Path) -> None:
+    missing = invoke("gateway", "install", "cursor", "--project", str(tmp_path / "nope"), "--yes")
+    assert missing.exit_code == 1 and "does not exist" in missing.output and "invalid_config" in missing.output
+    raw = os.path.join(os.fsencode(tmp_path), b"p\xff")
+    os.mkdir(raw)
+    odd = invoke("gateway", "install", "cursor", "--project", os.fsdecode(raw), "--yes")
+    assert odd.exit_code == 1 and "not a UTF-8 path" in odd.output and "Traceback" not in odd.output
+    assert not os.listdir(raw)  # nothing written there

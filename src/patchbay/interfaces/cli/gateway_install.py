@@ -68,6 +68,7 @@ def _show_and_write(plan: InstallPlan, *, yes: bool, dry_run: bool, as_json: boo
                 )
             _print_plan(plan)
             if not typer.confirm(f"Write {plan.file.path}?", default=False, err=True):
+                err_console.print("not written")
                 raise typer.Exit(1)
         elif not as_json:
             _print_plan(plan)
@@ -101,14 +102,20 @@ def _show_and_write(plan: InstallPlan, *, yes: bool, dry_run: bool, as_json: boo
 
 
 def _print_plan(plan: InstallPlan) -> None:
-    verb = {"add": "add", "replace": "replace", "remove": "remove", "unchanged": "keep"}[plan.action]
-    err_console.print(f"{plan.file.host}: {verb} entry {plan.name!r} in {plan.file.path}")
-    if plan.action != "unchanged":
-        out_console.print(Syntax(plan.diff(), "diff", theme="ansi_dark", background_color="default"))
+    if plan.action == "unchanged":
+        return  # said once, after: "nothing to change"
+    err_console.print(f"{plan.file.host}: {plan.action} entry {plan.name!r} in {plan.file.path}")
+    out_console.print(Syntax(plan.diff(), "diff", theme="ansi_dark", background_color="default"))
 
 
 def _workspace(project: Path) -> Path:
     path = project.expanduser().resolve()
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError("project", f"{path!r} is not a UTF-8 path; a host's config file cannot name it") from None
+    if not path.exists():
+        raise ConfigError("project", f"{path} does not exist")
     if not path.is_dir():
         raise ConfigError("project", f"{path} is not a directory")
     return path
