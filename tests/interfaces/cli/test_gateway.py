@@ -155,6 +155,15 @@ async def test_proxy_mode_searches_describes_and_calls_with_guidance_for_bad_req
                 {"action": "call", "tool": "mcp__time__get_current_time", "arguments": '{"timezone": "Europe/Paris"}'},
             )
             assert not called.is_error and "Europe/Paris" in called.content[0].text  # type: ignore[union-attr]
+            # the name a direct-mode gateway lists is understood too
+            direct_name = await client.call_tool(
+                "mcp", {"action": "call", "tool": "time__get_current_time", "arguments": {"timezone": "UTC"}}
+            )
+            assert not direct_name.is_error
+            denied = await client.call_tool(
+                "mcp", {"action": "call", "tool": "time__convert_time", "arguments": {"time": "12:00"}}
+            )
+            assert error_of(denied)["code"] == "unknown_tool"  # not offered, under either name
 
             connectors = await client.call_tool("mcp", {"action": "connectors"})
             assert connectors.structured_content == {
@@ -172,6 +181,7 @@ async def test_proxy_mode_searches_describes_and_calls_with_guidance_for_bad_req
 
     events = session_events(run)
     assert [e["type"] for e in events if e["payload"].get("toolCallId") == "tc_1"] == CALL_CHAIN
+    assert [e["type"] for e in events if e["payload"].get("toolCallId") == "tc_2"] == CALL_CHAIN
     types = [e["type"] for e in events]
     # search and describe read the cached catalogs: no server started before the first call
     assert types.index("model.tool_call_requested") < types.index("mcp.server.connected")

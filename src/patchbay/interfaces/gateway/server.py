@@ -57,7 +57,7 @@ from patchbay.interfaces.gateway.context import (
     list_resources,
     read_resource,
 )
-from patchbay.interfaces.gateway.modes import gateway_name, runtime_wire_name
+from patchbay.interfaces.gateway.modes import RUNTIME_WIRE_PREFIX, gateway_name, runtime_wire_name
 from patchbay.interfaces.gateway.results import call_result, error_result
 from patchbay.interfaces.gateway.stdin import pollable_stdin
 from patchbay.runtime import Runtime
@@ -100,6 +100,11 @@ class _CachedCatalog:
         return await self._runtime.call(name, arguments)
 
     async def call_wire(self, name: str, arguments: Mapping[str, Any] | None = None) -> ToolCallResult:
+        # the name a direct-mode gateway lists (`time__get_current_time`) names the same tool
+        if not name.startswith(RUNTIME_WIRE_PREFIX) and any(
+            t.wire_name == runtime_wire_name(name) for t in self._runtime.cached_tools()
+        ):
+            name = runtime_wire_name(name)
         return await self._runtime.call_wire(name, arguments)
 
 
