@@ -69,6 +69,7 @@ def test_headless_ask_is_denied_without_reaching_the_server_and_a_grant_lets_it_
     assert denied.exit_code == 1
     assert "error[approval_unavailable]" in denied.stderr
     assert "no terminal to ask on: pass --yes to approve this call once" in " ".join(denied.stderr.split())
+    assert f"patchbay grant time get_current_time allow --project {workspace}" in " ".join(denied.stderr.split())
     events = [e for e in events_of(run, denied.stderr) if not e["type"].startswith("mcp.server.")]
     assert [e["type"] for e in events] == [
         "model.tool_call_requested",

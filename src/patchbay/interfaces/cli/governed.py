@@ -241,6 +241,12 @@ def call(
                 f"{tool[:200]} needs approval (its decision is ask) and there is no terminal to ask on: "
                 "pass --yes to approve this call once"
             )
+            connector, _, name = tool.removeprefix("mcp.").partition(".")
+            if tool.startswith("mcp.") and connector and name:
+                return (
+                    failure,
+                    f"hint: or allow it for good: patchbay grant {connector} {name} allow --project {project}",
+                )
         if failure.reason is FailureReason.MCP_SERVER_UNAVAILABLE and failure.details.get("connector"):
             return failure, f"hint: patchbay probe {failure.details['connector']} --project {project}"
         return failure, None
