@@ -3,7 +3,7 @@
 It builds the workspace's projected snapshot from the store (as ``patchbay call`` does), enters a
 runtime without approver and serves the host over stdin/stdout (:mod:`patchbay.interfaces.gateway`),
 with the store's cached catalogs in full so that the proxy's search needs no server
-(:func:`with_cached_catalogs`). It reads the store's change counter every
+(:func:`~patchbay.interfaces.gateway.catalogs.with_cached_catalogs`). It reads the store's change counter every
 ``Settings.gateway_reload_poll`` seconds; when a commit (``patchbay grant``, the settings page, a
 connector added or disabled) changed the workspace's projection, the runtime is rebuilt and the
 host told ``list_changed`` (:mod:`patchbay.interfaces.gateway.owner`). stdout carries only the
@@ -23,9 +23,8 @@ import typer
 from patchbay.core.errors import ValidationError
 from patchbay.interfaces.cli._context import err_console, handle_errors, state
 from patchbay.interfaces.cli._runtime import project_snapshot, run_stoppable
-from patchbay.interfaces.gateway.catalogs import with_cached_catalogs
 
-__all__ = ["gateway", "with_cached_catalogs"]
+__all__ = ["gateway"]
 
 _MODES = ("proxy", "direct", "auto")
 
@@ -56,6 +55,8 @@ def gateway(
         )
     if mode not in _MODES:
         raise ValidationError(f"unknown mode {mode!r}; use one of {', '.join(_MODES)}", details={"field": "mode"})
+    from patchbay.interfaces.gateway.catalogs import with_cached_catalogs  # the SDK: only when serving
+
     service = state.service()
 
     def load() -> Any:
