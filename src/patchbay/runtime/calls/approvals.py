@@ -299,10 +299,8 @@ class ApprovalBroker:
             await self.wakeups.notify(CHANGED_TOPIC)
             try:
                 return await self._wait(pending, request, store=store, watch_wait=watch.wait)
-            finally:
+            finally:  # its row was removed as the wait ended
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    with contextlib.suppress(CanonicalStateUnavailable):
-                        await anyio.to_thread.run_sync(store.remove, pending.id)
                     await self.wakeups.notify(CHANGED_TOPIC)
 
     async def _open(self) -> ApprovalStore:
@@ -381,6 +379,10 @@ class ApprovalBroker:
             why = "answered"
             return pending._answer
         finally:
+            if store is not None:  # the row goes first: once "removed" is said, no answer may land
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    with contextlib.suppress(CanonicalStateUnavailable):
+                        await anyio.to_thread.run_sync(store.remove, pending.id)
             if self._pending.pop(pending.id, None) is not None:
                 self._publish(ApprovalChange("removed", id=pending.id, why=why))
 
