@@ -3,6 +3,7 @@ in front of real ``mcp-server-time`` peers."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -233,6 +234,12 @@ async def test_sigterm_stops_the_gateway_and_the_servers_it_started(
             assert servers  # the time server it started for the call
             process.terminate()
             assert await process.wait() == 130  # stopped as Ctrl-C stops it, without waiting for stdin
+            assert process.stderr is not None
+            said = b""
+            with contextlib.suppress(anyio.EndOfStream):
+                while True:
+                    said += await process.stderr.receive()
+            assert said.decode().rstrip().endswith("patchbay gateway: stopped") and b"error[" not in said
     _, alive = psutil.wait_procs(servers, timeout=10)
     assert alive == []
     assert CALL_CHAIN == [e["type"] for e in session_events(run) if e["payload"].get("toolCallId") == "tc_1"]

@@ -89,5 +89,8 @@ def gateway(
 
     try:
         run_stoppable(serve)  # SIGTERM stops it as Ctrl-C does: the runtime stops its servers
+    except KeyboardInterrupt:  # a host stopping its server is no error: say so, exit as interrupted
+        err_console.print("patchbay gateway: stopped")
+        raise typer.Exit(130) from None
     except ExceptionGroup as group:  # the task groups' wrapping of one error: shown as that error
         raise group.exceptions[0] if len(group.exceptions) == 1 else group from None
