@@ -46,7 +46,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import call_overhead  # the sibling benchmark: its quantile and rounds (run as a script, benchmarks/ is on sys.path)
 import httpx2
+from call_overhead import _quantile
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -61,11 +63,6 @@ create_proxy({"mcpServers": {"bench": {"command": sys.argv[1], "args": [sys.argv
 """
 
 Call = Callable[[], Awaitable[Any]]
-
-
-def _quantile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _free_port() -> int:
@@ -197,19 +194,8 @@ async def _latency(calls: dict[str, Call], iterations: int, warmup: int) -> dict
 
 
 async def _round(call: Call, inflight: int, total: int) -> float:
-    remaining = total
-
-    async def worker() -> None:
-        nonlocal remaining
-        while remaining > 0:
-            remaining -= 1
-            await call()
-
-    started = time.perf_counter()
-    async with anyio.create_task_group() as group:
-        for _ in range(inflight):
-            group.start_soon(worker)
-    return total / (time.perf_counter() - started)
+    """Calls/s of ``total`` calls made by ``inflight`` tasks at once (the call benchmark's rounds)."""
+    return await call_overhead._round(lambda _tool: call(), "", inflight, total)
 
 
 async def _throughput(calls: dict[str, Call], inflight: int, rounds: int, total: int) -> dict[str, float]:
