@@ -19,11 +19,11 @@ from patchbay.adapters.wakeups.redis_pubsub import RedisWakeups
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api import create_app
 from patchbay.runtime.calls.approvals import ApprovalBroker
-from patchbay.runtime.events.log import read_events, session_log_path
 from tests.support.api import error_of
 from tests.support.coordination import MACHINE_REDIS, OwnRedis, unique_prefix
 from tests.support.postgres import postgres_schema
 from tests.support.servers import free_port
+from tests.support.stored import logged_events
 
 pytestmark = pytest.mark.anyio
 
@@ -152,16 +152,11 @@ async def test_a_call_waiting_on_a_is_listed_and_allowed_through_b_and_proceeds_
                 await call(client_a, sid, "Asia/Tokyo", out)
             assert out[1].status_code == 200, out[1].text
             assert await listed_by(client_a) == [] and await listed_by(client_b) == []
-            if backend == "sqlite":
-                resolved = [
-                    e
-                    for e in read_events(session_log_path(settings.sessions_dir, sid))
-                    if e["type"] == "permission.resolved"
-                ]
-                assert [(e["payload"]["actor"], e["payload"]["sourcedFrom"]) for e in resolved] == [
-                    ("user", "user_allow_session"),
-                    ("user", "session_allow"),
-                ]
+            resolved = [e for e in logged_events(settings, sid) if e["type"] == "permission.resolved"]
+            assert [(e["payload"]["actor"], e["payload"]["sourcedFrom"]) for e in resolved] == [
+                ("user", "user_allow_session"),
+                ("user", "session_allow"),
+            ]
 
 
 async def test_a_denial_on_b_ends_the_call_on_a_and_a_replayed_answer_is_not_found(tmp_path: Path) -> None:
@@ -184,7 +179,7 @@ async def test_a_denial_on_b_ends_the_call_on_a_and_a_replayed_answer_is_not_fou
                     replay = await client.post(f"/api/approvals/{approval_id}", json={"answer": "allow_once"})
                     assert replay.status_code == 404 and error_of(replay)["code"] == "not_found"
             assert out[0].status_code == 403 and error_of(out[0])["code"] == "permission_denied"
-            logged = read_events(session_log_path(settings.sessions_dir, sid))
+            logged = logged_events(settings, sid)
             assert "mcp.call.started" not in [e["type"] for e in logged]
             resolved = next(e for e in logged if e["type"] == "permission.resolved")
             assert (resolved["payload"]["actor"], resolved["payload"]["sourcedFrom"]) == ("user", "user_deny")
@@ -211,11 +206,7 @@ async def test_an_approval_nobody_answers_expires_on_both_and_a_late_answer_is_n
             late = await client_b.post(f"/api/approvals/{approval_id}", json={"answer": "allow_once"})
             assert late.status_code == 404 and error_of(late)["code"] == "not_found"
             assert await listed_by(client_b) == []
-            resolved = next(
-                e
-                for e in read_events(session_log_path(settings.sessions_dir, sid))
-                if e["type"] == "permission.resolved"
-            )
+            resolved = next(e for e in logged_events(settings, sid) if e["type"] == "permission.resolved")
             assert (resolved["payload"]["actor"], resolved["payload"]["sourcedFrom"]) == ("runtime", "approval_expired")
 
 
@@ -263,7 +254,7 @@ async def test_a_grant_changed_on_b_while_a_waits_makes_an_allow_from_b_end_the_
                 allowed = await client_b.post(f"/api/approvals/{approval_id}", json={"answer": "allow_once"})
                 assert allowed.status_code == 200, allowed.text
             assert out[0].status_code == 403 and error_of(out[0])["code"] == "permission_denied"
-            logged = read_events(session_log_path(settings.sessions_dir, sid))
+            logged = logged_events(settings, sid)
             assert "mcp.call.started" not in [e["type"] for e in logged]
             resolved = next(e for e in logged if e["type"] == "permission.resolved")
             assert (resolved["payload"]["actor"], resolved["payload"]["sourcedFrom"]) == ("runtime", "approval_stale")
