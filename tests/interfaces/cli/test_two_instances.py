@@ -127,9 +127,14 @@ def two_instances_share_one_connector(tmp_path: Path, database: str, a: Served, 
 
     # the session is host-local (its runtime and servers run on B); its event log is shared
     assert a.session.get(f"{a.url}/api/sessions/{sid}", timeout=30).status_code == 404
-    events = a.session.get(f"{a.url}/api/sessions/{sid}/events", timeout=30)
-    assert events.status_code == 200, events.text
-    assert "mcp.call.completed" in [event["type"] for event in events.json()["events"]]
+
+    def completed_on_a() -> bool | None:
+        events = a.session.get(f"{a.url}/api/sessions/{sid}/events", timeout=30)
+        assert events.status_code == 200, events.text
+        return "mcp.call.completed" in [event["type"] for event in events.json()["events"]] or None
+
+    # B's event-log writer appends the call's last events in the background, after the answer
+    wait_for(completed_on_a, "the call's completion in the shared event log, read through A")
 
 
 def test_a_connector_added_through_a_is_listed_probed_and_callable_through_b(tmp_path: Path) -> None:
