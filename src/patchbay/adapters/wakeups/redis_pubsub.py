@@ -180,7 +180,7 @@ class RedisWakeups:
             if self.subscribed.is_set():
                 self.subscribed = anyio.Event()
             with anyio.CancelScope(shield=True), anyio.move_on_after(self.timeout):
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
+                await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8.2
                 await client.aclose()
 
     async def run(self) -> None:
