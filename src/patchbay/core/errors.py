@@ -14,6 +14,8 @@ The hierarchy::
     ├── RevisionConflictError          revision_conflict (optimistic lock lost)
     ├── ApprovalStaleError             approval_stale (the call an approval was for has changed)
     ├── ApprovalExpiredError           approval_expired (nobody answered an approval in time)
+    ├── ApprovalPendingError           approval_pending (an approval still waits; the call ends first)
+    ├── ApprovalUnavailableError       approval_unavailable (no person can be asked)
     ├── BuiltinConnectorError          builtin_connector
     ├── SourceError                    a built-in connector's data source failed (source_unavailable, ...)
     ├── CanonicalStateUnavailable      canonical_state_unavailable
@@ -55,10 +57,12 @@ The codes (:class:`ErrorCode`); :mod:`patchbay.interfaces.api.errors` gives each
 * session event logs: ``event_chain_broken`` (a log whose seqs or hash chain do not verify).
 * approvals: ``approval_stale`` (an answer for an arguments digest or policy that no longer
   matches the waiting call), ``approval_expired`` (the approver's own signal; the call ends
-  ``permission_denied``).
+  ``permission_denied``), ``approval_pending`` (the approver stopped waiting while the approval
+  stays open: the call ends ``approval_pending`` and its identical retry takes the answer),
+  ``approval_unavailable`` (the approver has nobody to ask: the call ends ``approval_unavailable``).
 
 Why a tool call failed (:class:`FailureReason`, the code of a failed call): ``permission_denied``,
-``approval_unavailable``, ``unknown_tool``, ``ambiguous_call``, ``cancelled``, ``tool_error``,
+``approval_unavailable``, ``approval_pending``, ``unknown_tool``, ``ambiguous_call``, ``cancelled``, ``tool_error``,
 ``mcp_server_unavailable``, ``mcp_server_unstable``, ``mcp_server_restarted``, ``timeout``.
 """
 
@@ -90,7 +94,9 @@ __all__ = [
     "RevisionConflictError",
     "SourceError",
     "ApprovalExpiredError",
+    "ApprovalPendingError",
     "ApprovalStaleError",
+    "ApprovalUnavailableError",
     "ToolCallError",
     "UnacceptableSchema",
     "ValidationError",
@@ -139,6 +145,8 @@ class ErrorCode(StrEnum):
     # approvals
     APPROVAL_STALE = "approval_stale"
     APPROVAL_EXPIRED = "approval_expired"
+    APPROVAL_PENDING = "approval_pending"
+    APPROVAL_UNAVAILABLE = "approval_unavailable"
 
 
 class FailureReason(StrEnum):
@@ -147,6 +155,7 @@ class FailureReason(StrEnum):
 
     PERMISSION_DENIED = "permission_denied"
     APPROVAL_UNAVAILABLE = "approval_unavailable"
+    APPROVAL_PENDING = "approval_pending"
     MCP_SERVER_UNSTABLE = "mcp_server_unstable"
     MCP_SERVER_RESTARTED = "mcp_server_restarted"
     MCP_SERVER_UNAVAILABLE = "mcp_server_unavailable"
@@ -285,6 +294,23 @@ class ApprovalExpiredError(PatchbayError):
     engine turns it into a denial (``permission_denied``, actor ``runtime``)."""
 
     default_code = ErrorCode.APPROVAL_EXPIRED
+
+
+class ApprovalPendingError(PatchbayError):
+    """The approver stopped waiting for a person's answer while the approval stays open (a gateway
+    host would time out): the permission engine ends the call ``approval_pending``, and the
+    identical call made again takes the answer once it is given. ``details``:
+    ``{"approval_id", "approval_url"?}``."""
+
+    default_code = ErrorCode.APPROVAL_PENDING
+
+
+class ApprovalUnavailableError(PatchbayError):
+    """The approver has nobody to ask now (no settings page runs to show the approval): the
+    permission engine ends the call ``approval_unavailable``. ``details.hint`` may say how the
+    person can approve."""
+
+    default_code = ErrorCode.APPROVAL_UNAVAILABLE
 
 
 class BuiltinConnectorError(PatchbayError):

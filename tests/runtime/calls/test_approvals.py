@@ -172,3 +172,108 @@ async def test_invalidate_from_a_worker_thread_ends_the_waiting_approval_as_stal
         with pytest.raises(NotFoundError):
             broker.decide(pending.id, "allow_once")
     assert out == [Resolution("deny", "runtime", "approval_stale", FailureReason.PERMISSION_DENIED)]
+
+
+async def test_a_parked_approval_outlives_its_call_and_the_identical_call_takes_its_answer() -> None:
+    broker = ApprovalBroker(expiry=600)
+    engine = PermissionEngine(session_id="ses_1", approver=broker.approver(workspace="/w", patience=0.01))
+    out: list[Resolution] = []
+    with anyio.fail_after(5):
+        await ask(engine, {"text": "hi"}, out)
+    assert (out[0].decision, out[0].sourced_from, out[0].reason) == (
+        "deny",
+        "approval_pending",
+        FailureReason.APPROVAL_PENDING,
+    )
+    [parked] = broker.pending()  # still listed and answerable
+    assert out[0].details == {"approval_id": parked.id}
+    with anyio.fail_after(5):  # another call (other arguments) is not the identical one: its own approval
+        await ask(engine, {"text": "other"}, out)
+    other = out[1].details["approval_id"]
+    assert other != parked.id and {p.id for p in broker.pending()} == {parked.id, other}
+    with anyio.fail_after(5):  # asked again before the answer: the same approval, still open
+        await ask(engine, {"text": "hi"}, out)
+    assert out[2].details["approval_id"] == parked.id
+    broker.decide(parked.id, "allow_once", digest=parked.arguments_digest, policy=parked.policy)
+    with anyio.fail_after(5):
+        await ask(engine, {"text": "hi"}, out)
+    assert out[3] == Resolution("allow", "user", "user_allow_once")
+    assert [p.id for p in broker.pending()] == [other]  # used once
+    with anyio.fail_after(5):  # the next identical call asks anew
+        await ask(engine, {"text": "hi"}, out)
+    assert out[4].details["approval_id"] not in (parked.id, other)
+
+
+async def test_a_resumed_approval_is_answered_while_its_call_waits_again() -> None:
+    broker = ApprovalBroker(expiry=600)
+    out: list[Resolution] = []
+    first = PermissionEngine(session_id="ses_1", approver=broker.approver(workspace="/w", patience=0.01))
+    with anyio.fail_after(5):
+        await ask(first, {"text": "hi"}, out)
+    [parked] = broker.pending()
+    resumed = anyio.Event()
+    waits: list[PendingApproval] = []
+
+    def announce(pending: PendingApproval) -> None:
+        waits.append(pending)
+        resumed.set()
+
+    patient = PermissionEngine(session_id="ses_1", approver=broker.approver(workspace="/w", announce=announce))
+    async with broker.subscribe() as changes, anyio.create_task_group() as group:
+        group.start_soon(ask, patient, {"text": "hi"}, out)
+        with anyio.fail_after(5):
+            await resumed.wait()
+        assert waits == [parked]
+        broker.decide(parked.id, "deny")
+        with anyio.fail_after(5):
+            removed = await changes.receive()  # no second "added": it was listed all along
+        assert (removed.type, removed.id, removed.why) == ("removed", parked.id, "answered")
+    assert out[-1] == Resolution("deny", "user", "user_deny", FailureReason.PERMISSION_DENIED)
+
+
+async def test_a_parked_approval_goes_when_it_expires_is_invalidated_or_discarded() -> None:
+    clock = Clock()
+    broker = ApprovalBroker(expiry=600, clock=clock)
+    engine = PermissionEngine(session_id="ses_1", approver=broker.approver(workspace="/w", patience=0.01))
+    out: list[Resolution] = []
+    async with broker.subscribe() as changes:
+        with anyio.fail_after(5):
+            await ask(engine, {"n": 1}, out)
+            await ask(engine, {"n": 2}, out)
+        parked = {r.details["approval_id"] for r in out}
+        for _ in range(2):
+            assert (await changes.receive()).type == "added"
+        clock.now += 600  # nobody waits on them: past their expiry they go
+        assert broker.pending() == []
+        removed = [await changes.receive() for _ in range(2)]
+        assert {(c.id, c.why) for c in removed} == {(i, "expired") for i in parked}
+    clock.now = 1_000.0
+    out.clear()
+    with anyio.fail_after(5):
+        await ask(engine, {"n": 1}, out)
+        await ask(engine, {"n": 2}, out)
+    first, second = (r.details["approval_id"] for r in out)
+    assert not {first, second} & parked  # an expired one is not resumed: the calls asked anew
+    async with broker.subscribe() as changes:
+        broker.invalidate()
+        with anyio.fail_after(5):
+            gone = [await changes.receive() for _ in range(2)]
+        assert {(c.id, c.why) for c in gone} == {(first, "invalidated"), (second, "invalidated")}
+        with anyio.fail_after(5):
+            await ask(engine, {"n": 1}, out)
+        third = out[-1].details["approval_id"]
+        assert third != first
+        assert (await changes.receive()).type == "added"
+        await broker.discard_parked()
+        with anyio.fail_after(5):
+            last = await changes.receive()
+        assert (last.id, last.why) == (third, "cancelled")
+    assert broker.pending() == []
+
+
+async def test_patience_must_be_positive() -> None:
+    broker = ApprovalBroker()
+    engine = PermissionEngine(session_id="ses_1", approver=broker.approver(workspace="/w", patience=0))
+    out: list[Resolution] = []
+    await ask(engine, {}, out)
+    assert out[0].sourced_from == "approver_error"  # a misconfigured approver fails closed

@@ -202,3 +202,30 @@ async def test_an_allow_after_a_commit_on_another_instance_ends_the_call_as_stal
             removed = await changes.receive()
         assert (removed.id, removed.why) == (pending.id, "invalidated")
     assert out == [Resolution("deny", "runtime", "approval_stale", FailureReason.PERMISSION_DENIED)]
+
+
+async def test_a_parked_approval_keeps_its_row_for_b_to_answer_and_the_identical_call_on_a_takes_it(
+    repo: Repository,
+) -> None:
+    wakeups = LocalWakeups()
+    a = ApprovalBroker(store=opener(repo), wakeups=wakeups, recheck=60, instance="a")
+    b = ApprovalBroker(store=opener(repo), wakeups=wakeups, recheck=60, instance="b")
+    engine = PermissionEngine(session_id="ses_1", approver=a.approver(workspace="/w", patience=0.01))
+    out: list[Resolution] = []
+    with anyio.fail_after(5):
+        await ask(engine, {"text": "hi"}, out)
+    assert out[0].reason is FailureReason.APPROVAL_PENDING
+    [listed] = await b.listing()  # the row outlives the call
+    assert (listed.id, listed.instance) == (out[0].details["approval_id"], "a")
+    await b.answer(listed.id, "allow_once", digest=listed.arguments_digest, policy=listed.policy)
+    assert await b.listing() == []
+    with anyio.fail_after(5):
+        await ask(engine, {"text": "hi"}, out)
+    assert out[1] == Resolution("allow", "user", "user_allow_once")
+    assert repo.approvals.get(listed.id) is None  # used once: the row went with the call
+
+    with anyio.fail_after(5):  # a stopping process takes its parked rows with it
+        await ask(engine, {"text": "again"}, out)
+    assert [p.id for p in await b.listing()] == [out[2].details["approval_id"]]
+    await a.discard_parked()
+    assert await b.listing() == [] and a.pending() == []

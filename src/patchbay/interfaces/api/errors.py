@@ -47,6 +47,9 @@ ToolCallError's failure reason as the code (DESIGN.md "Stable error codes")::
 
     permission_denied             403     a deny (policy or grant); the server never saw the call
     approval_unavailable          403     an ``ask`` decision and no ``"approve": "once"``
+    approval_pending              409     an approval that stays open after the call ended (an
+                                          approver with a patience, as the gateway's); the
+                                          identical call made again takes its answer
     unknown_tool                  422     no such tool in the session's runtime (also: hidden,
                                           excluded, denied by a grant, disabled connector); 422,
                                           not 404: the session (the path) exists, the body names
@@ -117,6 +120,7 @@ STATUS: dict[ErrorCode, int] = {
 TOOL_STATUS: dict[FailureReason, int] = {
     FailureReason.PERMISSION_DENIED: 403,
     FailureReason.APPROVAL_UNAVAILABLE: 403,
+    FailureReason.APPROVAL_PENDING: 409,
     FailureReason.UNKNOWN_TOOL: 422,
     FailureReason.AMBIGUOUS_CALL: 422,
     FailureReason.CANCELLED: 409,

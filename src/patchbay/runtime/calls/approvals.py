@@ -18,6 +18,12 @@ Contract:
   turns into a denial (``permission_denied``); a cancelled call removes its approval;
 * the wait happens before the call reaches its server connection, so it does not count against
   the call's ``request_timeout``;
+* a wait with a ``patience`` (the gateway's: a host would time out) that runs out leaves the
+  approval *parked*: still listed and answerable until its expiry, its row kept, and the call
+  ends with :class:`~patchbay.core.errors.ApprovalPendingError`; the identical call made again
+  (same session, workspace, name, arguments digest and policy fingerprint) resumes it and takes
+  the answer given meanwhile, or waits again. A parked approval goes when it expires, when
+  :meth:`ApprovalBroker.invalidate` runs, or with :meth:`ApprovalBroker.discard_parked`;
 * subscribers (:meth:`ApprovalBroker.subscribe`) receive ``added``/``removed`` changes; a
   subscriber that falls behind by more than :data:`SUBSCRIBER_BUFFER` changes is dropped (its
   stream ends) so it can never block a call.
@@ -42,6 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import secrets
 import threading
 import time
@@ -61,6 +68,7 @@ from patchbay.adapters.store.approvals import ApprovalRow, ApprovalStore
 from patchbay.adapters.wakeups import LocalWakeups, Wakeups
 from patchbay.core.errors import (
     ApprovalExpiredError,
+    ApprovalPendingError,
     ApprovalStaleError,
     CanonicalStateUnavailable,
     NotFoundError,
@@ -99,6 +107,13 @@ SUBSCRIBER_BUFFER = 256
 Clock = Callable[[], float]
 """``clock() -> float``: wall-clock seconds since the epoch (``time.time``; tests inject one)."""
 
+_CallKey = tuple[str, str, str, str, str, str]
+"""What makes a call identical for a parked approval: session, workspace, kind, canonical name,
+arguments digest, policy fingerprint."""
+
+Announce = Callable[["PendingApproval"], None]
+"""``announce(pending)``: told which approval a call waits on, once it waits (new or resumed)."""
+
 
 @dataclass(eq=False, slots=True)
 class PendingApproval:
@@ -136,6 +151,7 @@ class PendingApproval:
     _expired: bool = field(default=False, repr=False)
     _invalidated: bool = field(default=False, repr=False)
     _shared: bool = field(default=False, repr=False)
+    _parked: bool = field(default=False, repr=False)
     _version: int | None = field(default=None, repr=False)
     _wake: Callable[[], None] | None = field(default=None, repr=False)
 
@@ -240,33 +256,70 @@ class ApprovalBroker:
         self._remote: dict[str, PendingApproval] = {}
         self._clock = clock
         self._pending: dict[str, PendingApproval] = {}
+        self._parked: dict[_CallKey, PendingApproval] = {}
+        self._orphans: set[str] = set()  # rows of parked approvals dropped in sync code, to remove
         self._subscribers: set[MemoryObjectSendStream[ApprovalChange]] = set()
         self._loop: EventLoopToken | None = None
         self._loop_thread: int | None = None
 
     # -- the runtime's side ----------------------------------------------------------------
 
-    def approver(self, *, workspace: str) -> Approver:
-        """An approver for sessions of ``workspace``: each request waits for :meth:`decide`.
+    def approver(self, *, workspace: str, patience: float | None = None, announce: Announce | None = None) -> Approver:
+        """An approver for sessions of ``workspace``: each request waits for :meth:`decide`
+        (``patience`` and ``announce`` as for :meth:`wait`).
 
         The approver returns the answer, or raises ApprovalExpiredError (``approval_expired``)
-        when the approval expired unanswered."""
+        when the approval expired unanswered, ApprovalPendingError (``approval_pending``) when
+        ``patience`` ran out first."""
 
         async def approve(request: ApprovalRequest) -> ApprovalAnswer:
-            return await self.wait(request, workspace=workspace)
+            return await self.wait(request, workspace=workspace, patience=patience, announce=announce)
 
         return approve
 
-    async def wait(self, request: ApprovalRequest, *, workspace: str) -> ApprovalAnswer:
+    async def wait(
+        self,
+        request: ApprovalRequest,
+        *,
+        workspace: str,
+        patience: float | None = None,
+        announce: Announce | None = None,
+    ) -> ApprovalAnswer:
         """Add a pending approval for ``request`` and wait for its answer (see :meth:`approver`).
+
+        Args:
+            request: the call asking.
+            workspace: its workspace path (shown, and part of what makes a call identical).
+            patience: seconds (> 0) to wait before leaving the approval open (*parked*: still
+                listed and answerable until it expires) and raising ApprovalPendingError; the
+                identical request made later (same session, workspace, kind, name, arguments
+                digest and policy fingerprint) resumes that approval: it gets the answer given
+                meanwhile at once, else waits again. None waits until answered or expired.
+            announce: see :data:`Announce`.
 
         Raises:
             ApprovalExpiredError: ``approval_expired`` when nobody answered by its expiry.
             ApprovalStaleError: ``approval_stale`` when :meth:`invalidate` ended it (the policy
                 changed while it waited).
+            ApprovalPendingError: ``approval_pending`` (``details.approval_id``) when ``patience``
+                ran out first.
         """
+        if patience is not None and patience <= 0:
+            raise ValueError("patience must be > 0 seconds")
         if self._loop is None:
             self._loop, self._loop_thread = anyio.lowlevel.current_token(), threading.get_ident()
+        key: _CallKey = (
+            request.session_id,
+            workspace,
+            request.kind,
+            request.name,
+            request.arguments_digest,
+            request.policy,
+        )
+        await self._remove_orphans()
+        resumed = await self._resume(key)
+        if resumed is not None:
+            return await self._wait_again(resumed, request, key, patience, announce)
         now = round(self._clock() * 1000) / 1000
         pending = PendingApproval(
             id=f"apr_{secrets.token_hex(12)}",
@@ -285,7 +338,7 @@ class ApprovalBroker:
             instance=self.instance,
         )
         if self._opener is None:
-            return await self._wait(pending, request)
+            return await self._wait(pending, request, key=key, patience=patience, announce=announce)
         async with self.wakeups.watch(f"approval:{pending.id}") as watch:
             pending._wake = watch.wake
             try:
@@ -294,14 +347,84 @@ class ApprovalBroker:
                 await anyio.to_thread.run_sync(store.add, pending.to_row())
             except CanonicalStateUnavailable as exc:
                 logger.warning("approval %s waits in this process only: %s", pending.id, exc.message)
-                return await self._wait(pending, request)
+                return await self._wait(pending, request, key=key, patience=patience, announce=announce)
             pending._shared = True
             await self.wakeups.notify(CHANGED_TOPIC)
             try:
-                return await self._wait(pending, request, store=store, watch_wait=watch.wait)
-            finally:  # its row was removed as the wait ended
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await self.wakeups.notify(CHANGED_TOPIC)
+                return await self._wait(
+                    pending, request, key=key, patience=patience, announce=announce, store=store, watch_wait=watch.wait
+                )
+            finally:  # its row was removed as the wait ended (unless it was parked)
+                if not pending._parked:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                        await self.wakeups.notify(CHANGED_TOPIC)
+
+    async def _resume(self, key: _CallKey) -> PendingApproval | None:
+        """The parked approval of the identical call, if it can still be answered (one that
+        expired or was invalidated is dropped: the call asks anew)."""
+        parked = self._parked.pop(key, None)
+        if parked is None:
+            return None
+        parked._parked = False
+        if parked.expires > self._clock() and not parked._invalidated and parked.id in self._pending:
+            return parked
+        await self._drop(parked, "invalidated" if parked._invalidated else "expired")
+        return None
+
+    async def _wait_again(
+        self,
+        pending: PendingApproval,
+        request: ApprovalRequest,
+        key: _CallKey,
+        patience: float | None,
+        announce: Announce | None,
+    ) -> ApprovalAnswer:
+        if not pending._shared:
+            return await self._wait(pending, request, key=key, patience=patience, announce=announce)
+        async with self.wakeups.watch(f"approval:{pending.id}") as watch:
+            pending._wake = watch.wake
+            store = await self._open()
+            # the identical call (its policy fingerprint included) asks again: what counts now is
+            # that nothing is committed while it waits from here
+            try:
+                pending._version = await anyio.to_thread.run_sync(store.state_version)
+            except CanonicalStateUnavailable:
+                pending._version = None
+            try:
+                return await self._wait(
+                    pending, request, key=key, patience=patience, announce=announce, store=store, watch_wait=watch.wait
+                )
+            finally:
+                if not pending._parked:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                        await self.wakeups.notify(CHANGED_TOPIC)
+
+    async def _drop(self, pending: PendingApproval, why: str) -> None:
+        """Remove a parked approval that nobody waits on (its row too)."""
+        if pending._shared:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                with contextlib.suppress(CanonicalStateUnavailable):
+                    store = await self._open()
+                    await anyio.to_thread.run_sync(store.remove, pending.id)
+                await self.wakeups.notify(CHANGED_TOPIC)
+        if self._pending.pop(pending.id, None) is not None:
+            self._publish(ApprovalChange("removed", id=pending.id, why=why))
+
+    async def _remove_orphans(self) -> None:
+        if not self._orphans or self._store is None:
+            return
+        orphans, self._orphans = self._orphans, set()
+        with contextlib.suppress(CanonicalStateUnavailable):
+            for approval_id in orphans:
+                await anyio.to_thread.run_sync(self._store.remove, approval_id)
+        await self.wakeups.notify(CHANGED_TOPIC)
+
+    async def discard_parked(self) -> None:
+        """Remove every parked approval (its call will not be made again: the process stops)."""
+        parked, self._parked = list(self._parked.values()), {}
+        for pending in parked:
+            pending._parked = False
+            await self._drop(pending, "cancelled")
 
     async def _open(self) -> ApprovalStore:
         if self._store is None:
@@ -352,18 +475,33 @@ class ApprovalBroker:
         pending: PendingApproval,
         request: ApprovalRequest,
         *,
+        key: _CallKey,
+        patience: float | None = None,
+        announce: Announce | None = None,
         store: ApprovalStore | None = None,
         watch_wait: Callable[[float], Awaitable[bool]] | None = None,
     ) -> ApprovalAnswer:
-        self._pending[pending.id] = pending
-        self._publish(ApprovalChange("added", approval=pending, id=pending.id))
+        if pending.id not in self._pending:  # a resumed approval is listed already
+            self._pending[pending.id] = pending
+            self._publish(ApprovalChange("added", approval=pending, id=pending.id))
+        if announce is not None:
+            announce(pending)
         why = "cancelled"
         try:
-            if store is None or watch_wait is None:
-                with anyio.move_on_after(max(0.0, pending.expires - self._clock())):
-                    await pending._answered.wait()
-            else:
-                await self._until_answered(pending, store, watch_wait)
+            with anyio.move_on_after(math.inf if patience is None else patience) as patient:
+                if store is None or watch_wait is None:
+                    with anyio.move_on_after(max(0.0, pending.expires - self._clock())):
+                        await pending._answered.wait()
+                else:
+                    await self._until_answered(pending, store, watch_wait)
+            if patient.cancelled_caught and pending._answer is None and not (pending._expired or pending._invalidated):
+                pending._parked = True
+                self._parked[key] = pending
+                why = "parked"
+                raise ApprovalPendingError(
+                    f"the approval of {request.name} is still open: the identical call made again takes its answer",
+                    details={"approval_id": pending.id},
+                )
             if pending._invalidated:
                 why = "invalidated"
                 raise ApprovalStaleError(
@@ -379,12 +517,13 @@ class ApprovalBroker:
             why = "answered"
             return pending._answer
         finally:
-            if store is not None:  # the row goes first: once "removed" is said, no answer may land
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    with contextlib.suppress(CanonicalStateUnavailable):
-                        await anyio.to_thread.run_sync(store.remove, pending.id)
-            if self._pending.pop(pending.id, None) is not None:
-                self._publish(ApprovalChange("removed", id=pending.id, why=why))
+            if why != "parked":
+                if store is not None:  # the row goes first: once "removed" is said, no answer may land
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                        with contextlib.suppress(CanonicalStateUnavailable):
+                            await anyio.to_thread.run_sync(store.remove, pending.id)
+                if self._pending.pop(pending.id, None) is not None:
+                    self._publish(ApprovalChange("removed", id=pending.id, why=why))
 
     # -- the person's side -----------------------------------------------------------------
 
@@ -445,6 +584,7 @@ class ApprovalBroker:
         if self._opener is None:
             return local
         store = await self._open()
+        await self._remove_orphans()
         now = round(self._clock() * 1000)
         await anyio.to_thread.run_sync(lambda: store.sweep(now=now))
         rows = await anyio.to_thread.run_sync(lambda: store.pending(now=now))
@@ -495,9 +635,20 @@ class ApprovalBroker:
             with contextlib.suppress(RuntimeError):  # the loop is gone: nothing waits any more
                 anyio.from_thread.run_sync(self._invalidate_now, token=self._loop)
 
+    def _forget_parked(self, pending: PendingApproval, why: str) -> None:
+        """Drop a parked approval in sync code; its row goes on the next async step."""
+        self._parked = {k: p for k, p in self._parked.items() if p is not pending}
+        pending._parked = False
+        if pending._shared:
+            self._orphans.add(pending.id)
+        if self._pending.pop(pending.id, None) is not None:
+            self._publish(ApprovalChange("removed", id=pending.id, why=why))
+
     def _invalidate_now(self) -> None:
         for pending in list(self._pending.values()):
-            if not pending._answered.is_set():
+            if pending._parked:
+                self._forget_parked(pending, "invalidated")
+            elif not pending._answered.is_set():
                 pending._invalidated = True
                 pending._answered.set()
                 if pending._wake is not None:
@@ -507,7 +658,9 @@ class ApprovalBroker:
         """Expire every approval whose expiry has passed by the clock (its call is denied)."""
         now = self._clock()
         for pending in list(self._pending.values()):
-            if pending.expires <= now and not pending._answered.is_set():
+            if pending._parked and pending.expires <= now:  # nobody waits on it: it goes
+                self._forget_parked(pending, "expired")
+            elif pending.expires <= now and not pending._answered.is_set():
                 pending._expired = True
                 pending._answered.set()
                 if pending._wake is not None:
@@ -515,8 +668,8 @@ class ApprovalBroker:
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Follow the other instances' approvals until cancelled (a no-op without a store): on
-        every wake-up of :data:`CHANGED_TOPIC` (and every ``recheck`` * 5 seconds while anyone
-        subscribes) re-read the store and publish ``added`` for a row of another instance that
+        every wake-up of :data:`CHANGED_TOPIC` (and every ``recheck`` seconds while anyone
+        subscribes: a process without shared wake-ups, such as a stdio gateway, is seen that late) re-read the store and publish ``added`` for a row of another instance that
         came and ``removed`` (why ``elsewhere``) for one that went. A store that cannot be read
         (or opened) is logged and tried again on the next round; this never raises.
         ``task_group.start(broker.run)`` returns once it is watching."""
@@ -526,7 +679,7 @@ class ApprovalBroker:
         async with self.wakeups.watch(CHANGED_TOPIC) as watch:
             task_status.started()
             while True:
-                woken = await watch.wait(self.recheck * 5)
+                woken = await watch.wait(self.recheck)
                 if woken or self._subscribers:
                     try:
                         await self._follow()

@@ -12,7 +12,10 @@ project grant, else the global grant; else ``approval_mode`` (``allow_all`` → 
   :class:`~patchbay.core.errors.ApprovalExpiredError` (nobody answered in time) is a denial by the
   runtime, ``sourcedFrom`` ``approval_expired``, reason ``permission_denied``; one that raises
   :class:`~patchbay.core.errors.ApprovalStaleError` (the policy changed while it waited) likewise,
-  ``sourcedFrom`` ``approval_stale``.
+  ``sourcedFrom`` ``approval_stale``. Two signals keep the approver's details (an approval id, the
+  page that shows it, a hint) for the call's error: :class:`~patchbay.core.errors.ApprovalPendingError`
+  (the approval stays open after the call: reason ``approval_pending``) and
+  :class:`~patchbay.core.errors.ApprovalUnavailableError` (nobody to ask: ``approval_unavailable``).
 
 Risk and the destructive rule use the tool's annotations from the live catalog when the server
 is connected, else from the cached catalog in the :class:`RuntimeServer`.
@@ -20,12 +23,19 @@ is connected, else from the cached catalog in the :class:`RuntimeServer`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 from patchbay.core.digest import json_digest
-from patchbay.core.errors import ApprovalExpiredError, ApprovalStaleError, FailureReason
+from patchbay.core.errors import (
+    ApprovalExpiredError,
+    ApprovalPendingError,
+    ApprovalStaleError,
+    ApprovalUnavailableError,
+    FailureReason,
+)
 from patchbay.core.models import GrantKind, RuntimeServer, ToolSummary
 from patchbay.core.policy import Decision, DecisionSource, Risk, decide_for, decide_prompt, decide_resource_read
 from patchbay.core.redaction import redact_value
@@ -60,6 +70,13 @@ Actor = Literal["policy", "user", "runtime"]
 remembered "allow for this session"), or the runtime itself (no approver, approver failure)."""
 
 _ANSWERS: frozenset[str] = frozenset({"allow_once", "allow_session", "deny"})
+
+_SIGNALLED = ("approval_id", "approval_url", "hint")
+
+
+def _signalled(details: Mapping[str, Any]) -> Mapping[str, str]:
+    """The details of an approver's signal that a call's error carries on (strings only)."""
+    return MappingProxyType({k: v for k in _SIGNALLED if isinstance(v := details.get(k), str)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,14 +142,18 @@ class Resolution:
         sourced_from: the rule or answer behind it: a policy source (``global_deny``,
             ``project_grant``, ``allow_all``, ...), ``session_allow`` (remembered),
             ``user_allow_once``, ``user_allow_session``, ``user_deny``, ``approval_unavailable``,
-            ``approver_error`` or ``invalid_answer``.
-        reason: the failure reason when denied (``permission_denied`` or ``approval_unavailable``).
+            ``approver_error``, ``invalid_answer`` or ``approval_pending``.
+        reason: the failure reason when denied (``permission_denied``, ``approval_unavailable``
+            or ``approval_pending``).
+        details: what the approver said with a denial it signalled (``approval_id``,
+            ``approval_url``, ``hint``); becomes part of the call's error details.
     """
 
     decision: Literal["allow", "deny"]
     actor: Actor
     sourced_from: str
     reason: FailureReason | None = None
+    details: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
 
     @property
     def allowed(self) -> bool:
@@ -284,6 +305,14 @@ class PermissionEngine:
             return Resolution("deny", "runtime", "approval_expired", FailureReason.PERMISSION_DENIED)
         except ApprovalStaleError:  # the policy changed while it waited: a retry asks anew
             return Resolution("deny", "runtime", "approval_stale", FailureReason.PERMISSION_DENIED)
+        except ApprovalPendingError as exc:  # still open: the identical retry takes the answer
+            return Resolution(
+                "deny", "runtime", "approval_pending", FailureReason.APPROVAL_PENDING, _signalled(exc.details)
+            )
+        except ApprovalUnavailableError as exc:
+            return Resolution(
+                "deny", "runtime", "approval_unavailable", FailureReason.APPROVAL_UNAVAILABLE, _signalled(exc.details)
+            )
         except Exception:
             return Resolution("deny", "runtime", "approver_error", FailureReason.APPROVAL_UNAVAILABLE)
         if not isinstance(answer, str) or answer not in _ANSWERS:

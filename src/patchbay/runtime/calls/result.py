@@ -222,11 +222,13 @@ class CallEvents:
         """Log the resolution; a denial raises ``ToolCallError`` with its reason (the call ends)."""
         self.log.append_json(*self._permission_resolved(resolution), defer=True)
         if not resolution.allowed:
-            raise ToolCallError(
-                resolution.reason or FailureReason.PERMISSION_DENIED,
-                f"{self.tool} was denied ({resolution.sourced_from})",
-                details={"tool": self.tool},
-            )
+            reason = resolution.reason or FailureReason.PERMISSION_DENIED
+            if reason is FailureReason.APPROVAL_PENDING:
+                where = resolution.details.get("approval_url")
+                message = f"{self.tool} waits for the person's approval" + (f" at {where}" if where else "")
+            else:
+                message = f"{self.tool} was denied ({resolution.sourced_from})"
+            raise ToolCallError(reason, message, details={**resolution.details, "tool": self.tool})
 
     def _mcp_started(self, tool: str) -> tuple[str, str]:
         wire = '{"name":' + self.log.redact_json(tool) + ',"arguments":' + self._jargs + "}"

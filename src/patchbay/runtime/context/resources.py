@@ -335,7 +335,7 @@ async def include_resource(peer: ConnectorPeer, permissions: PermissionEngine, u
         raise ToolCallError(
             resolution.reason or FailureReason.PERMISSION_DENIED,
             f"reading {uri[:200]!r} from {name!r} was denied ({resolution.sourced_from})",
-            details={"connector": name, "uri": uri, "includeId": include_id},
+            details={**resolution.details, "connector": name, "uri": uri, "includeId": include_id},
         )
 
     started = time.perf_counter()
