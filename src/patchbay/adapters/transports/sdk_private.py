@@ -31,7 +31,7 @@ __all__ = [
 
 T = TypeVar("T")
 
-TESTED_WITH: dict[str, str] = {"mcp": "2.3.0", "httpx2": "2.16.2"}
+TESTED_WITH: dict[str, str] = {"mcp": "2.3.0", "httpx2": "2.17.0"}
 """The distributions (and exact versions) whose private names this module was checked against."""
 
 
