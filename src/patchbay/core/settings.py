@@ -134,6 +134,10 @@ class Settings(BaseSettings):
     gateway_direct_max_schema_tokens: int = Field(default=8000, ge=0)
     """``--mode auto`` also switches to the proxy tool when the direct definitions would cost more
     than this many estimated tokens (compact JSON bytes / 4)."""
+    gateway_approval_wait: float = Field(default=50.0, gt=0)
+    """Seconds a gateway's ``ask`` call waits for the person's answer on the settings page before
+    it ends ``approval_pending`` (under the 60 s many hosts give a call); the approval stays open
+    and the identical call made again takes the answer (``PATCHBAY_GATEWAY_APPROVAL_WAIT``)."""
     gateway_reload_poll: float = Field(default=2.0, gt=0)
     """Seconds between a running gateway's looks at the store's change counter: a change committed
     by another process (a grant, a connector added or disabled) reloads its runtime within this."""

@@ -62,7 +62,8 @@ def run(home: Path) -> Callable[..., Any]:
 @pytest.fixture
 def served(run: Callable[..., Any], home: Path, workspace: Path) -> Iterator[Served]:
     """``time``: get_current_time allowed, convert_time denied; ``clock``: both ask (the
-    default); then ``patchbay serve`` (gateway reload poll 0.2 s) started in ``workspace``."""
+    default); then ``patchbay serve`` (gateway reload poll 0.2 s, approval wait 0.05 s) started in
+    ``workspace``."""
     for name in ("time", "clock"):
         run("connector", "add", name, "--", "mcp-server-time")
         run("probe", name, "--project", str(workspace))
@@ -73,6 +74,7 @@ def served(run: Callable[..., Any], home: Path, workspace: Path) -> Iterator[Ser
         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
         "PATCHBAY_BUILTINS": "off",
         "PATCHBAY_GATEWAY_RELOAD_POLL": "0.2",
+        "PATCHBAY_GATEWAY_APPROVAL_WAIT": "0.05",  # an ask call ends approval_pending at once
     }
     with serve_process(home, workspace, env=env) as serving:
         yield serving
@@ -113,9 +115,9 @@ async def test_direct_mode_lists_and_calls_the_governed_tools_in_both_protocol_e
             assert error_of(denied)["code"] == "unknown_tool"  # a denied tool is not projected
 
             asked = await client.call_tool("clock__get_current_time", {"timezone": "UTC"})
-            error = error_of(asked)
-            assert error["code"] == "approval_unavailable" and error["tool"] == "mcp.clock.get_current_time"
-            assert f"--project {workspace}" in asked.content[0].text  # type: ignore[union-attr]
+            error = error_of(asked)  # the person is asked on this serve's settings page
+            assert error["code"] == "approval_pending" and error["tool"] == "mcp.clock.get_current_time"
+            assert error["approvalUrl"] == f"{served.url}/ui#approval-{error['approvalId']}"
 
 
 async def test_proxy_mode_and_the_project_header_share_one_runtime_per_workspace(
@@ -258,10 +260,53 @@ async def test_a_connector_added_through_the_api_brings_its_resources_and_prompt
             uri = "patchbay://res/fixture%3A%2F%2Fdoc%2F5"
             with pytest.raises(MCPError) as asked:  # a resource read asks by default; a host cannot approve
                 await client.read_resource(uri)
-            assert asked.value.error.data == {"code": "approval_unavailable"}
+            data = asked.value.error.data
+            assert data is not None and data["code"] == "approval_pending"
+            assert data["approvalUrl"] == f"{served.url}/ui#approval-{data['approvalId']}"
             changed[types.ResourceListChangedNotification] = anyio.Event()
             granted = await http.put(f"{served.url}/api/mcp/connectors/res/resources/grant", json={"decision": "allow"})
             assert granted.status_code == 200, granted.text
             await changed[types.ResourceListChangedNotification].wait()  # the reload took the grant
             read = await client.read_resource(uri)
             assert read.contents[0].text == "Document 5"  # type: ignore[union-attr]
+
+
+async def test_an_ask_call_is_approved_on_the_settings_page_and_its_identical_call_then_proceeds(
+    served: Served, run: Callable[..., Any]
+) -> None:
+    with anyio.fail_after(90):
+        async with http_client(served) as http, gateway(http, f"{served.url}/mcp?mode=direct") as client:
+            asked = await client.call_tool("clock__get_current_time", {"timezone": "UTC"})
+            error = error_of(asked)
+            assert error["code"] == "approval_pending"
+            text = asked.content[0].text  # type: ignore[union-attr]
+            assert error["approvalUrl"] in text and "exactly the same arguments" in text
+            listed = (await http.get(f"{served.url}/api/approvals")).json()["approvals"]
+            assert [(a["id"], a["name"], a["arguments"]) for a in listed] == [
+                (error["approvalId"], "mcp.clock.get_current_time", {"timezone": "UTC"})
+            ]  # the approval outlived the call
+
+            again = await client.call_tool("clock__get_current_time", {"timezone": "UTC"})
+            assert error_of(again)["approvalId"] == error["approvalId"]  # not answered yet: the same one
+            other = await client.call_tool("clock__get_current_time", {"timezone": "Asia/Tokyo"})
+            assert error_of(other)["approvalId"] != error["approvalId"]  # other arguments: asked anew
+
+            [approval] = [a for a in listed if a["id"] == error["approvalId"]]
+            answered = await http.post(
+                f"{served.url}/api/approvals/{approval['id']}",
+                json={"answer": "allow_once", "digest": approval["arguments_digest"], "policy": approval["policy"]},
+            )
+            assert answered.status_code == 200, answered.text
+            allowed = await client.call_tool("clock__get_current_time", {"timezone": "UTC"})
+            assert not allowed.is_error and "UTC" in allowed.content[0].text  # type: ignore[union-attr]
+            left = (await http.get(f"{served.url}/api/approvals")).json()["approvals"]
+            assert [a["id"] for a in left] == [error_of(other)["approvalId"]]  # used once
+            once = await client.call_tool("clock__get_current_time", {"timezone": "UTC"})
+            assert error_of(once)["code"] == "approval_pending"  # allow once: the next call asks again
+
+    [session] = [s for s in session_ids(run)]
+    events = json.loads(run("events", session, "--json").stdout)["events"]
+    resolved = [e["payload"]["sourcedFrom"] for e in events if e["type"] == "permission.resolved"]
+    assert resolved == ["approval_pending"] * 3 + ["user_allow_once", "approval_pending"]
+    failed = [e["payload"]["reason"] for e in events if e["type"] == "tool.failed"]
+    assert failed == ["approval_pending"] * 4

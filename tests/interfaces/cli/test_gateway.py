@@ -6,12 +6,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import psutil
 import pytest
@@ -23,6 +25,7 @@ from patchbay.interfaces.cli import app
 from tests.support.events import CALL_CHAIN
 from tests.support.gateway import error_of
 from tests.support.paths import FIXTURES
+from tests.support.serve import serve_process
 from tests.support.servers import everything_stdio_command
 
 pytestmark = pytest.mark.anyio
@@ -69,11 +72,11 @@ def governed_home(run: Callable[..., Any], workspace: Path) -> None:
     run("grant", "time", "convert_time", "deny")
 
 
-def gateway(home: Path, workspace: Path, mode: str) -> Client:
+def gateway(home: Path, workspace: Path, mode: str, **env: str) -> Client:
     params = StdioServerParameters(
         command=PATCHBAY,
         args=["--home", str(home), "gateway", "--stdio", "--project", str(workspace), "--mode", mode],
-        env={"PATH": os.environ["PATH"], "PATCHBAY_BUILTINS": "off"},
+        env={"PATH": os.environ["PATH"], "PATCHBAY_BUILTINS": "off", **env},
     )
     return Client(params)
 
@@ -419,3 +422,70 @@ async def test_upstream_progress_reaches_the_host_and_a_host_cancellation_ends_t
             assert not again.is_error
     failed = [e["payload"] for e in session_events(run) if e["type"] == "tool.failed"]
     assert [p.get("reason") for p in failed] == ["cancelled"]
+
+
+@pytest.mark.usefixtures("governed_home")
+async def test_an_ask_call_waits_for_the_settings_page_of_the_running_serve_and_its_answer(
+    home: Path, workspace: Path, run: Callable[..., Any]
+) -> None:
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PATCHBAY_BUILTINS": "off"}
+    messages: list[str] = []
+    reported = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+        reported.set()
+
+    with serve_process(home, workspace, env=env) as served, anyio.fail_after(120):
+        async with httpx2.AsyncClient(headers=served.headers, timeout=30) as page:
+            # a call waits (up to 600 s here) while the host is told where the approval is
+            async with gateway(
+                home, workspace, "direct", PATCHBAY_GATEWAY_APPROVAL_WAIT="600", PATCHBAY_APPROVAL_RECHECK="0.1"
+            ) as client:
+                results: list[Any] = []
+
+                async def call() -> None:
+                    arguments = {"timezone": "UTC"}
+                    results.append(
+                        await client.call_tool("clock__get_current_time", arguments, progress_callback=on_progress)
+                    )
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(call)
+                    await reported.wait()
+                    found = re.search(r"(http://\S+)/ui#approval-(apr_[0-9a-f]+)", messages[0])
+                    assert found is not None and found[1] == served.url, messages
+                    listed = (await page.get(f"{served.url}/api/approvals")).json()["approvals"]
+                    assert [(a["id"], a["name"]) for a in listed] == [(found[2], "mcp.clock.get_current_time")]
+                    answered = await page.post(
+                        f"{served.url}/api/approvals/{found[2]}", json={"answer": "allow_session"}
+                    )
+                    assert answered.status_code == 200, answered.text
+                [result] = results
+                assert not result.is_error and "UTC" in result.content[0].text
+                again = await client.call_tool("clock__get_current_time", {"timezone": "Asia/Tokyo"})
+                assert not again.is_error  # allowed for the rest of the session: not asked again
+
+            # a host that would time out: the call ends approval_pending, the approval stays open,
+            # and the identical call made again once it is allowed proceeds
+            async with gateway(home, workspace, "direct", PATCHBAY_GATEWAY_APPROVAL_WAIT="0.05") as client:
+                asked = await client.call_tool("clock__convert_time", CONVERT)
+                error = error_of(asked)
+                assert error["code"] == "approval_pending"
+                assert error["approvalUrl"] == f"{served.url}/ui#approval-{error['approvalId']}"
+                listed = (await page.get(f"{served.url}/api/approvals")).json()["approvals"]
+                assert [a["id"] for a in listed] == [error["approvalId"]]
+                answered = await page.post(
+                    f"{served.url}/api/approvals/{error['approvalId']}", json={"answer": "allow_once"}
+                )
+                assert answered.status_code == 200, answered.text
+                converted = await client.call_tool("clock__convert_time", CONVERT)
+                assert not converted.is_error
+                left_open = await client.call_tool("clock__convert_time", {**CONVERT, "time": "13:00"})
+                assert error_of(left_open)["code"] == "approval_pending"
+            # the gateway stopped: nobody will make that call again, so its approval went with it
+            assert (await page.get(f"{served.url}/api/approvals")).json()["approvals"] == []
+
+
+CONVERT = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}

@@ -16,15 +16,11 @@ import pytest
 from typer.testing import CliRunner
 
 from patchbay.interfaces.cli import app
-from tests.support.paths import REPO
+from tests.support.paths import INSPECTOR, NODE22
 from tests.support.serve import Served, serve_process
 
 pytestmark = pytest.mark.peers
 
-NODE22 = REPO / "node_modules" / "node" / "bin" / "node"
-INSPECTOR = (
-    REPO / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
-)
 PATCHBAY = str(Path(sys.executable).parent / "patchbay")
 
 

@@ -50,3 +50,26 @@ def test_a_typed_tools_error_carries_its_code_in_meta_only() -> None:
     assert dumped["_meta"][ERROR_META_KEY]["code"] == "permission_denied" and "structuredContent" not in dumped
     untyped = error_result(error, canonical="mcp.time.convert_time")
     assert untyped.structured_content == {"error": untyped.meta[ERROR_META_KEY]}  # type: ignore[index]
+
+
+def test_a_pending_approval_names_where_the_person_answers_and_to_call_again_unchanged() -> None:
+    url = "http://127.0.0.1:8765/ui#approval-apr_0123"
+    error = ToolCallError(
+        FailureReason.APPROVAL_PENDING,
+        f"mcp.clock.get_current_time waits for the person's approval at {url}",
+        details={"approval_id": "apr_0123", "approval_url": url, "toolCallId": "tc_3"},
+    )
+    answered = error_result(error, canonical="mcp.clock.get_current_time", project="/ws")
+    text = answered.content[0].text  # type: ignore[union-attr]
+    assert answered.is_error and text.startswith("error[approval_pending]: ")
+    assert f"settings page ({url})" in text and "exactly the same arguments" in text
+    assert answered.meta == {
+        ERROR_META_KEY: {
+            "code": "approval_pending",
+            "message": error.message,
+            "tool": "mcp.clock.get_current_time",
+            "toolCallId": "tc_3",
+            "approvalId": "apr_0123",
+            "approvalUrl": url,
+        }
+    }

@@ -5,14 +5,19 @@ the page allows it once or denies it, and the waiting call ends accordingly; axe
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 from playwright.sync_api import Page, expect
 
 from tests.support.browser import OpenPage, axe_check, page_server, screenshot
+from tests.support.paths import INSPECTOR, NODE22
 from tests.support.serve import Served
 
 TOOL = "mcp.time.get_current_time"
@@ -145,3 +150,51 @@ def test_an_approval_left_unanswered_expires_the_call_is_denied_and_the_page_cle
         [resolved] = [e["payload"] for e in events if e["type"] == "permission.resolved"]
         assert (resolved["actor"], resolved["sourcedFrom"]) == ("runtime", "approval_expired")
         assert "mcp.call.started" not in [e["type"] for e in events]
+
+
+@pytest.mark.peers
+def test_a_gateway_hosts_call_is_approved_on_the_page_its_link_opens_and_then_proceeds(
+    pages: OpenPage, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The MCP Inspector (``--cli``) as the host of ``/mcp``: its ask call ends ``approval_pending``
+    with a link to the page; the page the link opens shows that approval in view; once allowed
+    there, the Inspector's identical call proceeds."""
+    monkeypatch.setenv("PATCHBAY_GATEWAY_APPROVAL_WAIT", "0.05")  # the host's call ends at once
+    (tmp_path / "user").mkdir()
+    with page_server(tmp_path) as served:
+        prepare(served, tmp_path / "ws")
+        url = f"{served.url}/mcp?cwd={tmp_path / 'ws'}&mode=direct"
+        env = {"PATH": os.pathsep.join([str(NODE22.parent), os.environ["PATH"]]), "HOME": str(tmp_path / "user")}
+
+        def inspector_call() -> dict[str, Any]:
+            auth = f"Authorization: Bearer {served.info['token']}"
+            call = ["--method", "tools/call", "--tool-name", "time__get_current_time", "--tool-arg", "timezone=UTC"]
+            done = subprocess.run(
+                [str(NODE22), str(INSPECTOR), "--cli", url, "--transport", "http", "--header", auth, *call],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            )
+            assert done.returncode in (0, 5), done.stdout + done.stderr  # 5: a result with isError
+            answer: dict[str, Any] = json.loads(done.stdout)
+            return answer
+
+        asked = inspector_call()
+        error = asked["_meta"]["patchbay/error"]
+        assert asked["isError"] is True and error["code"] == "approval_pending"
+        assert error["approvalUrl"] == f"{served.url}/ui#approval-{error['approvalId']}"
+
+        page = pages(served)
+        page.goto(error["approvalUrl"])
+        item = page.locator(f"#approval-{error['approvalId']}")
+        expect(item).to_have_class(re.compile(r"\brequested\b"))
+        expect(item.locator("h3")).to_be_focused()  # read first; no key press answers it
+        assert json.loads(item.locator("pre").inner_text()) == {"timezone": "UTC"}
+        axe_check(page)
+        screenshot(page, "approvals-gateway-link")
+        assert answer(page, item, "Allow once")["answer"] == "allow_once"
+        expect(item).to_have_count(0)
+
+        allowed = inspector_call()
+        assert allowed["isError"] is False and allowed["structuredContent"]["timezone"] == "UTC"

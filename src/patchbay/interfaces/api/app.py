@@ -63,6 +63,7 @@ from patchbay.interfaces.api.routes import (
     status,
     tools,
 )
+from patchbay.interfaces.gateway.approvals import GatewayApprovals
 from patchbay.interfaces.web import oauth_callback
 from patchbay.interfaces.web.pages import install_pages
 
@@ -245,6 +246,9 @@ def create_app(
         prepare=context.gateway_source,
         state_version=context.state_version,
         status=context.status,
+        approvals=GatewayApprovals(
+            context.approval_broker(), context.settings_page, patience=settings.gateway_approval_wait
+        ),
     )
     install_error_handlers(app)
     # sessions first: the tool call is the hot route, and FastAPI matches a request against each

@@ -98,6 +98,8 @@ class ApiContext:
             told of every committed change and stopped with the streams; None: not served.
         wakeups: how approvals answered on one instance wake the call waiting on another
             (:func:`~patchbay.adapters.wakeups.open_wakeups`); run and closed by the lifespan.
+        page_url: this server's base URL once ``serve`` has bound it (``http://host:port``); None
+            before (the settings' ``api_host``/``api_port`` are used then).
     """
 
     settings: Settings
@@ -110,11 +112,20 @@ class ApiContext:
     streams_closing: bool = False
     gateway: HttpGateway | None = None
     wakeups: Wakeups = field(default_factory=LocalWakeups)
+    page_url: str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _detach: Callable[[], None] | None = None
     _watch: _CommitWatch | None = None
     _reading: tuple[int, int] | None = None
     _approvals: ApprovalBroker | None = None
+
+    def settings_page(self) -> str:
+        """The base URL the settings page is served at (:attr:`page_url`, else the settings'
+        address), for the approval links a gateway host is given."""
+        if self.page_url is not None:
+            return self.page_url
+        host = self.settings.api_host
+        return f"http://{'[' + host + ']' if ':' in host else host}:{self.settings.api_port}"
 
     def approval_broker(self) -> ApprovalBroker:
         """The process's approval broker (created on first use, expiry ``settings.approval_expiry``):

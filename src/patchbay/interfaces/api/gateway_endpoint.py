@@ -21,6 +21,11 @@ service's commit listener) and, for changes of other processes, when the store's
 moves (read every ``Settings.gateway_reload_poll`` seconds); connected hosts are then told
 ``notifications/tools/list_changed`` (:mod:`patchbay.interfaces.gateway.owner`).
 
+An ``ask`` call waits for the person's answer on this serve's settings page
+(:mod:`patchbay.interfaces.gateway.approvals`): up to ``Settings.gateway_approval_wait``
+seconds, then it ends ``approval_pending`` with the approval's URL and the identical call made
+again takes the answer.
+
 Errors before a session exists are the API's one error shape: 422 ``validation_error`` (bad
 ``mode``, two different workspaces), 404 ``not_found`` or 422 ``invalid_config`` for a workspace
 that cannot be used, 503 ``canonical_state_unavailable``.
@@ -46,7 +51,9 @@ from patchbay.core.live_status import StatusRegistry
 from patchbay.core.settings import Settings
 from patchbay.interfaces.api.errors import STATUS, error_response
 from patchbay.interfaces.gateway import Gateway, GatewayMode, choose_mode
+from patchbay.interfaces.gateway.approvals import GatewayApprovals
 from patchbay.interfaces.gateway.owner import ConfigSource, RuntimeOwner
+from patchbay.runtime.calls.permissions import Approver
 
 __all__ = ["GATEWAY_PATH", "PROJECT_HEADER", "HttpGateway", "Preparer"]
 
@@ -81,6 +88,8 @@ class HttpGateway:
         state_version: the store's change counter (``await state_version() -> int``), watched for
             changes of other processes; None: only :meth:`committed` reloads.
         status: the live status registry the runtimes publish to.
+        approvals: who answers the ``ask`` calls (the settings page of this serve); None: they
+            end ``approval_unavailable``.
 
     Serve requests only inside :meth:`running` (the app's lifespan); outside it they are 503.
     """
@@ -93,9 +102,11 @@ class HttpGateway:
         prepare: Preparer,
         state_version: Callable[[], Awaitable[int]] | None = None,
         status: StatusRegistry | None = None,
+        approvals: GatewayApprovals | None = None,
     ):
         self.settings = settings
         self.workspace = workspace
+        self.approvals = approvals
         self._prepare = prepare
         self._state_version = state_version
         self._status = status
@@ -192,9 +203,14 @@ class HttpGateway:
                 pair = entry.gateways[served] = (gateway, manager)
             return pair[1]
 
+    def _approver_for(self, workspace: str) -> Approver:
+        assert self.approvals is not None
+        return self.approvals.approver(workspace=workspace)
+
     async def _start(self, project_id: str, load: ConfigSource) -> _Workspace:
         assert self._runtimes is not None and self._served is not None
-        owner = RuntimeOwner(self.settings, load, status=self._status)
+        approver_for = None if self.approvals is None else self._approver_for
+        owner = RuntimeOwner(self.settings, load, status=self._status, approver_for=approver_for)
         runtime = await owner.start(self._runtimes)
         entry = _Workspace(owner, runtime.config.workspace)
         self._workspaces[project_id] = entry

@@ -9,6 +9,12 @@ connector added or disabled) changed the workspace's projection, the runtime is 
 host told ``list_changed`` (:mod:`patchbay.interfaces.gateway.owner`). stdout carries only the
 protocol; the one line it prints at start (the session whose event log holds the calls) goes to
 stderr.
+
+An ``ask`` call waits for the person on the settings page of the ``patchbay serve`` running on
+this data home (its approvals are shared through the store; none running: ``approval_unavailable``),
+at most ``Settings.gateway_approval_wait`` seconds, then ends ``approval_pending`` with the
+approval's URL; the identical call made again takes the answer
+(:mod:`patchbay.interfaces.gateway.approvals`).
 """
 
 from __future__ import annotations
@@ -68,9 +74,23 @@ def gateway(
     async def state_version() -> int:
         return await anyio.to_thread.run_sync(service.repository.state_version)
 
+    from patchbay.adapters.wakeups import open_wakeups
+    from patchbay.interfaces.cli.serve import running_url
+    from patchbay.interfaces.gateway.approvals import GatewayApprovals
+    from patchbay.runtime.calls.approvals import ApprovalBroker
+
+    wakeups = open_wakeups(settings)  # Redis, when configured: an answer on the page wakes the call at once
+    broker = ApprovalBroker(
+        expiry=settings.approval_expiry,
+        store=lambda: service.repository.approvals,
+        wakeups=wakeups,
+        recheck=settings.approval_recheck,
+    )
+    approvals = GatewayApprovals(broker, lambda: running_url(settings.home), patience=settings.gateway_approval_wait)
+
     async def serve() -> None:
         async with anyio.create_task_group() as runtimes:
-            owner = RuntimeOwner(settings, load)
+            owner = RuntimeOwner(settings, load, approver_for=lambda workspace: approvals.approver(workspace=workspace))
             try:
                 runtime = await owner.start(runtimes, config=config)
                 served = choose_mode(cast(GatewayMode, mode), runtime.cached_tools(), settings)
@@ -82,10 +102,14 @@ def gateway(
                 )
                 async with anyio.create_task_group() as watching:
                     watching.start_soon(owner.watch, state_version, settings.gateway_reload_poll)
+                    watching.start_soon(wakeups.run)
                     await serve_stdio(host)
                     watching.cancel_scope.cancel()
             finally:
                 owner.close()  # the runtime exits: its servers stop
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await broker.discard_parked()  # nobody will make those calls again
+                    await wakeups.aclose()
 
     try:
         run_stoppable(serve)  # SIGTERM stops it as Ctrl-C does: the runtime stops its servers

@@ -176,6 +176,7 @@ def serve(
         store_problem = exc.message  # routes answer 503 and try again; say so now
     sock = _bind(host, port)
     url = _url(sock)
+    context.page_url = url  # the approval links the gateway's hosts are given
     # lifespan "on": the app's lifespan runs the session host (sessions, runtime reload)
     grace = settings.shutdown_grace
     # The backstop after the grace: uvicorn cancels request tasks whose answer still has not gone out.

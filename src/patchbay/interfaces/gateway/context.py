@@ -14,8 +14,9 @@ Reading a resource is the runtime's governed explicit include (:meth:`Runtime.in
 resource grants, ``mcp.resource.requested``/``fetched`` events); getting a prompt is
 :meth:`Runtime.expand_prompt` (prompt grants, arguments checked against the declaration, the
 messages all user messages). A refusal is a protocol error whose ``data`` carries the stable
-code: ``{"code": "approval_unavailable" | "permission_denied" | "not_found" | ...}``; the message
-is ``error[<code>]: <message>``.
+code: ``{"code": "approval_unavailable" | "permission_denied" | "not_found" | ...}`` (for
+``approval_pending`` also ``approvalId`` and ``approvalUrl``: the same read made again once the
+person allowed it proceeds); the message is ``error[<code>]: <message>``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from urllib.parse import quote, unquote
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from patchbay.core.errors import ErrorCode, NotFoundError, PatchbayError, ToolCallError, ValidationError
+from patchbay.core.errors import ErrorCode, FailureReason, NotFoundError, PatchbayError, ToolCallError, ValidationError
 from patchbay.runtime import Runtime
 
 __all__ = [
@@ -101,11 +102,12 @@ def protocol_error(error: PatchbayError) -> MCPError:
     request (``validation_error``, ``not_found``, ``unknown_tool``), ``-32600`` otherwise."""
     code = str(error.reason) if isinstance(error, ToolCallError) else str(error.code)
     invalid = code in (ErrorCode.VALIDATION_ERROR, ErrorCode.NOT_FOUND, "unknown_tool")
-    return MCPError(
-        types.INVALID_PARAMS if invalid else types.INVALID_REQUEST,
-        f"error[{code}]: {error.message}",
-        {"code": code},
-    )
+    data = {"code": code}
+    if code == FailureReason.APPROVAL_PENDING:  # where the person answers; the same read then proceeds
+        for key, name in (("approval_id", "approvalId"), ("approval_url", "approvalUrl")):
+            if isinstance(value := error.details.get(key), str):
+                data[name] = value
+    return MCPError(types.INVALID_PARAMS if invalid else types.INVALID_REQUEST, f"error[{code}]: {error.message}", data)
 
 
 def _connectors(runtime: Runtime) -> list[str]:

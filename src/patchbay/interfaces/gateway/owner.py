@@ -43,13 +43,18 @@ from patchbay.core.models import RuntimeConfig
 from patchbay.core.settings import Settings
 from patchbay.interfaces.gateway.server import Gateway
 from patchbay.runtime import Runtime
+from patchbay.runtime.calls.permissions import Approver
 
-__all__ = ["RETIRE_GRACE", "ConfigSource", "RuntimeOwner"]
+__all__ = ["RETIRE_GRACE", "ApproverFor", "ConfigSource", "RuntimeOwner"]
 
 logger = logging.getLogger("patchbay.interfaces.gateway")
 
 RETIRE_GRACE = 10.0
 """Seconds a replaced runtime waits for the calls running on it before it exits."""
+
+ApproverFor = Callable[[str], Approver]
+"""``approver_for(workspace) -> Approver``: who answers the ``ask`` calls of a workspace's runtime
+(:meth:`patchbay.interfaces.gateway.approvals.GatewayApprovals.approver`)."""
 
 ConfigSource = Callable[[], RuntimeConfig]
 """``load() -> RuntimeConfig``: the workspace's projection as committed now (run in a worker
@@ -75,6 +80,7 @@ class RuntimeOwner:
         status: the live status registry the runtimes publish to (None: none).
         session_id: the event-log session every runtime of this owner appends to (default: a new
             one, kept across reloads).
+        approver_for: see :data:`ApproverFor`; None: ``ask`` calls end ``approval_unavailable``.
     """
 
     def __init__(
@@ -84,8 +90,10 @@ class RuntimeOwner:
         *,
         status: StatusRegistry | None = None,
         session_id: str | None = None,
+        approver_for: ApproverFor | None = None,
     ):
         self.settings = settings
+        self._approver_for = approver_for
         self._load = load
         self._status = status
         self._session_id = session_id
@@ -144,7 +152,10 @@ class RuntimeOwner:
     ) -> None:
         retire, done = anyio.Event(), anyio.Event()
         try:
-            runtime = Runtime(config, settings=self.settings, session_id=self._session_id, status=self._status)
+            approver = self._approver_for(config.workspace) if self._approver_for is not None else None
+            runtime = Runtime(
+                config, settings=self.settings, session_id=self._session_id, status=self._status, approver=approver
+            )
             async with runtime:
                 task_status.started((runtime, retire, done))
                 await retire.wait()

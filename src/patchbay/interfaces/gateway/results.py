@@ -6,9 +6,11 @@ never a protocol error, so the model reads why and what to do:
 
 * text: ``error[<code>]: <message>`` plus, for the codes a person has to act on, one line of
   guidance (``approval_unavailable``: an MCP host cannot approve, so it says how the person allows
-  the tool; ``permission_denied``: it is denied by policy; ``validation_error`` on the proxy tool:
+  the tool (start ``patchbay serve`` to be asked on its page, or grant it); ``permission_denied``: it is denied by policy; ``validation_error`` on the proxy tool:
   the shape of a valid request);
-* ``_meta["patchbay/error"]``: ``{"code", "message", "tool"?, "toolCallId"?, "field"?}`` with the
+* ``approval_pending``: where the person answers, and to call again with the same arguments;
+* ``_meta["patchbay/error"]``: ``{"code", "message", "tool"?, "toolCallId"?, "field"?,
+  "approvalId"?, "approvalUrl"?}`` with the
   stable code front ends switch on (the reasons of DESIGN.md "Stable error codes" and
   ``validation_error``), never the server's stderr or the call's arguments; the same object is
   the ``structuredContent`` (``{"error": ...}``) unless the tool declares an ``outputSchema``:
@@ -60,8 +62,16 @@ def _guidance(error: PatchbayError, canonical: str | None, project: str, proxy: 
         listing = f"patchbay tools {connector}" if connector else "patchbay tools CONNECTOR"
         return (
             "This tool needs the person's approval, and an MCP host cannot give it. Ask the person to "
-            f"allow it, then call it again: `{grant}` (decisions: `{listing}`), or on the settings "
-            "page that `patchbay serve` prints."
+            "start `patchbay serve` (its settings page then shows each such call to approve) and call it "
+            f"again, or to allow it: `{grant}` (decisions: `{listing}`)."
+        )
+    if reason == FailureReason.APPROVAL_PENDING:
+        url = error.details.get("approval_url")
+        return (
+            "The person has been asked to approve this call on Patchbay's settings page"
+            + (f" ({url})" if isinstance(url, str) else "")
+            + ". Tell them; once they allow it, call the tool again with exactly the same arguments "
+            "(other arguments ask again). Do not work around it."
         )
     if reason == FailureReason.PERMISSION_DENIED:
         return "The tool is denied by Patchbay's policy for this workspace; do not retry it."
@@ -110,6 +120,10 @@ def error_result(
     call_id = error.details.get("toolCallId")
     if isinstance(call_id, str):
         detail["toolCallId"] = call_id
+    if code == FailureReason.APPROVAL_PENDING:
+        for key, name in (("approval_id", "approvalId"), ("approval_url", "approvalUrl")):
+            if isinstance(value := error.details.get(key), str):
+                detail[name] = value
     field = error.details.get("field")
     if code == "validation_error" and isinstance(field, str):
         detail["field"] = field

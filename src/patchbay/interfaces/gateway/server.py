@@ -50,6 +50,7 @@ from patchbay.core.errors import FailureReason, PatchbayError, ToolCallError, Un
 from patchbay.core.schema_bounds import SchemaBounds
 from patchbay.core.settings import Settings
 from patchbay.core.version import __version__
+from patchbay.interfaces.gateway.approvals import reporting_to_host
 from patchbay.interfaces.gateway.context import (
     get_prompt,
     list_prompts,
@@ -387,7 +388,7 @@ class Gateway:
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         self._listed(ctx, None)
         # the upstream server's progress reaches the host (a no-op unless it sent a progressToken)
-        with relaying_progress(ctx.session.report_progress):
+        with relaying_progress(ctx.session.report_progress), reporting_to_host(ctx.session.report_progress):
             return await self.call(params.name, params.arguments)
 
 

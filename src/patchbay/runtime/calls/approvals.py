@@ -433,15 +433,21 @@ class ApprovalBroker:
         return self._store
 
     async def _until_answered(
-        self, pending: PendingApproval, store: ApprovalStore, watch_wait: Callable[[float], Awaitable[bool]]
-    ) -> None:
+        self,
+        pending: PendingApproval,
+        store: ApprovalStore,
+        watch_wait: Callable[[float], Awaitable[bool]],
+        patience: float | None = None,
+    ) -> bool:
         """Re-read the row until it holds an answer, the approval ends here (invalidated), or it
-        expires; woken early by a notify of its topic."""
+        expires; woken early by a notify of its topic. Returns whether ``patience`` seconds ran
+        out first (each reading comes before that check: an answer already stored is taken)."""
+        give_up = math.inf if patience is None else time.monotonic() + patience
         while not pending._answered.is_set():
             remaining = pending.expires - self._clock()
             if remaining <= 0:
                 pending._expired = True
-                return
+                return False
             try:
                 row = await anyio.to_thread.run_sync(store.get, pending.id)
             except CanonicalStateUnavailable:
@@ -449,10 +455,10 @@ class ApprovalBroker:
             else:
                 if row is None:
                     pending._expired = True  # swept: nobody can answer it any more
-                    return
+                    return False
                 if row.decision == "deny":
                     pending._answer = "deny"
-                    return
+                    return False
                 if row.decision is not None:
                     # an allow counts only if nothing was committed since the call asked (on any
                     # instance: this one's commits also invalidate() at once, another's only move
@@ -465,10 +471,14 @@ class ApprovalBroker:
                         pending._invalidated = True
                     else:
                         pending._answer = cast(ApprovalAnswer, row.decision)
-                    return
+                    return False
             if pending._answered.is_set():
-                return
-            await watch_wait(min(self.recheck, max(remaining, 0.001)))
+                return False
+            left = give_up - time.monotonic()
+            if left <= 0:
+                return True
+            await watch_wait(min(self.recheck, max(remaining, 0.001), left))
+        return False
 
     async def _wait(
         self,
@@ -488,13 +498,14 @@ class ApprovalBroker:
             announce(pending)
         why = "cancelled"
         try:
-            with anyio.move_on_after(math.inf if patience is None else patience) as patient:
-                if store is None or watch_wait is None:
+            if store is None or watch_wait is None:
+                with anyio.move_on_after(math.inf if patience is None else patience) as patient:
                     with anyio.move_on_after(max(0.0, pending.expires - self._clock())):
                         await pending._answered.wait()
-                else:
-                    await self._until_answered(pending, store, watch_wait)
-            if patient.cancelled_caught and pending._answer is None and not (pending._expired or pending._invalidated):
+                out_of_patience = patient.cancelled_caught
+            else:
+                out_of_patience = await self._until_answered(pending, store, watch_wait, patience)
+            if out_of_patience and pending._answer is None and not (pending._expired or pending._invalidated):
                 pending._parked = True
                 self._parked[key] = pending
                 why = "parked"

@@ -334,7 +334,9 @@ async def include_resource(peer: ConnectorPeer, permissions: PermissionEngine, u
     if not resolution.allowed:
         raise ToolCallError(
             resolution.reason or FailureReason.PERMISSION_DENIED,
-            f"reading {uri[:200]!r} from {name!r} was denied ({resolution.sourced_from})",
+            f"reading {uri[:200]!r} from {name!r} waits for the person's approval at {resolution.details['approval_url']}"
+            if "approval_url" in resolution.details
+            else f"reading {uri[:200]!r} from {name!r} was denied ({resolution.sourced_from})",
             details={**resolution.details, "connector": name, "uri": uri, "includeId": include_id},
         )
 

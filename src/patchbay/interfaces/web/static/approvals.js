@@ -1,7 +1,8 @@
 // The pending-approvals region (templates/_approvals.html): calls of browser-approved sessions
 // that wait for a person's answer, live from GET /api/approvals/stream (Server-Sent Events:
 // snapshot, added, removed). An answer is POSTed with the arguments digest and the policy the
-// page was shown, so a stale answer is refused (409 approval_stale) instead of applied.
+// page was shown, so a stale answer is refused (409 approval_stale) instead of applied. A link to
+// /ui#approval-<id> (what a gateway host is given) brings that approval into view.
 
 import { api } from "./api.js";
 import { announce } from "./announce.js";
@@ -38,10 +39,23 @@ function render(approval) {
 function add(approval, { speak }) {
   if (items.has(approval.id)) return;
   const item = render(approval);
+  item.id = `approval-${approval.id}`;
   items.set(approval.id, item);
   list.append(item);
   show(region, true);
   if (speak) announce(t("approval_waiting", { name: approval.name }));
+  if (location.hash === `#${item.id}`) reveal(item);
+}
+
+/** The approval a link named (`/ui#approval-<id>`, what a gateway host was told): marked,
+ * scrolled to, its title focused so it is read first; never a button, so no key press answers it. */
+function reveal(item) {
+  for (const other of items.values()) other.classList.remove("requested");
+  item.classList.add("requested");
+  const title = item.querySelector("h3");
+  title.tabIndex = -1;
+  title.focus();
+  item.scrollIntoView({ block: "center" });
 }
 
 /** Remove an item; focus moves to the next item's first button, or the heading, if it was inside. */
@@ -108,4 +122,8 @@ export function startApprovals() {
   source.addEventListener("snapshot", (event) => snapshot(JSON.parse(event.data).approvals));
   source.addEventListener("added", (event) => add(JSON.parse(event.data), { speak: true }));
   source.addEventListener("removed", (event) => remove(JSON.parse(event.data).id));
+  window.addEventListener("hashchange", () => {
+    const item = items.get(location.hash.replace(/^#approval-/, ""));
+    if (item) reveal(item);
+  });
 }
