@@ -146,12 +146,22 @@ def grant(
     project: Path | None = typer.Option(
         None, "--project", help="Set the grant in this workspace's project (default: the global grant)."
     ),
+    unknown_ok: bool = typer.Option(
+        False,
+        "--unknown-ok",
+        help="Store a tool grant even when the probed catalog lacks the tool (it may come later).",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Set or clear a tool, resource-read or prompt grant, globally or for one project.
 
     Tools, resource reads and prompts are separate key spaces: `grant NAME TOOL allow` never
     touches resource reads (`grant NAME --resources allow`) or prompts (`grant NAME --prompt P deny`).
+
+    A tool name is checked against the connector's probed (cached, fresh) catalog: one it does not
+    list is refused (`not_found`, with the closest names) unless `--unknown-ok`; without a probed
+    catalog the grant is stored with a warning that the name could not be checked. `--json` says
+    which (`tool_check`: `known`, `unknown` or `unchecked`).
     """
     service = state.service()
     scope = f"project {project}" if project else "global"
@@ -168,6 +178,10 @@ def grant(
     else:
         subject = tool
     label = "resources" if kind == "resource" else f"prompt {subject}"
+    if unknown_ok and (kind != "tool" or clear):
+        raise ConfigError(
+            "unknown_ok", "--unknown-ok goes with setting a tool grant: grant NAME TOOL DECISION --unknown-ok"
+        )
     if clear:
         if decision is not None:
             raise ConfigError("decision", "give either a decision or --clear, not both")
@@ -177,7 +191,7 @@ def grant(
         if decision is None:
             choices = "allow or deny" if kind == "prompt" else "allow, ask or deny"
             raise ConfigError("decision", f"missing: give {choices} (or --clear)")
-        g = service.grant(name, subject, decision, project=project, kind=kind)
+        g = service.grant(name, subject, decision, project=project, kind=kind, refuse_unknown=not unknown_ok)
         result = {
             "connector": name,
             "kind": kind,
@@ -192,6 +206,17 @@ def grant(
         except PatchbayError:
             known = None
         result["matches_known_tool"] = None if known is None else subject in known
+    check = service.queries.check_tool_name(service.get(name), subject) if kind == "tool" and not clear else None
+    if check is not None:
+        result["tool_check"] = {"state": check.state, "cache": check.cache}
+    if check is not None and check.state == "unchecked":
+        why = "it was never probed" if check.cache == "missing" else "its configuration changed since its last probe"
+        err_console.print(
+            Text(
+                f"warning: {subject!r} could not be checked against {name}'s tools ({why}); the grant is stored "
+                f"and matches nothing until a probe lists the tool (check: patchbay probe {name})"
+            )
+        )
     if as_json:
         emit_json(result)
         return
@@ -199,10 +224,11 @@ def grant(
     out_console.print(
         Text(f"{name}.{subject}: {what} ({scope})" if kind == "tool" else f"{name} {label}: {what} ({scope})")
     )
-    if not clear and result.get("matches_known_tool") is False:
+    if check is not None and check.state == "unknown":  # stored with --unknown-ok
         err_console.print(
             Text(
-                f"note: {subject!r} is not in {name}'s cached tools (probe it?); the grant is kept but matches nothing yet"
+                f"note: {subject!r} is not in {name}'s probed tools; the grant is kept but matches nothing until a "
+                "probe lists the tool"
             )
         )
 
