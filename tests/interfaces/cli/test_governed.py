@@ -354,3 +354,19 @@ def test_probe_shows_a_misbehaving_pagination_as_a_warning_and_keeps_the_tools(r
     warnings = [line for line in text.stdout.splitlines() if line.startswith("  warning:")]
     assert len(warnings) == 1 and "repeated cursor 'p1'" in warnings[0]
     assert "left out:" not in text.stdout
+
+
+def test_probe_of_a_disabled_connector_says_it_is_disabled_and_how_to_enable_it(run, workspace: Path) -> None:
+    run("connector", "add", "time", "--disabled", "--", "mcp-server-time")
+    human = run("probe", "time", "--project", str(workspace))
+    assert human.exit_code == 0, human.output  # probed all the same: it can be checked before enabling
+    assert "time: ready" in human.stdout and "connector disabled" in human.stdout
+    assert "no runtime or gateway uses it" in human.stdout and "patchbay connector enable time" in human.stdout
+    as_json = json.loads(run("probe", "time", "--project", str(workspace), "--json").stdout)
+    assert as_json["state"] == "ready" and as_json["enabled"] is False
+    assert [(w["code"], w["hint"]) for w in as_json["warnings"]] == [("disabled", "patchbay connector enable time")]
+
+    run("connector", "enable", "time")
+    enabled = run("probe", "time", "--project", str(workspace), "--json")
+    assert json.loads(enabled.stdout)["enabled"] is True and json.loads(enabled.stdout)["warnings"] == []
+    assert "disabled" not in run("probe", "time", "--project", str(workspace)).stdout

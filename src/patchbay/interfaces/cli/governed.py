@@ -39,17 +39,28 @@ def probe(
     project: Path = typer.Option(Path("."), "--project", help="Workspace the server runs in."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Connect for real (initialize, tools/list, resources/list), cache the catalog. Exit 0 only when ready."""
+    """Connect for real (initialize, tools/list, resources/list), cache the catalog. Exit 0 only when ready.
+
+    A disabled connector is probed too (to check it before enabling it), and the output says it is
+    disabled and how to enable it: no runtime or gateway uses it until then. `--json` carries
+    `enabled` and `warnings` (`[{"code": "disabled", "message", "hint"}]`, the connector status
+    name; empty for an enabled connector)."""
     service = state.service()
     workspace = service.queries.project(project).path
+    enabled = service.get(name).settings.enabled
     with err_console.status(f"probing {name}…", spinner="dots") if not as_json and err_console.is_terminal else _null():
         result = anyio.run(lambda: service.probe(name, workspace=Path(workspace)))
+    warnings = [] if enabled else [_disabled_warning(name)]
     if as_json:
         emit_json(
-            result.model_dump(mode="json", exclude={"tools", "resources"}) | {"tools": [t.name for t in result.tools]}
+            result.model_dump(mode="json", exclude={"tools", "resources"})
+            | {"tools": [t.name for t in result.tools], "enabled": enabled, "warnings": warnings}
         )
     else:
-        out_console.print(f"{result.connector}: {result.state} ({result.duration_ms} ms)")
+        disabled = "" if enabled else "; connector disabled"
+        out_console.print(f"{result.connector}: {result.state} ({result.duration_ms} ms{disabled})")
+        for warning in warnings:
+            out_console.print(Text(f"  {warning['message']} (enable: {warning['hint']})"))
         if result.state == "ready":
             info = result.server_info or {}
             out_console.print(
@@ -72,6 +83,15 @@ def probe(
                 out_console.print(Text(f"    {safe_text(line)}"))
     if result.state != "ready":
         raise typer.Exit(1)
+
+
+def _disabled_warning(name: str) -> dict[str, str]:
+    """What ``probe`` says about a disabled connector."""
+    return {
+        "code": "disabled",
+        "message": f"{name} is disabled: no runtime or gateway uses it until it is enabled",
+        "hint": f"patchbay connector enable {name}",
+    }
 
 
 class _null:
