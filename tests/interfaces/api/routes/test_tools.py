@@ -109,7 +109,7 @@ async def test_tools_show_global_decisions_and_with_cwd_the_projects(api: Api, t
     assert again.status_code == 200 and again.json()["cleared"] is False
 
 
-async def test_a_grant_for_an_unknown_tool_is_kept_with_unknown_ok_and_matches_nothing(api: Api) -> None:
+async def test_a_grant_for_an_unknown_tool_is_kept_and_matches_nothing(api: Api) -> None:
     await _probed_time(api)
     put = await api.client.put(
         "/api/mcp/connectors/time/tools/ns/odd tool", json={"decision": "allow", "unknown_ok": True}
