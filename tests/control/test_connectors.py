@@ -393,3 +393,26 @@ def test_a_target_change_keeps_grants_makes_the_cache_stale_and_refuses_what_the
     assert OAuthService(service).status("remote")["state"] == "not_authorized"
     same = service.update_target("remote", moved.target, expected_revision=moved.revision)
     assert same == moved  # the same target only checks the revision
+
+
+def test_command_problem_resolves_a_command_as_a_probe_would(service: ConnectorService, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "bin").mkdir(parents=True)
+    script = workspace / "bin" / "serve.sh"
+    script.write_text("#!/bin/sh\n")
+
+    def problem(command: str, cwd: str | None = None) -> str | None:
+        found = service.command_problem(
+            service.stdio_target(command, [], cwd=cwd, workspace=workspace), workspace=workspace
+        )
+        return None if found is None else str(found.code)
+
+    assert problem("sh") is None
+    assert problem("pb-no-such-command-xyz") == "command_not_found"
+    assert problem("./bin/nothing.sh") == "command_not_found"
+    assert problem("./bin/serve.sh") == "spawn_failed"  # there, but not executable
+    script.chmod(0o755)
+    assert problem("./bin/serve.sh") is None
+    assert problem("./serve.sh", cwd="bin") is None  # relative to the server's working directory
+    assert problem("./serve.sh") == "command_not_found"
+    assert problem(str(script)) is None

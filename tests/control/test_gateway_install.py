@@ -14,13 +14,16 @@ import pytest
 from patchbay.control.gateway_install import (
     WORKSPACE_FOLDER,
     apply_plan,
+    backups_of,
+    canonical_host,
     gateway_entry,
     host_config_file,
     plan_install,
+    plan_restore,
     plan_uninstall,
 )
 from patchbay.control.importer.jsonc import parse_jsonc
-from patchbay.core.errors import ConfigError, ErrorCode
+from patchbay.core.errors import ConfigError, ErrorCode, NotFoundError
 
 COMMAND = ["/venv/bin/patchbay"]
 
@@ -143,3 +146,44 @@ def test_a_symlinked_host_file_is_edited_at_its_target(tmp_path: Path) -> None:
     apply_plan(plan)
     assert (tmp_path / ".mcp.json").is_symlink()
     assert "patchbay" in parse_jsonc(real.read_text()).value["mcpServers"]
+
+
+@pytest.mark.parametrize("given", ["Claude-Desktop", "CLAUDE-DESKTOP", " claude-desktop "])
+def test_a_host_name_is_taken_in_any_case_and_the_file_names_it_canonically(tmp_path: Path, given: str) -> None:
+    assert canonical_host(given) == "claude-desktop"
+    assert host_config_file(given, project=tmp_path, home=tmp_path).host == "claude-desktop"
+    assert host_config_file("VSCode", project=tmp_path, home=tmp_path).path == tmp_path / ".vscode" / "mcp.json"
+    with pytest.raises(ConfigError) as raised:
+        canonical_host("Claude_Desktop ")
+    assert raised.value.details["field"] == "host" and raised.value.details["suggestions"][0] == "claude-desktop"
+
+
+def test_restore_puts_the_newest_backup_back_and_backs_up_the_file_it_replaces(tmp_path: Path) -> None:
+    file = host_config_file("cursor", project=tmp_path, home=tmp_path)
+    with pytest.raises(NotFoundError):
+        plan_restore(file)  # no file, no backup
+    file.path.parent.mkdir()
+    original = '{"mcpServers": {"mine": {"command": "x"}}}\n'
+    file.path.write_text(original)
+    installed = plan_install(file, gateway_entry(file, COMMAND, project=tmp_path))
+    first = apply_plan(installed, now=datetime(2026, 12, 4, 1, 2, 3, tzinfo=UTC))
+    with_entry = file.path.read_text()
+    file.path.write_text(with_entry.replace('"x"', '"edited"'))  # an edit made by hand since
+    assert backups_of(file) == [first]
+
+    plan = plan_restore(file)
+    assert plan.action == "restore" and plan.source == first and plan.after == original
+    assert '-{"mcpServers": {"mine": {"command": "edited"}' in plan.diff()  # the diff shows what is undone
+    second = apply_plan(plan, now=datetime(2026, 12, 4, 1, 2, 3, tzinfo=UTC))
+    assert file.path.read_text() == original
+    assert second is not None and second.read_text() == with_entry.replace('"x"', '"edited"')
+    assert backups_of(file) == [first, second]  # -1 sorts after the same second's first backup
+
+    assert plan_restore(file, first).action == "unchanged"
+    undo = plan_restore(file)  # the newest backup is the file the restore replaced
+    assert undo.source == second and undo.after == second.read_text()
+    stranger = tmp_path / "other.json"
+    stranger.write_text("{}")
+    with pytest.raises(ConfigError) as refused:
+        plan_restore(file, stranger)
+    assert refused.value.details["field"] == "backup"

@@ -10,7 +10,8 @@ import pytest
 
 from patchbay.adapters.store import open_store
 from patchbay.control.connectors import ConnectorService
-from patchbay.core.errors import ConfigError
+from patchbay.control.decisions import ToolNameCheck
+from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.core.models import ToolCacheEntry, ToolSummary
 from patchbay.core.settings import Settings
 
@@ -112,3 +113,34 @@ def test_lookups_by_something_that_is_no_connector_name_find_nothing(service: Co
     for name in ("\u212a", "K", "k\n", ""):
         with pytest.raises(NotFoundError):
             service.get(name)
+
+
+def test_check_tool_name_knows_the_fresh_catalog_and_suggests_close_names(
+    service: ConnectorService, tmp_path: Path
+) -> None:
+    connector, _ = service.add("files", service.stdio_target("true", [], cwd=None, workspace=tmp_path))
+    assert service.queries.check_tool_name(connector, "read_file") == ToolNameCheck("unchecked", "missing")
+    names = ("read_file", "write_file", "list_directory", "Search")
+    service.repository.tool_cache.replace(
+        ToolCacheEntry(
+            connector_id=connector.connector_id,
+            config_revision=connector.revision,
+            fingerprint=service.queries.fingerprint(connector),
+            tools=tuple(ToolSummary(name=n) for n in names),
+        )
+    )
+    assert service.queries.check_tool_name(connector, "read_file") == ToolNameCheck("known", "fresh")
+    typo = service.queries.check_tool_name(connector, "read_fiel")
+    assert typo.state == "unknown" and typo.suggestions[0] == "read_file" and len(typo.suggestions) <= 3
+    assert service.queries.check_tool_name(connector, "search").suggestions[0] == "Search"  # case first
+    assert service.queries.check_tool_name(connector, "zzz") == ToolNameCheck("unknown", "fresh")
+
+    with pytest.raises(NotFoundError) as refused:
+        service.grant("files", "read_fiel", "allow", refuse_unknown=True)
+    assert refused.value.details["suggestions"][0] == "read_file"
+    assert service.repository.grants.list_global(connector.connector_id) == []
+    assert service.grant("files", "read_fiel", "allow").tool_name == "read_fiel"  # the default stores any name
+
+    changed = service.update_target("files", service.stdio_target("false", [], cwd=None, workspace=tmp_path))
+    assert service.queries.check_tool_name(changed, "zzz") == ToolNameCheck("unchecked", "stale")
+    assert service.grant("files", "zzz", "deny", refuse_unknown=True).tool_name == "zzz"

@@ -25,7 +25,13 @@ from patchbay.control.options import checked_options as _checked_options
 from patchbay.control.options import merge_runtime_options
 from patchbay.control.queries import ConnectorQueries, catalog_fingerprint, real_dir
 from patchbay.core.credentials import BINDINGS_KEY, check_bindings
-from patchbay.core.errors import BuiltinConnectorError, CanonicalStateUnavailable, ConfigError, NotFoundError
+from patchbay.core.errors import (
+    BuiltinConnectorError,
+    CanonicalStateUnavailable,
+    ConfigError,
+    NotFoundError,
+    ProbeError,
+)
 from patchbay.core.models import (
     RESOURCE_SUBJECT,
     Connector,
@@ -327,6 +333,30 @@ class ConnectorService:
 
         workspace_cwd(root, target.cwd)
         return target
+
+    @staticmethod
+    def command_problem(target: StdioTarget, *, workspace: Path) -> ProbeError | None:
+        """Why ``target``'s command could not be started from ``workspace`` now, or None: the
+        command resolved as a probe resolves it (on this process's ``PATH``; a relative path with a
+        separator against the server's working directory), nothing run. ``add`` stores a command
+        that is missing (it may be installed later); the interfaces warn with this.
+
+        Returns:
+            A :class:`ProbeError` with code ``command_not_found`` (not on PATH / no such file) or
+            ``spawn_failed`` (not an executable file); None when it resolves, and when the
+            workspace cannot be used (the probe reports that).
+        """
+        from patchbay.adapters.transports.stdio import resolve_command, workspace_cwd  # loads the MCP SDK: only here
+
+        try:
+            base = workspace_cwd(real_dir(workspace), target.cwd)
+        except ConfigError:
+            return None
+        try:
+            resolve_command(target.command, base=base)
+        except ProbeError as exc:
+            return exc
+        return None
 
     @staticmethod
     def remote_target(url: str, transport: str = "streamable_http") -> ConnectorTarget:
@@ -684,7 +714,14 @@ class ConnectorService:
     # -- grants -----------------------------------------------------------------------------
 
     def grant(
-        self, name: str, tool: str, decision: str, *, project: Path | None = None, kind: GrantKind = "tool"
+        self,
+        name: str,
+        tool: str,
+        decision: str,
+        *,
+        project: Path | None = None,
+        kind: GrantKind = "tool",
+        refuse_unknown: bool = False,
     ) -> ToolGrant:
         """Set a global grant, or a project grant when ``project`` is given (idempotent upsert).
 
@@ -693,18 +730,34 @@ class ConnectorService:
                 ``*`` (every prompt); :data:`~patchbay.core.models.RESOURCE_SUBJECT` for resource
                 reads (one grant per connector).
             kind: ``tool``, ``resource`` or ``prompt``.
+            refuse_unknown: for a tool grant, refuse a name the connector's fresh cached catalog
+                does not list (:meth:`ConnectorQueries.check_tool_name`); without a fresh catalog
+                the name cannot be checked and the grant is stored. Off: any name is stored (it
+                matches nothing until a probe lists the tool).
 
         Raises:
             ConfigError: ``invalid_config``: field ``decision`` unless allow|ask|deny (allow|deny
                 for a prompt); field ``tool`` for a bad subject, or for the tool name
                 ``resources/read``, which once spelled the resource-read grant and is refused so an
                 old command cannot grant a server's lookalike tool instead.
+            NotFoundError: ``not_found`` for the connector, or with ``refuse_unknown`` for a tool
+                the fresh catalog does not list (``details``: ``connector``, ``tool``, ``field``
+                ``tool`` and ``suggestions``, the closest cached names); nothing stored.
         """
         choices = _PROMPT_DECISIONS if kind == "prompt" else _DECISIONS
         if decision not in choices:
             raise ConfigError("decision", f"must be one of {', '.join(choices)}; got {decision!r}")
         self._check_subject(tool, kind)
         connector = self.get(name)
+        if refuse_unknown and kind == "tool":
+            check = self.queries.check_tool_name(connector, tool)
+            if check.state == "unknown":
+                hint = f"; did you mean: {', '.join(check.suggestions)}?" if check.suggestions else ""
+                raise NotFoundError(
+                    f"{name} has no tool {tool!r} in its probed catalog{hint} (to grant a tool the server will "
+                    'list later, pass --unknown-ok; REST: "unknown_ok": true)',
+                    details={"connector": name, "tool": tool, "field": "tool", "suggestions": list(check.suggestions)},
+                )
         verdict = cast(GrantDecision, decision)
         if project is None:
             self.repository.grants.set_global(connector.connector_id, tool, decision, kind=kind)

@@ -5,11 +5,19 @@ them (DESIGN.md "Permissions")."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from patchbay.core.models import Connector, GrantDecision, ProbeOutcome, Project, RuntimeState, ToolGrant
 
-__all__ = ["ResourceReadDecision", "ToolDecision", "ToolDecisions", "probe_failed", "runtime_state", "tool_signature"]
+__all__ = [
+    "ResourceReadDecision",
+    "ToolDecision",
+    "ToolDecisions",
+    "ToolNameCheck",
+    "probe_failed",
+    "runtime_state",
+    "tool_signature",
+]
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,24 @@ class ToolDecisions:
     """Grants naming a tool the cache does not know; kept, reported, and matching nothing."""
     prompt_grants: list[ToolGrant] = field(default_factory=list)
     """The connector's prompt grants in the scope (global, plus the project's)."""
+
+
+@dataclass(frozen=True)
+class ToolNameCheck:
+    """Whether a tool name is in its connector's cached catalog, checked before a grant names it
+    (:meth:`patchbay.control.queries.ConnectorQueries.check_tool_name`).
+
+    Attributes:
+        state: ``known`` (the fresh cached catalog lists it), ``unknown`` (the fresh catalog does
+            not), or ``unchecked`` (there is no fresh catalog to check against: the connector was
+            never probed, or its configuration changed since).
+        cache: the cached catalog's state: ``fresh``, ``stale`` or ``missing``.
+        suggestions: for ``unknown``, the catalog's closest tool names, best first (at most 3).
+    """
+
+    state: Literal["known", "unknown", "unchecked"]
+    cache: str
+    suggestions: tuple[str, ...] = ()
 
 
 def probe_failed(connector: Connector, outcome: ProbeOutcome | None) -> bool:

@@ -4,10 +4,12 @@ The inverse of import: instead of reading a host's server entries into the regis
 is written into the host's file that spawns ``patchbay gateway --stdio`` for a workspace. A plan
 is computed first (:func:`plan_install`, :func:`plan_uninstall`: the file, its text before and
 after, a unified diff) and written only by :func:`apply_plan`, which keeps a backup of the file
-beside it and replaces it atomically. Only the one entry changes (:mod:`host_config_edit`):
+beside it and replaces it atomically. :func:`plan_restore` puts a backup back (the newest, or one
+named), itself backed up first. Only the one entry changes (:mod:`host_config_edit`):
 other entries, comments, trailing commas and a byte order mark stay as they were.
 
-Hosts and files (``project`` is the workspace; ``user`` the host's user-level file):
+Hosts and files (``project`` is the workspace; ``user`` the host's user-level file; a host name
+is taken in any case, ``Claude-Desktop`` is ``claude-desktop``):
 
 * ``claude-desktop``: its ``claude_desktop_config.json`` (user-level only), ``mcpServers``;
 * ``claude-code``: ``<project>/.mcp.json``, ``mcpServers`` with ``"type": "stdio"`` (its
@@ -38,7 +40,7 @@ from typing import Any, Literal
 from patchbay.adapters.atomic import replace_file, write_new
 from patchbay.control.host_config_edit import read_entry, remove_entry, set_entry
 from patchbay.control.importer.discovery import HOST_KEYWORDS, read_bounded
-from patchbay.core.errors import ConfigError
+from patchbay.core.errors import ConfigError, NotFoundError
 
 __all__ = [
     "GATEWAY_HOSTS",
@@ -46,9 +48,12 @@ __all__ = [
     "HostConfigFile",
     "InstallPlan",
     "apply_plan",
+    "backups_of",
+    "canonical_host",
     "gateway_entry",
     "host_config_file",
     "plan_install",
+    "plan_restore",
     "plan_uninstall",
 ]
 
@@ -89,18 +94,20 @@ class InstallPlan:
         file: the host's file.
         name: the entry's name (``patchbay`` unless chosen).
         action: ``add``, ``replace`` (an entry of that name exists and differs), ``remove``,
-            or ``unchanged`` (nothing to write).
+            ``restore`` (a backup's text back), or ``unchanged`` (nothing to write).
         before: the file's text now; None when it does not exist.
         after: its text after the change (None for ``unchanged``).
-        entry: the entry written (None for ``remove`` and ``unchanged``).
+        entry: the entry written (None for ``remove``, ``restore`` and ``unchanged``).
+        source: for ``restore`` (and an ``unchanged`` one), the backup whose text is put back.
     """
 
     file: HostConfigFile
     name: str
-    action: Literal["add", "replace", "remove", "unchanged"]
+    action: Literal["add", "replace", "remove", "restore", "unchanged"]
     before: str | None
     after: str | None
     entry: dict[str, Any] | None
+    source: Path | None = None
 
     def diff(self) -> str:
         """A unified diff of the change ('' for ``unchanged``)."""
@@ -125,12 +132,34 @@ def _user_file(host: GatewayHost, home: Path) -> Path:
     return existing[0] if existing else home / mine[0]
 
 
+def canonical_host(host: str) -> GatewayHost:
+    """``host`` as one of :data:`GATEWAY_HOSTS`, whatever its case (``Claude-Desktop`` is
+    ``claude-desktop``; surrounding whitespace is ignored).
+
+    Raises:
+        ConfigError: ``invalid_config`` (field ``host``) for another host, naming the closest
+            known ones (``details.suggestions``).
+    """
+    folded = host.strip().casefold()
+    for known in GATEWAY_HOSTS:
+        if folded == known:
+            return known
+    close = difflib.get_close_matches(folded, GATEWAY_HOSTS, n=2, cutoff=0.5)
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    raise ConfigError(
+        "host",
+        f"unknown host {host!r}{hint}; use one of {', '.join(GATEWAY_HOSTS)}",
+        details={"suggestions": close},
+    )
+
+
 def host_config_file(host: str, *, project: Path, home: Path, user: bool = False) -> HostConfigFile:
     """The file ``host`` reads its servers from: the workspace's own, or with ``user`` the host's
     user-level file (Claude Desktop has only that one).
 
     Args:
-        host: one of :data:`GATEWAY_HOSTS`.
+        host: one of :data:`GATEWAY_HOSTS`, in any case (:func:`canonical_host`); the file's
+            ``host`` is the canonical name.
         project: the workspace (absolute).
         home: the user's home directory.
         user: the user-level file instead of the workspace's.
@@ -139,8 +168,7 @@ def host_config_file(host: str, *, project: Path, home: Path, user: bool = False
         ConfigError: ``invalid_config`` (field ``host``) for another host, or (field ``user``)
             a user-level file for Claude Code.
     """
-    if host not in GATEWAY_HOSTS:
-        raise ConfigError("host", f"unknown host {host!r}; use one of {', '.join(GATEWAY_HOSTS)}")
+    host = canonical_host(host)
     if host == "claude-desktop":
         return HostConfigFile("claude-desktop", _user_file("claude-desktop", home), "mcpServers", False, "user")
     if host == "claude-code":
@@ -237,9 +265,66 @@ def plan_uninstall(file: HostConfigFile, *, name: str = "patchbay") -> InstallPl
     return InstallPlan(file, name, "remove", before, after, None)
 
 
+_BACKUP_INFIX = ".patchbay-backup-"
+
+
+def backups_of(file: HostConfigFile) -> list[Path]:
+    """The backups :func:`apply_plan` kept of ``file`` (beside it, at its symlink's target),
+    oldest first; empty when there are none or the directory cannot be read."""
+    path = _through_links(file).path
+    prefix = path.name + _BACKUP_INFIX
+
+    def order(backup: Path) -> tuple[str, int]:
+        stamp, _, attempt = backup.name.removeprefix(prefix).partition("-")
+        return stamp, int(attempt) if attempt.isdigit() else 0
+
+    try:
+        found = [p for p in path.parent.iterdir() if p.name.startswith(prefix) and p.is_file()]
+    except OSError:
+        return []
+    return sorted(found, key=order)
+
+
+def plan_restore(file: HostConfigFile, backup: Path | None = None) -> InstallPlan:
+    """The change that puts a backup of ``file`` back: ``backup``, or the newest one
+    (:func:`backups_of`). The whole file becomes the backup's text (edits made since that backup
+    are undone: the diff shows them); :func:`apply_plan` backs the current file up first, so a
+    restore can itself be restored. ``unchanged`` when the file already has that text.
+
+    Raises:
+        NotFoundError: ``not_found`` when ``file`` has no backup.
+        ConfigError: ``invalid_config``: field ``backup`` for a path that is not one of ``file``'s
+            backups; field ``file`` for a file or backup that cannot be read.
+    """
+    file = _through_links(file)
+    known = backups_of(file)
+    if backup is None:
+        if not known:
+            raise NotFoundError(
+                f"{file.path} has no backup (a backup is kept beside the file when install or uninstall replaces it)",
+                details={"path": str(file.path)},
+            )
+        source = known[-1]
+    else:
+        source = Path(os.path.realpath(backup))
+        if source not in known:
+            raise ConfigError(
+                "backup",
+                f"{backup} is not a backup of {file.path} (its backups: {', '.join(p.name for p in known) or 'none'})",
+                details={"path": str(file.path)},
+            )
+    before = _read(file.path)
+    after = _read(source)
+    if after is None:  # removed since it was listed
+        raise ConfigError("backup", f"{source} cannot be read", details={"path": str(file.path)})
+    if after == before:
+        return InstallPlan(file, "", "unchanged", before, None, None, source)
+    return InstallPlan(file, "", "restore", before, after, None, source)
+
+
 def _write_backup(dir_fd: int, path: Path, data: bytes, mode: int, stamp: str) -> Path:
     for attempt in range(100):
-        backup = path.with_name(f"{path.name}.patchbay-backup-{stamp}" + (f"-{attempt}" if attempt else ""))
+        backup = path.with_name(f"{path.name}{_BACKUP_INFIX}{stamp}" + (f"-{attempt}" if attempt else ""))
         try:
             write_new(dir_fd, backup.name, data, mode)
         except FileExistsError:

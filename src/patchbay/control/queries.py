@@ -10,12 +10,13 @@ only registers a workspace as a project on first use.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
 from patchbay.adapters.store import Repository
-from patchbay.control.decisions import ResourceReadDecision, ToolDecision, ToolDecisions
+from patchbay.control.decisions import ResourceReadDecision, ToolDecision, ToolDecisions, ToolNameCheck
 from patchbay.core.credentials import BINDINGS_KEY
 from patchbay.core.errors import ConfigError, NotFoundError
 from patchbay.core.fingerprint import config_fingerprint
@@ -155,6 +156,21 @@ class ConnectorQueries:
         if entry.fingerprint != catalog_fingerprint(connector) or entry.config_revision != connector.revision:
             return None, "stale"
         return entry, "fresh"
+
+    def check_tool_name(self, connector: Connector, tool: str) -> ToolNameCheck:
+        """Whether ``tool`` (a server's own tool name) is in ``connector``'s fresh cached catalog,
+        with the closest names when it is not (:mod:`difflib`; a name differing only in case comes
+        first). Reads the cache only."""
+        entry, cache = self.cached_catalog(connector)
+        if entry is None:
+            return ToolNameCheck("unchecked", cache)
+        names = [t.name for t in entry.tools]
+        if tool in names:
+            return ToolNameCheck("known", cache)
+        same_case = [n for n in names if n.casefold() == tool.casefold()]
+        close = difflib.get_close_matches(tool, names, n=3, cutoff=0.6)
+        suggestions = list(dict.fromkeys([*same_case, *close]))[:3]
+        return ToolNameCheck("unknown", cache, tuple(suggestions))
 
     def fresh_tool_counts(self, connectors: Iterable[Connector]) -> dict[str, int]:
         """How many tools each of ``connectors`` has cached, by connector id, for those whose

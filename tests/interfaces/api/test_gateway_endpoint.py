@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from typer.testing import CliRunner
 
 from patchbay.interfaces.cli import app
+from tests.support.api import Api
 from tests.support.gateway import error_of
 from tests.support.paths import FIXTURES
 from tests.support.serve import Served, serve_process
@@ -310,3 +311,42 @@ async def test_an_ask_call_is_approved_on_the_settings_page_and_its_identical_ca
     assert resolved == ["approval_pending"] * 3 + ["user_allow_once", "approval_pending"]
     failed = [e["payload"]["reason"] for e in events if e["type"] == "tool.failed"]
     assert failed == ["approval_pending"] * 4
+
+
+@pytest.mark.parametrize("where", ["query", "header"])
+@pytest.mark.parametrize("relative", ["ws", "./ws", "~/ws", "ws/../ws"])
+async def test_a_relative_workspace_is_422_naming_the_cwd_field(api: Api, where: str, relative: str) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream"}
+    params: dict[str, str] = {}
+    if where == "query":
+        params["cwd"] = relative
+    else:
+        headers["X-Patchbay-Project"] = relative
+    with anyio.fail_after(30):
+        answer = await api.client.post("/mcp", json=initialize, headers=headers, params=params)
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "validation_error" and error["details"]["field"] == "cwd"
+    assert "absolute" in error["message"]
+    assert not (api.workspace / ".patchbay").exists()  # no project was made of anything
+
+
+async def test_an_absolute_workspace_is_served(api: Api) -> None:
+    """The same request with the workspace's absolute path initializes (the check refuses only
+    relative ones)."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream", "X-Patchbay-Project": str(api.workspace)}
+    with anyio.fail_after(30):
+        answer = await api.client.post("/mcp", json=initialize, headers=headers)
+    assert answer.status_code == 200, answer.text

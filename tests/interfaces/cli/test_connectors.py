@@ -328,3 +328,28 @@ def test_list_shows_builtins_in_their_own_group_and_remove_refuses_them(
         }
     ]
     assert "data source" not in run("connector", "show", "mine").stdout
+
+
+def test_a_command_that_cannot_be_found_is_stored_with_a_warning_saying_how_to_fix_it(run, tmp_path: Path) -> None:
+    missing = run("connector", "add", "ghost", "--project", str(tmp_path), "--", "pb-no-such-command-xyz", "--flag")
+    assert missing.exit_code == 0, missing.output  # stored: the command may be installed later
+    assert "ghost: added" in missing.stdout
+    assert "warning[command_not_found]" in missing.stderr and "pb-no-such-command-xyz" in missing.stderr
+    assert "patchbay connector set ghost -- /path/to/command" in missing.stderr
+    assert (
+        json.loads(run("connector", "show", "ghost", "--json").stdout)["target"]["command"] == "pb-no-such-command-xyz"
+    )
+
+    (tmp_path / "server.sh").write_text("#!/bin/sh\n")  # exists, but is not executable
+    as_json = run("connector", "add", "script", "--json", "--project", str(tmp_path), "--", "./server.sh")
+    assert as_json.exit_code == 0, as_json.output
+    (warning,) = json.loads(as_json.stdout)["warnings"]
+    assert warning["code"] == "spawn_failed" and "not executable" in warning["message"] and warning["hint"]
+
+    found = run("connector", "add", "sh", "--json", "--project", str(tmp_path), "--", "sh", "-c", "true")
+    assert found.exit_code == 0 and json.loads(found.stdout)["warnings"] == [] and found.stderr == ""
+    (tmp_path / "server.sh").chmod(0o755)
+    fixed = run("connector", "set", "ghost", "--json", "--project", str(tmp_path), "--", "./server.sh")
+    assert fixed.exit_code == 0 and json.loads(fixed.stdout)["warnings"] == []
+    moved = run("connector", "set", "sh", "--project", str(tmp_path), "--", "pb-no-such-command-xyz")
+    assert moved.exit_code == 0 and "warning[command_not_found]" in moved.stderr

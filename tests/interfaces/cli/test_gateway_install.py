@@ -145,3 +145,36 @@ def test_a_workspace_that_is_missing_or_not_utf8_is_refused_clearly(invoke: Call
     odd = invoke("gateway", "install", "cursor", "--project", os.fsdecode(raw), "--yes")
     assert odd.exit_code == 1 and "not a UTF-8 path" in odd.output and "Traceback" not in odd.output
     assert not os.listdir(raw)  # nothing written there
+
+
+def test_a_host_in_any_case_is_shown_by_its_canonical_name_and_a_backup_can_be_restored(
+    invoke: Callable[..., Any], workspace: Path
+) -> None:
+    host_file = workspace / ".vscode" / "mcp.json"
+    written = invoke("gateway", "install", "VSCode", "--project", str(workspace), "--yes")
+    assert written.exit_code == 0, written.output
+    (backup,) = [p for p in (workspace / ".vscode").iterdir() if p != host_file]
+    assert backup.name.startswith("mcp.json.patchbay-backup-")  # beside the host's file
+    assert f"vscode: wrote {host_file}" in written.stdout
+    assert f"backup of the previous file: {backup}" in written.stdout
+    assert f"patchbay gateway restore vscode --project {workspace}" in written.stdout
+    as_json = json.loads(invoke("gateway", "install", "VSCODE", "--project", str(workspace), "--json").stdout)
+    assert as_json["host"] == "vscode" and as_json["action"] == "unchanged"
+
+    refused = invoke("gateway", "restore", "vscode", "--project", str(workspace))  # no terminal, no --yes
+    assert refused.exit_code == 1 and "validation_error" in refused.output
+    assert host_file.read_text() != ORIGINAL
+    restored = invoke("gateway", "restore", "Vscode", "--project", str(workspace), "--yes", "--json")
+    assert restored.exit_code == 0, restored.output
+    report = json.loads(restored.stdout)
+    assert report["action"] == "restore" and report["written"] is True and report["host"] == "vscode"
+    assert report["restored_from"] == str(backup)
+    assert host_file.read_text() == ORIGINAL
+    assert "patchbay" in parse_jsonc(Path(report["backup"]).read_text()).value["servers"]  # the replaced file
+
+    stranger = workspace / "other.json"
+    stranger.write_text("{}")
+    wrong = invoke("gateway", "restore", "vscode", "--project", str(workspace), "--backup", str(stranger), "--yes")
+    assert wrong.exit_code == 1 and "invalid_config" in wrong.output and "not a backup" in wrong.output
+    none = invoke("gateway", "restore", "cursor", "--project", str(workspace), "--yes")
+    assert none.exit_code == 1 and "not_found" in none.output and "has no backup" in none.output

@@ -104,14 +104,58 @@ def test_a_project_allow_cannot_lift_a_global_deny(run, workspace: Path) -> None
     assert (tool["decision"], tool["source"]) == ("allow", "project_grant")
 
 
-def test_a_grant_for_an_unknown_tool_is_kept_and_reported_as_matching_nothing(run, workspace: Path) -> None:
+def test_a_grant_for_a_tool_the_probed_catalog_lacks_is_refused_naming_close_matches(run, workspace: Path) -> None:
     run("connector", "add", "time", "--", "mcp-server-time")
     run("probe", "time", "--project", str(workspace))
-    result = run("grant", "time", "no_such_tool", "deny", "--json")
-    assert result.exit_code == 0 and json.loads(result.stdout)["matches_known_tool"] is False
-    assert "matches nothing yet" in run("grant", "time", "no_such_tool", "deny").stderr
+    refused = run("grant", "time", "get_curent_time", "allow", "--json")
+    assert refused.exit_code == 1
+    error = json.loads(refused.stdout)["error"]
+    assert error["code"] == "not_found" and error["details"]["tool"] == "get_curent_time"
+    assert error["details"]["suggestions"][0] == "get_current_time"
+    human = run("grant", "time", "Convert_Time", "deny", "--project", str(workspace))
+    assert human.exit_code == 1 and "error[not_found]" in human.stderr
+    assert "did you mean: convert_time" in human.stderr and "--unknown-ok" in human.stderr
+    view = json.loads(run("tools", "time", "--project", str(workspace), "--json").stdout)
+    assert view["unmatched_grants"] == []  # nothing was stored
+    assert {t["name"]: t["global_grant"] for t in view["tools"]} == {"get_current_time": None, "convert_time": None}
+
+    known = run("grant", "time", "get_current_time", "allow", "--json")
+    assert known.exit_code == 0 and json.loads(known.stdout)["tool_check"] == {"state": "known", "cache": "fresh"}
+
+
+def test_unknown_ok_keeps_a_grant_for_a_tool_not_listed_yet(run, workspace: Path) -> None:
+    run("connector", "add", "time", "--", "mcp-server-time")
+    run("probe", "time", "--project", str(workspace))
+    result = run("grant", "time", "no_such_tool", "deny", "--unknown-ok", "--json")
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["matches_known_tool"] is False and body["tool_check"] == {"state": "unknown", "cache": "fresh"}
+    again = run("grant", "time", "no_such_tool", "deny", "--unknown-ok")
+    assert again.exit_code == 0 and "matches nothing until a probe lists the tool" in again.stderr
     view = json.loads(run("tools", "time", "--json").stdout)
     assert [g["tool_name"] for g in view["unmatched_grants"]] == ["no_such_tool"]
+    cleared = run("grant", "time", "no_such_tool", "--clear")  # clearing needs no flag
+    assert cleared.exit_code == 0 and "cleared" in cleared.stdout
+    misused = run("grant", "time", "--resources", "allow", "--unknown-ok")
+    assert misused.exit_code == 1 and "error[invalid_config]" in misused.stderr
+
+
+def test_a_grant_without_a_probed_catalog_is_stored_with_a_warning(run, workspace: Path) -> None:
+    run("connector", "add", "time", "--", "mcp-server-time")
+    never = run("grant", "time", "get_curent_time", "allow", "--json")
+    assert never.exit_code == 0, never.output
+    assert json.loads(never.stdout)["tool_check"] == {"state": "unchecked", "cache": "missing"}
+    assert "could not be checked" in never.stderr and "never probed" in never.stderr
+    assert "patchbay probe time" in never.stderr
+
+    run("probe", "time", "--project", str(workspace))
+    changed = run("connector", "set", "time", "--", "mcp-server-time", "--local-timezone", "UTC")
+    assert changed.exit_code == 0, changed.output  # the cached catalog is stale now
+    stale = run("grant", "time", "later_tool", "ask")
+    assert stale.exit_code == 0, stale.output
+    assert "could not be checked" in stale.stderr and "configuration changed" in stale.stderr
+    view = json.loads(run("tools", "time", "--json").stdout)
+    assert sorted(g["tool_name"] for g in view["unmatched_grants"]) == ["get_curent_time", "later_tool"]
 
 
 def test_probe_of_a_missing_command_fails_with_its_code(run, workspace: Path) -> None:
@@ -310,3 +354,19 @@ def test_probe_shows_a_misbehaving_pagination_as_a_warning_and_keeps_the_tools(r
     warnings = [line for line in text.stdout.splitlines() if line.startswith("  warning:")]
     assert len(warnings) == 1 and "repeated cursor 'p1'" in warnings[0]
     assert "left out:" not in text.stdout
+
+
+def test_probe_of_a_disabled_connector_says_it_is_disabled_and_how_to_enable_it(run, workspace: Path) -> None:
+    run("connector", "add", "time", "--disabled", "--", "mcp-server-time")
+    human = run("probe", "time", "--project", str(workspace))
+    assert human.exit_code == 0, human.output  # probed all the same: it can be checked before enabling
+    assert "time: ready" in human.stdout and "connector disabled" in human.stdout
+    assert "no runtime or gateway uses it" in human.stdout and "patchbay connector enable time" in human.stdout
+    as_json = json.loads(run("probe", "time", "--project", str(workspace), "--json").stdout)
+    assert as_json["state"] == "ready" and as_json["enabled"] is False
+    assert [(w["code"], w["hint"]) for w in as_json["warnings"]] == [("disabled", "patchbay connector enable time")]
+
+    run("connector", "enable", "time")
+    enabled = run("probe", "time", "--project", str(workspace), "--json")
+    assert json.loads(enabled.stdout)["enabled"] is True and json.loads(enabled.stdout)["warnings"] == []
+    assert "disabled" not in run("probe", "time", "--project", str(workspace)).stdout

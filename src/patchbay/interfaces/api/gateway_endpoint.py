@@ -6,7 +6,9 @@ the SDK's Streamable HTTP session manager in the API's own process, behind the A
 token, so a request without ``Authorization: Bearer <token>`` is 401 ``unauthorized``).
 
 Which workspace: ``?cwd=DIR`` or the ``X-Patchbay-Project: DIR`` header (the same directory when
-both are given, else 422 ``validation_error``), default the directory ``serve`` was started in.
+both are given, else 422 ``validation_error``; an absolute path as the REST routes' ``cwd``, else
+422 ``validation_error`` with ``details.field`` ``cwd``), default the directory ``serve`` was
+started in.
 Which mode: ``?mode=direct|proxy|auto`` (default ``auto``, decided from the cached catalog when
 the workspace's gateway first starts). A host sends the same URL and headers with every request
 of its session, so a session stays with the workspace and mode it was opened for.
@@ -27,7 +29,7 @@ seconds, then it ends ``approval_pending`` with the approval's URL and the ident
 again takes the answer.
 
 Errors before a session exists are the API's one error shape: 422 ``validation_error`` (bad
-``mode``, two different workspaces), 404 ``not_found`` or 422 ``invalid_config`` for a workspace
+``mode``, two different workspaces, a workspace that is no absolute path), 404 ``not_found`` or 422 ``invalid_config`` for a workspace
 that cannot be used, 503 ``canonical_state_unavailable``.
 """
 
@@ -173,7 +175,14 @@ class HttpGateway:
             raise ValidationError(
                 f"the workspace is named more than once (?cwd= and {PROJECT_HEADER} differ)", details={"field": "cwd"}
             )
-        workspace = named.pop() if named else str(self.workspace)
+        given = named.pop() if named else None
+        workspace = str(self.workspace) if given is None else given
+        if given is not None and (not workspace.startswith("/") or "\x00" in workspace):
+            # As the REST routes' ``cwd``: a relative path would name a directory of the server's
+            # own working directory, which the host never chose.
+            raise ValidationError(
+                f"cwd: must be an absolute path (?cwd= or the {PROJECT_HEADER} header)", details={"field": "cwd"}
+            )
         modes = query.get("mode", ["auto"])
         if len(modes) != 1 or modes[0] not in _MODES:
             raise ValidationError(f"mode must be one of {', '.join(_MODES)}", details={"field": "mode"})

@@ -66,6 +66,7 @@ gateway_app = typer.Typer(
 gateway_app.callback()(gateway_command)
 gateway_app.command("install")(gateway_install.install)
 gateway_app.command("uninstall")(gateway_install.uninstall)
+gateway_app.command("restore")(gateway_install.restore)
 app.add_typer(gateway_app, name="gateway")
 
 

@@ -29,7 +29,7 @@ from patchbay.interfaces.cli._bindings import (
     binding_rows,
     binding_specs,
 )
-from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, handle_errors, out_console, state
+from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, err_console, handle_errors, out_console, state
 from patchbay.interfaces.cli._runtime_options import (
     ALLOW_PRIVATE_OPTION,
     IDLE_TIMEOUT_OPTION,
@@ -93,6 +93,32 @@ def probe_line(connector: Connector, outcome: ProbeOutcome | None) -> str:
     return f"{head} ({when}, {outcome.duration_ms} ms{older})"
 
 
+def command_warnings(service: ConnectorService, connector: Connector, workspace: Path) -> list[dict[str, str]]:
+    """Warnings about a stdio connector's command that cannot start from ``workspace`` now
+    (:meth:`ConnectorService.command_problem`): ``[{"code", "message", "hint"}]`` with code
+    ``command_not_found`` or ``spawn_failed``; empty for a command that resolves and for other
+    transports. The connector stays stored: the command may be installed later."""
+    target = connector.target
+    if not isinstance(target, StdioTarget):
+        return []
+    problem = service.command_problem(target, workspace=workspace)
+    if problem is None:
+        return []
+    hint = (
+        f"{connector.name} is stored but cannot start until {target.command!r} is an executable it can find: "
+        "install it or put it on PATH (a host that starts the gateway may have another PATH), or give its "
+        f"absolute path: patchbay connector set {connector.name} -- /path/to/command [ARGS...]; "
+        f"then check with: patchbay probe {connector.name}"
+    )
+    return [{"code": str(problem.code), "message": problem.message, "hint": hint}]
+
+
+def print_warnings(warnings: list[dict[str, str]]) -> None:
+    """Each of :func:`command_warnings` on stderr: ``warning[<code>]: <message>; <hint>``."""
+    for warning in warnings:
+        err_console.print(Text(f"warning[{warning['code']}]: {warning['message']}; {warning['hint']}"))
+
+
 # -- runtime options -------------------------------------------------------------------------
 
 
@@ -144,6 +170,10 @@ def add(
     else SSE; within the probe timeout, through the egress guard): the connector keeps the
     transport found, and `--json` says how (`transport_detection`). When neither answers, nothing
     is stored and the error names the probe code (`server_closed`, `timeout`, `network_blocked`, ...).
+
+    A local command is stored without being run; one that cannot be found on PATH (or is not an
+    executable file) gets a warning on stderr, `warning[command_not_found]` (or `spawn_failed`)
+    with how to fix it, also in `--json` (`warnings`).
     """
     service = state.service()
     options = runtime_changes(
@@ -192,17 +222,19 @@ def add(
         detection = found.to_dict()
     else:
         connector, created = service.add(name, target, **add_options)
+    warnings = command_warnings(service, connector, project)
     if as_json:
         effective = service.effective_runtime_options(connector).model_dump(mode="json")
         bindings = service.credentials.binding_views(connector)
         emit_json(
             {"connector": connector_dict(connector), "created": created, "runtime_options": effective}
-            | {"bindings": bindings}
+            | {"bindings": bindings, "warnings": warnings}
             | ({"transport_detection": detection} if detection is not None else {})
         )
         return
     verb = "added" if created else "already present"
     out_console.print(Text(f"{connector.name}: {verb} ({connector.transport}: {describe_target(connector)})"))
+    print_warnings(warnings)
     if detection is not None:
         out_console.print(Text(f"  transport detected: {detection['transport']} ({detection['message']})"))
 
@@ -355,7 +387,8 @@ def set_(
     `--bearer` add or replace, `--unset` removes).
 
     A new target keeps the grants, settings and bindings and makes the cached tools stale (probe
-    again). Everything is checked before anything is written: a bad value changes nothing.
+    again); a new command that cannot be found is stored with a warning, as with `add`. Everything
+    is checked before anything is written: a bad value changes nothing.
     """
     service = state.service()
     target = _new_target(service, command, url, transport, socket, cwd, project, current=service.get(name))
@@ -403,15 +436,17 @@ def set_(
     if specs or unset:
         connector = service.set_bindings(name, specs, unset=unset or [])
     options = service.effective_runtime_options(connector)
+    warnings = command_warnings(service, connector, project) if target is not None else []
     if as_json:
         emit_json(
             {"connector": connector_dict(connector), "runtime_options": options.model_dump(mode="json")}
-            | {"bindings": service.credentials.binding_views(connector)}
+            | {"bindings": service.credentials.binding_views(connector), "warnings": warnings}
         )
         return
     s = connector.settings
     if target is not None:
         out_console.print(Text(f"{connector.name}: target {connector.transport}: {describe_target(connector)}"))
+        print_warnings(warnings)
         out_console.print(
             Text(f"  tool cache: {service.queries.cached_catalog(connector)[1]} (probe: patchbay probe {name})")
         )

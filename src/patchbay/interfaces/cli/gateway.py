@@ -48,7 +48,7 @@ def gateway(
 
     The host's config entry runs: patchbay gateway --stdio --project /path (README: "Use Patchbay
     from any MCP host")."""
-    if ctx.invoked_subcommand is not None:  # `gateway install|uninstall`: not serving
+    if ctx.invoked_subcommand is not None:  # `gateway install|uninstall|restore`: not serving
         return
     from patchbay.interfaces.gateway import Gateway, GatewayMode, choose_mode, serve_stdio
     from patchbay.interfaces.gateway.owner import RuntimeOwner

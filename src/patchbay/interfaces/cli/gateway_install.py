@@ -1,10 +1,13 @@
-"""``patchbay gateway install|uninstall HOST``: write (or remove) the one host config entry that
-spawns ``patchbay gateway --stdio`` for a workspace.
+"""``patchbay gateway install|uninstall|restore HOST``: write (or remove) the one host config entry
+that spawns ``patchbay gateway --stdio`` for a workspace, or put a backup of the host's file back.
 
-The change is previewed first (the file and a unified diff); it is written after a confirmation
-on a terminal, or with ``--yes``; ``--dry-run`` only previews. The file is backed up beside
-itself before it is replaced, and nothing but the entry changes
-(:mod:`patchbay.control.gateway_install`).
+HOST is taken in any case (``Claude-Desktop``) and shown by its canonical name. The change is
+previewed first (the file and a unified diff); it is written after a confirmation on a terminal,
+or with ``--yes``; ``--dry-run`` only previews. The file is backed up beside itself
+(``<file>.patchbay-backup-<UTC time>``, so a project's file has its backup in the workspace) before
+it is replaced, the backup's path is printed, and nothing but the entry changes
+(:mod:`patchbay.control.gateway_install`). ``restore`` writes the newest backup (or ``--backup
+PATH``) back, backing up the current file first.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, err_console
 if TYPE_CHECKING:
     from patchbay.control.gateway_install import InstallPlan
 
-__all__ = ["install", "uninstall"]
+__all__ = ["install", "restore", "uninstall"]
 
 _HOST_HELP = "The MCP host: claude-desktop, claude-code, cursor, vscode."
 """Names :data:`patchbay.control.gateway_install.GATEWAY_HOSTS` (loaded only when a command runs:
@@ -53,7 +56,17 @@ def _data_home() -> Path | None:
     return home.resolve() if home.resolve() != default_home().resolve() else None
 
 
-def _show_and_write(plan: InstallPlan, *, yes: bool, dry_run: bool, as_json: bool) -> None:
+def _restore_command(plan: InstallPlan, *, project: Path, user: bool, file: Path | None) -> str:
+    """The ``gateway restore`` command that puts back a backup of ``plan``'s file."""
+    where = f" --file {file}" if file is not None else ""
+    if file is None and user and plan.file.host != "claude-desktop":
+        where = " --user"
+    elif file is None and plan.file.scope == "project":
+        where = f" --project {project}"
+    return f"patchbay gateway restore {plan.file.host}{where}"
+
+
+def _show_and_write(plan: InstallPlan, *, yes: bool, dry_run: bool, as_json: bool, restore: str = "") -> None:
     from patchbay.control.gateway_install import apply_plan
 
     written, backup = False, None
@@ -82,19 +95,25 @@ def _show_and_write(plan: InstallPlan, *, yes: bool, dry_run: bool, as_json: boo
                 "host": plan.file.host,
                 "path": str(plan.file.path),
                 "scope": plan.file.scope,
-                "name": plan.name,
+                "name": plan.name or None,
                 "action": plan.action,
                 "entry": plan.entry,
                 "diff": plan.diff(),
                 "written": written,
                 "backup": None if backup is None else str(backup),
+                "restored_from": None if plan.source is None else str(plan.source),
             }
         )
         return
     if plan.action == "unchanged":
-        out_console.print(f"{plan.file.path}: nothing to change")
+        out_console.print(f"{plan.file.host}: {plan.file.path}: nothing to change")
     elif written:
-        out_console.print(f"wrote {plan.file.path}" + (f" (backup: {backup})" if backup else ""))
+        source = f" from {plan.source}" if plan.source is not None else ""
+        out_console.print(f"{plan.file.host}: wrote {plan.file.path}{source}")
+        if backup is not None:
+            out_console.print(
+                f"  backup of the previous file: {backup}" + (f" (put it back: {restore})" if restore else "")
+            )
         if plan.file.host == "claude-code" and plan.action != "remove":
             out_console.print("Claude Code asks once before it starts a server of a project's .mcp.json.")
     else:
@@ -104,7 +123,10 @@ def _show_and_write(plan: InstallPlan, *, yes: bool, dry_run: bool, as_json: boo
 def _print_plan(plan: InstallPlan) -> None:
     if plan.action == "unchanged":
         return  # said once, after: "nothing to change"
-    err_console.print(f"{plan.file.host}: {plan.action} entry {plan.name!r} in {plan.file.path}")
+    if plan.source is not None:
+        err_console.print(f"{plan.file.host}: restore {plan.file.path} from {plan.source}")
+    else:
+        err_console.print(f"{plan.file.host}: {plan.action} entry {plan.name!r} in {plan.file.path}")
     out_console.print(Syntax(plan.diff(), "diff", theme="ansi_dark", background_color="default"))
 
 
@@ -150,7 +172,9 @@ def install(
         err_console.print(
             "note: the host does not see PATCHBAY_DATABASE_URL; the gateway it starts uses the data home's database"
         )
-    _show_and_write(plan_install(target, entry, name=name), yes=yes, dry_run=dry_run, as_json=as_json)
+    plan = plan_install(target, entry, name=name)
+    restore = _restore_command(plan, project=workspace, user=user, file=file)
+    _show_and_write(plan, yes=yes, dry_run=dry_run, as_json=as_json, restore=restore)
 
 
 @handle_errors
@@ -164,10 +188,41 @@ def uninstall(
     dry_run: bool = typer.Option(False, "--dry-run", help="Only preview the change."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Remove the Patchbay gateway's entry from an MCP host's config (backed up first)."""
+    """Remove the Patchbay gateway's entry from an MCP host's config (backed up first). To put
+    the whole file back as it was before an install, use `gateway restore HOST`."""
     from patchbay.control.gateway_install import host_config_file, plan_uninstall
 
-    target = host_config_file(host, project=_workspace(project), home=Path.home(), user=user)
+    workspace = _workspace(project)
+    target = host_config_file(host, project=workspace, home=Path.home(), user=user)
     if file is not None:
         target = dataclasses.replace(target, path=file.expanduser().resolve())
-    _show_and_write(plan_uninstall(target, name=name), yes=yes, dry_run=dry_run, as_json=as_json)
+    plan = plan_uninstall(target, name=name)
+    restore = _restore_command(plan, project=workspace, user=user, file=file)
+    _show_and_write(plan, yes=yes, dry_run=dry_run, as_json=as_json, restore=restore)
+
+
+@handle_errors
+def restore(
+    host: str = typer.Argument(..., help=_HOST_HELP),
+    project: Path = typer.Option(Path("."), "--project", help="The workspace whose file was backed up."),
+    user: bool = typer.Option(False, "--user", help="The host's user-level file."),
+    file: Path | None = typer.Option(None, "--file", help="This file instead of the host's standard one."),
+    backup: Path | None = typer.Option(
+        None, "--backup", help="The backup to put back (one beside the file; default: the newest)."
+    ),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Write without asking."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only preview the change."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Put a backup of a host's config file back: the newest `<file>.patchbay-backup-<UTC time>`
+    beside it (or `--backup PATH`). The whole file becomes the backup (the diff shows what that
+    undoes); the current file is backed up first. `--json` names the backup (`restored_from`)."""
+    from patchbay.control.gateway_install import host_config_file, plan_restore
+
+    workspace = _workspace(project)
+    target = host_config_file(host, project=workspace, home=Path.home(), user=user)
+    if file is not None:
+        target = dataclasses.replace(target, path=file.expanduser().resolve())
+    plan = plan_restore(target, None if backup is None else backup.expanduser().resolve())
+    again = _restore_command(plan, project=workspace, user=user, file=file)
+    _show_and_write(plan, yes=yes, dry_run=dry_run, as_json=as_json, restore=again)

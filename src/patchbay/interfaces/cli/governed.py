@@ -39,17 +39,28 @@ def probe(
     project: Path = typer.Option(Path("."), "--project", help="Workspace the server runs in."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Connect for real (initialize, tools/list, resources/list), cache the catalog. Exit 0 only when ready."""
+    """Connect for real (initialize, tools/list, resources/list), cache the catalog. Exit 0 only when ready.
+
+    A disabled connector is probed too (to check it before enabling it), and the output says it is
+    disabled and how to enable it: no runtime or gateway uses it until then. `--json` carries
+    `enabled` and `warnings` (`[{"code": "disabled", "message", "hint"}]`, the connector status
+    name; empty for an enabled connector)."""
     service = state.service()
     workspace = service.queries.project(project).path
+    enabled = service.get(name).settings.enabled
     with err_console.status(f"probing {name}…", spinner="dots") if not as_json and err_console.is_terminal else _null():
         result = anyio.run(lambda: service.probe(name, workspace=Path(workspace)))
+    warnings = [] if enabled else [_disabled_warning(name)]
     if as_json:
         emit_json(
-            result.model_dump(mode="json", exclude={"tools", "resources"}) | {"tools": [t.name for t in result.tools]}
+            result.model_dump(mode="json", exclude={"tools", "resources"})
+            | {"tools": [t.name for t in result.tools], "enabled": enabled, "warnings": warnings}
         )
     else:
-        out_console.print(f"{result.connector}: {result.state} ({result.duration_ms} ms)")
+        disabled = "" if enabled else "; connector disabled"
+        out_console.print(f"{result.connector}: {result.state} ({result.duration_ms} ms{disabled})")
+        for warning in warnings:
+            out_console.print(Text(f"  {warning['message']} (enable: {warning['hint']})"))
         if result.state == "ready":
             info = result.server_info or {}
             out_console.print(
@@ -72,6 +83,15 @@ def probe(
                 out_console.print(Text(f"    {safe_text(line)}"))
     if result.state != "ready":
         raise typer.Exit(1)
+
+
+def _disabled_warning(name: str) -> dict[str, str]:
+    """What ``probe`` says about a disabled connector."""
+    return {
+        "code": "disabled",
+        "message": f"{name} is disabled: no runtime or gateway uses it until it is enabled",
+        "hint": f"patchbay connector enable {name}",
+    }
 
 
 class _null:
@@ -146,12 +166,22 @@ def grant(
     project: Path | None = typer.Option(
         None, "--project", help="Set the grant in this workspace's project (default: the global grant)."
     ),
+    unknown_ok: bool = typer.Option(
+        False,
+        "--unknown-ok",
+        help="Store a tool grant even when the probed catalog lacks the tool (it may come later).",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Set or clear a tool, resource-read or prompt grant, globally or for one project.
 
     Tools, resource reads and prompts are separate key spaces: `grant NAME TOOL allow` never
     touches resource reads (`grant NAME --resources allow`) or prompts (`grant NAME --prompt P deny`).
+
+    A tool name is checked against the connector's probed (cached, fresh) catalog: one it does not
+    list is refused (`not_found`, with the closest names) unless `--unknown-ok`; without a probed
+    catalog the grant is stored with a warning that the name could not be checked. `--json` says
+    which (`tool_check`: `known`, `unknown` or `unchecked`).
     """
     service = state.service()
     scope = f"project {project}" if project else "global"
@@ -168,6 +198,10 @@ def grant(
     else:
         subject = tool
     label = "resources" if kind == "resource" else f"prompt {subject}"
+    if unknown_ok and (kind != "tool" or clear):
+        raise ConfigError(
+            "unknown_ok", "--unknown-ok goes with setting a tool grant: grant NAME TOOL DECISION --unknown-ok"
+        )
     if clear:
         if decision is not None:
             raise ConfigError("decision", "give either a decision or --clear, not both")
@@ -177,7 +211,7 @@ def grant(
         if decision is None:
             choices = "allow or deny" if kind == "prompt" else "allow, ask or deny"
             raise ConfigError("decision", f"missing: give {choices} (or --clear)")
-        g = service.grant(name, subject, decision, project=project, kind=kind)
+        g = service.grant(name, subject, decision, project=project, kind=kind, refuse_unknown=not unknown_ok)
         result = {
             "connector": name,
             "kind": kind,
@@ -192,6 +226,17 @@ def grant(
         except PatchbayError:
             known = None
         result["matches_known_tool"] = None if known is None else subject in known
+    check = service.queries.check_tool_name(service.get(name), subject) if kind == "tool" and not clear else None
+    if check is not None:
+        result["tool_check"] = {"state": check.state, "cache": check.cache}
+    if check is not None and check.state == "unchecked":
+        why = "it was never probed" if check.cache == "missing" else "its configuration changed since its last probe"
+        err_console.print(
+            Text(
+                f"warning: {subject!r} could not be checked against {name}'s tools ({why}); the grant is stored "
+                f"and matches nothing until a probe lists the tool (check: patchbay probe {name})"
+            )
+        )
     if as_json:
         emit_json(result)
         return
@@ -199,10 +244,11 @@ def grant(
     out_console.print(
         Text(f"{name}.{subject}: {what} ({scope})" if kind == "tool" else f"{name} {label}: {what} ({scope})")
     )
-    if not clear and result.get("matches_known_tool") is False:
+    if check is not None and check.state == "unknown":  # stored with --unknown-ok
         err_console.print(
             Text(
-                f"note: {subject!r} is not in {name}'s cached tools (probe it?); the grant is kept but matches nothing yet"
+                f"note: {subject!r} is not in {name}'s probed tools; the grant is kept but matches nothing until a "
+                "probe lists the tool"
             )
         )
 

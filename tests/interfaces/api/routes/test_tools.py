@@ -111,7 +111,9 @@ async def test_tools_show_global_decisions_and_with_cwd_the_projects(api: Api, t
 
 async def test_a_grant_for_an_unknown_tool_is_kept_and_matches_nothing(api: Api) -> None:
     await _probed_time(api)
-    put = await api.client.put("/api/mcp/connectors/time/tools/ns/odd tool", json={"decision": "allow"})
+    put = await api.client.put(
+        "/api/mcp/connectors/time/tools/ns/odd tool", json={"decision": "allow", "unknown_ok": True}
+    )
     assert put.status_code == 200 and put.json()["tool"] == "ns/odd tool"
     assert put.json()["matches_known_tool"] is False
     listed = (await api.client.get("/api/mcp/connectors/time/tools")).json()
@@ -124,6 +126,36 @@ async def test_a_grant_for_an_unknown_tool_is_kept_and_matches_nothing(api: Api)
         }
     ]
     assert (await api.client.delete("/api/mcp/connectors/time/tools/ns/odd tool")).json()["cleared"] is True
+
+
+async def test_a_grant_for_a_tool_the_probed_catalog_lacks_is_404_with_suggestions(api: Api) -> None:
+    await _probed_time(api)
+    for params in (None, {"cwd": str(api.workspace)}):
+        refused = await api.client.put(
+            "/api/mcp/connectors/time/tools/get_curent_time", params=params, json={"decision": "allow"}
+        )
+        assert refused.status_code == 404, refused.text
+        error = error_of(refused)
+        assert error["code"] == "not_found"
+        assert error["details"]["tool"] == "get_curent_time" and error["details"]["field"] == "tool"
+        assert error["details"]["suggestions"][0] == "get_current_time"
+    listed = (await api.client.get("/api/mcp/connectors/time/tools")).json()
+    assert listed["unmatched_grants"] == [] and all(t["global_grant"] is None for t in listed["tools"])
+    # the body of the resource and prompt grants has no such field
+    extra = await api.client.put(
+        "/api/mcp/connectors/time/resources/grant", json={"decision": "allow", "unknown_ok": True}
+    )
+    assert extra.status_code == 422
+
+
+async def test_a_grant_without_a_probed_catalog_is_stored_unchecked(api: Api) -> None:
+    await api.create("time", TIME)
+    put = await api.client.put("/api/mcp/connectors/time/tools/get_curent_time", json={"decision": "deny"})
+    assert put.status_code == 200, put.text
+    assert put.json()["matches_known_tool"] is False
+    listed = (await api.client.get("/api/mcp/connectors/time/tools")).json()
+    assert listed["cache"] == "missing"
+    assert [g["tool_name"] for g in listed["unmatched_grants"]] == ["get_curent_time"]
 
 
 async def test_grant_and_workspace_errors(api: Api, tmp_path: Path) -> None:

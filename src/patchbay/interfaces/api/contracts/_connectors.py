@@ -59,6 +59,7 @@ __all__ = [
     "ToolGrantCleared",
     "ToolGrantSet",
     "ToolGrantUpdate",
+    "GrantUpdate",
     "ToolGrantView",
     "ToolList",
 ]
@@ -655,8 +656,21 @@ class ToolList(_Response):
     """Prompt grants (``tool_name``: the prompt, or ``*``) in the same scope."""
 
 
-class ToolGrantUpdate(_Request):
+class GrantUpdate(_Request):
+    """The body of ``PUT .../resources/grant`` and ``PUT .../prompts/{prompt}/grant``."""
+
     decision: GrantDecision
+
+
+class ToolGrantUpdate(_Request):
+    """The body of ``PUT .../tools/{tool}``."""
+
+    decision: GrantDecision
+    unknown_ok: bool = False
+    """Store the grant even when the connector's probed (fresh cached) catalog does not list the
+    tool, for a tool the server will list later; by default such a name is refused (404
+    ``not_found``, ``details.suggestions``: the closest cached names). Without a probed catalog
+    the name cannot be checked and the grant is stored either way."""
 
 
 class ToolGrantSet(_Response):

@@ -97,12 +97,16 @@ def put_grant(
     connector: ConnectorRef, tool: ToolName, body: c.ToolGrantUpdate, service: Service, cwd: Workspace = None
 ) -> c.ToolGrantSet:
     """Without ``cwd``: the global default for the tool; with ``cwd``: that workspace's project
-    override. A global ``deny`` can never be lifted by a project grant. A grant for a tool the cache
-    does not know is kept and matches nothing until a probe lists it."""
+    override. A global ``deny`` can never be lifted by a project grant. A tool the connector's
+    probed (fresh cached) catalog does not list is refused, 404 ``not_found`` with
+    ``details.tool`` and ``details.suggestions`` (the closest cached names), unless
+    ``unknown_ok``; without a probed catalog the name cannot be checked and the grant is stored.
+    A stored grant for a tool the cache does not know matches nothing until a probe lists it
+    (``matches_known_tool`` false)."""
     current = resolve_connector(service, connector)
     project = Path(cwd) if cwd is not None else None
     with collect_reloads() as reloads:
-        grant = service.grant(current.name, tool, body.decision, project=project)
+        grant = service.grant(current.name, tool, body.decision, project=project, refuse_unknown=not body.unknown_ok)
     try:  # the grant is saved; a failing read-back must not make the request fail
         known = {t.name for t in service.queries.tools(current.name, project=project).tools}
     except PatchbayError:
@@ -195,7 +199,7 @@ def _clear_subject_grant(
     summary="Set the resource-read grant",
 )
 def put_resource_grant(
-    connector: ConnectorRef, body: c.ToolGrantUpdate, service: Service, cwd: Workspace = None
+    connector: ConnectorRef, body: c.GrantUpdate, service: Service, cwd: Workspace = None
 ) -> c.GrantSet:
     """How explicit resource includes from this connector are decided (risk ``read``): ``allow``
     reads without asking, ``ask`` asks, ``deny`` refuses every include; globally, or with ``cwd``
@@ -223,7 +227,7 @@ def clear_resource_grant(connector: ConnectorRef, service: Service, cwd: Workspa
     summary="Set a prompt grant",
 )
 def put_prompt_grant(
-    connector: ConnectorRef, prompt: PromptName, body: c.ToolGrantUpdate, service: Service, cwd: Workspace = None
+    connector: ConnectorRef, prompt: PromptName, body: c.GrantUpdate, service: Service, cwd: Workspace = None
 ) -> c.GrantSet:
     """``deny`` hides the prompt (``*``: every prompt of the connector) from listings and refuses
     its expansion with ``permission_denied``; ``allow`` (a project's, for one prompt) reopens one
