@@ -81,6 +81,15 @@ def served(run: Callable[..., Any], home: Path, workspace: Path) -> Iterator[Ser
         yield serving
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+"""A bare 2025-era ``initialize`` request, as a host's first POST sends it."""
+
+
 def http_client(served: Served, **headers: str) -> httpx2.AsyncClient:
     return httpx2.AsyncClient(headers={**served.headers, **headers}, timeout=httpx2.Timeout(30, read=300))
 
@@ -148,12 +157,7 @@ async def test_proxy_mode_and_the_project_header_share_one_runtime_per_workspace
 
 
 async def test_a_request_without_the_token_is_401_and_a_foreign_origin_403(served: Served) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
+    initialize = INITIALIZE
     accept = {"Accept": "application/json, text/event-stream"}
     with anyio.fail_after(30):
         async with httpx2.AsyncClient(timeout=10) as http:
@@ -316,12 +320,7 @@ async def test_an_ask_call_is_approved_on_the_settings_page_and_its_identical_ca
 @pytest.mark.parametrize("where", ["query", "header"])
 @pytest.mark.parametrize("relative", ["ws", "./ws", "~/ws", "ws/../ws"])
 async def test_a_relative_workspace_is_422_naming_the_cwd_field(api: Api, where: str, relative: str) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
+    initialize = INITIALIZE
     headers = {"Accept": "application/json, text/event-stream"}
     params: dict[str, str] = {}
     if where == "query":
@@ -340,12 +339,7 @@ async def test_a_relative_workspace_is_422_naming_the_cwd_field(api: Api, where:
 async def test_an_absolute_workspace_is_served(api: Api) -> None:
     """The same request with the workspace's absolute path initializes (the check refuses only
     relative ones)."""
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
+    initialize = INITIALIZE
     headers = {"Accept": "application/json, text/event-stream", "X-Patchbay-Project": str(api.workspace)}
     with anyio.fail_after(30):
         answer = await api.client.post("/mcp", json=initialize, headers=headers)

@@ -27,7 +27,7 @@ from patchbay.core.settings import default_home
 from patchbay.interfaces.cli._context import JSON_OPTION, emit_json, err_console, handle_errors, out_console, state
 
 if TYPE_CHECKING:
-    from patchbay.control.gateway_install import InstallPlan
+    from patchbay.control.gateway_install import HostConfigFile, InstallPlan
 
 __all__ = ["install", "restore", "uninstall"]
 
@@ -143,6 +143,15 @@ def _workspace(project: Path) -> Path:
     return path
 
 
+def _host_file(host: str, workspace: Path, *, user: bool, file: Path | None) -> HostConfigFile:
+    """The host's config file for ``workspace`` (``--user``: its user-level one; ``--file``: that
+    file instead). Raises ConfigError (``invalid_config``) for an unknown host."""
+    from patchbay.control.gateway_install import host_config_file
+
+    target = host_config_file(host, project=workspace, home=Path.home(), user=user)
+    return target if file is None else dataclasses.replace(target, path=file.expanduser().resolve())
+
+
 @handle_errors
 def install(
     host: str = typer.Argument(..., help=_HOST_HELP),
@@ -159,14 +168,12 @@ def install(
 ) -> None:
     """Add the Patchbay gateway to an MCP host's config: one entry that runs `patchbay gateway
     --stdio` for this workspace. Previews the change, backs the file up, touches no other entry."""
-    from patchbay.control.gateway_install import gateway_entry, host_config_file, plan_install
+    from patchbay.control.gateway_install import gateway_entry, plan_install
 
     if mode not in _MODES:
         raise ValidationError(f"unknown mode {mode!r}; use one of {', '.join(_MODES)}", details={"field": "mode"})
     workspace = _workspace(project)
-    target = host_config_file(host, project=workspace, home=Path.home(), user=user)
-    if file is not None:
-        target = dataclasses.replace(target, path=file.expanduser().resolve())
+    target = _host_file(host, workspace, user=user, file=file)
     entry = gateway_entry(target, _patchbay_command(), project=workspace, mode=mode, data_home=_data_home())
     if os.environ.get("PATCHBAY_DATABASE_URL") and not as_json:
         err_console.print(
@@ -190,12 +197,10 @@ def uninstall(
 ) -> None:
     """Remove the Patchbay gateway's entry from an MCP host's config (backed up first). To put
     the whole file back as it was before an install, use `gateway restore HOST`."""
-    from patchbay.control.gateway_install import host_config_file, plan_uninstall
+    from patchbay.control.gateway_install import plan_uninstall
 
     workspace = _workspace(project)
-    target = host_config_file(host, project=workspace, home=Path.home(), user=user)
-    if file is not None:
-        target = dataclasses.replace(target, path=file.expanduser().resolve())
+    target = _host_file(host, workspace, user=user, file=file)
     plan = plan_uninstall(target, name=name)
     restore = _restore_command(plan, project=workspace, user=user, file=file)
     _show_and_write(plan, yes=yes, dry_run=dry_run, as_json=as_json, restore=restore)
@@ -217,12 +222,10 @@ def restore(
     """Put a backup of a host's config file back: the newest `<file>.patchbay-backup-<UTC time>`
     beside it (or `--backup PATH`). The whole file becomes the backup (the diff shows what that
     undoes); the current file is backed up first. `--json` names the backup (`restored_from`)."""
-    from patchbay.control.gateway_install import host_config_file, plan_restore
+    from patchbay.control.gateway_install import plan_restore
 
     workspace = _workspace(project)
-    target = host_config_file(host, project=workspace, home=Path.home(), user=user)
-    if file is not None:
-        target = dataclasses.replace(target, path=file.expanduser().resolve())
+    target = _host_file(host, workspace, user=user, file=file)
     plan = plan_restore(target, None if backup is None else backup.expanduser().resolve())
     again = _restore_command(plan, project=workspace, user=user, file=file)
     _show_and_write(plan, yes=yes, dry_run=dry_run, as_json=as_json, restore=again)
