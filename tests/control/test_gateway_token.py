@@ -14,7 +14,7 @@ import pytest
 
 from patchbay.adapters.credentials import CREDENTIALS_FILE, CredentialStore
 from patchbay.control.gateway_token import GATEWAY_TOKEN_PREFIX, GatewayTokens
-from patchbay.core.errors import CanonicalStateUnavailable
+from patchbay.core.errors import CanonicalStateUnavailable, ValidationError
 from patchbay.core.redaction import redact_text
 
 
@@ -133,3 +133,19 @@ def test_a_corrupt_or_planted_store_accepts_nothing_and_says_why(tmp_path: Path)
     assert not tokens.accepts(issued.token)
     with pytest.raises(CanonicalStateUnavailable, match="symlink"):
         tokens.status()
+
+
+def test_adopt_stores_another_instances_token_and_refuses_anything_else(tmp_path: Path) -> None:
+    made = _tokens(tmp_path / "a").ensure()
+    assert made is not None
+    other = _tokens(tmp_path / "b")
+    own = other.ensure()
+    assert own is not None
+    adopted = other.adopt(f"  {made.token}\n")
+    assert adopted.replaced and other.accepts(made.token) and not other.accepts(own.token)
+    for wrong in ("", made.token[:-1], made.token + "x", "pbgw_" + "!" * 43, made.token[len(GATEWAY_TOKEN_PREFIX) :]):
+        with pytest.raises(ValidationError) as refused:
+            other.adopt(wrong)
+        assert refused.value.code == "validation_error" and refused.value.details == {"field": "token"}
+        assert not wrong or wrong not in refused.value.message
+    assert other.accepts(made.token)  # a refused value changes nothing

@@ -11,6 +11,7 @@ Usage::
     issued = tokens.ensure()        # IssuedGatewayToken on first need (show it now), else None
     issued = tokens.rotate()        # a new one; the old one stops working at once
     tokens.accepts(supplied)        # per request: the token a client sent is the current one
+    tokens.adopt(token)             # another data home's token (instances behind one balancer)
 
 Contract:
 
@@ -25,22 +26,27 @@ Contract:
 * :meth:`GatewayTokens.accepts` compares digests in constant time and sees a rotation made by
   another process at its next call (the store is checked on every call, its parse cached on the
   file's identity), so a running ``serve`` refuses the old token as soon as it is replaced;
-* a store that cannot be read accepts nothing (``accepts`` is False), it never fails open.
+* a store that cannot be read accepts nothing (``accepts`` is False), it never fails open;
+* :meth:`GatewayTokens.adopt` stores a token made elsewhere (every instance of one deployment
+  takes the same one); it must have the shape above.
 
-Errors: :meth:`GatewayTokens.ensure`, :meth:`GatewayTokens.rotate` and
-:meth:`GatewayTokens.status` raise :class:`~patchbay.core.errors.CanonicalStateUnavailable`
-(``canonical_state_unavailable``) when the credential store cannot be locked, read or written.
+Errors: :meth:`GatewayTokens.ensure`, :meth:`GatewayTokens.rotate`, :meth:`GatewayTokens.adopt`
+and :meth:`GatewayTokens.status` raise :class:`~patchbay.core.errors.CanonicalStateUnavailable`
+(``canonical_state_unavailable``) when the credential store cannot be locked, read or written;
+:meth:`GatewayTokens.adopt` raises :class:`~patchbay.core.errors.ValidationError`
+(``validation_error``, field ``token``) for a value that is not a gateway token.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from dataclasses import dataclass
 
 from patchbay.adapters.credentials import CredentialStore, IssuedToken
-from patchbay.core.errors import CanonicalStateUnavailable
+from patchbay.core.errors import CanonicalStateUnavailable, ValidationError
 from patchbay.core.redaction import register_secret
 
 __all__ = ["GATEWAY_TOKEN_NAME", "GATEWAY_TOKEN_PREFIX", "GatewayTokens", "IssuedGatewayToken"]
@@ -49,6 +55,8 @@ GATEWAY_TOKEN_NAME = "gateway"
 """Its name among the credential store's issued tokens."""
 GATEWAY_TOKEN_PREFIX = "pbgw_"
 """What every gateway token starts with."""
+
+_SHAPE = re.compile(rf"{GATEWAY_TOKEN_PREFIX}[A-Za-z0-9_-]{{43}}")
 
 
 def _digest(token: str) -> str:
@@ -113,8 +121,28 @@ class GatewayTokens:
         with self.store.transaction():
             return self._issue()
 
-    def _issue(self) -> IssuedGatewayToken:
-        token = GATEWAY_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    def adopt(self, token: str) -> IssuedGatewayToken:
+        """Make ``token`` (surrounding whitespace ignored) the gateway token, in place of the
+        current one: a token another instance of the same deployment made and showed, so a
+        host's one token opens ``/mcp`` on each of them.
+
+        Raises:
+            ValidationError: ``validation_error`` (field ``token``) when ``token`` is not
+                ``pbgw_`` and 43 URL-safe characters (the message never quotes it).
+            CanonicalStateUnavailable: the credential store cannot be locked, read or written.
+        """
+        token = token.strip()
+        if _SHAPE.fullmatch(token) is None:
+            raise ValidationError(
+                f"that is not a gateway token ({GATEWAY_TOKEN_PREFIX} and 43 URL-safe characters, as "
+                "`patchbay gateway token --rotate` prints)",
+                details={"field": "token"},
+            )
+        with self.store.transaction():
+            return self._issue(token)
+
+    def _issue(self, token: str | None = None) -> IssuedGatewayToken:
+        token = token or GATEWAY_TOKEN_PREFIX + secrets.token_urlsafe(32)
         register_secret(token)  # this process masks it wherever it could be logged
         record = IssuedToken(sha256=_digest(token), created_at=self.store.now())
         previous = self.store.replace_issued_token(GATEWAY_TOKEN_NAME, record)

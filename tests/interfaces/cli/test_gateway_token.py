@@ -116,3 +116,21 @@ def test_a_rotation_applies_to_a_running_serve_at_once(tmp_path: Path) -> None:
         assert old.status_code == 401 and old.headers["www-authenticate"] == "Bearer"
         assert initialize(second).status_code == 200
     assert served.process.returncode == 0
+
+
+def test_from_stdin_gives_a_second_instance_the_same_token_without_printing_it(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    token = json.loads(_invoke(first, "gateway", "token", "--rotate", "--json").stdout)["token"]
+    result = CliRunner().invoke(
+        app, ["--home", str(second), "gateway", "token", "--from-stdin", "--json"], input=token + "\n"
+    )
+    assert result.exit_code == 0, result.output
+    adopted = json.loads(result.stdout)
+    assert adopted == {"exists": True, "created_at": adopted["created_at"], "replaced": False}
+    assert adopted["created_at"] == GatewayTokens(CredentialStore(second)).status()
+    assert token not in result.output and _accepts(second, token)
+    bad = CliRunner().invoke(app, ["--home", str(second), "gateway", "token", "--from-stdin"], input="not-a-token\n")
+    assert bad.exit_code == 1 and bad.stderr.startswith("error[validation_error]: that is not a gateway token")
+    both = CliRunner().invoke(app, ["--home", str(second), "gateway", "token", "--rotate", "--from-stdin"], input=token)
+    assert both.exit_code == 1 and "error[validation_error]" in both.stderr
+    assert _accepts(second, token)
