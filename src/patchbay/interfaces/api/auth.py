@@ -29,7 +29,8 @@ page can answer 401 with a page a person can read (which URL to open) instead of
 OAuth callback (:data:`OAUTH_CALLBACK_PATH`), whose single-use ``state`` is its own capability.
 
 The gateway (:data:`GATEWAY_PATH`, ``/mcp``) also takes the gateway token
-(:mod:`patchbay.control.gateway_token`, the middleware's ``gateway_token`` check), and only it:
+(:mod:`patchbay.control.gateway_token`, the middleware's ``gateway_token`` check), a token that
+opens nothing else:
 
 * ``/mcp`` with ``Authorization: Bearer <gateway token>`` is let in (``Access("gateway")``), from
   any peer;

@@ -24,11 +24,12 @@ The MCP gateway is served at ``/mcp`` on the same port, behind the same Host/Ori
 takes the gateway token (:mod:`patchbay.control.gateway_token`), which opens ``/mcp`` and nothing
 else, and from loopback clients the API token too; clients that are not on this machine must send
 the gateway token. With ``--allow-remote`` the gateway token is made on first need and shown this
-once: a ``Gateway token: ...`` line on stderr (``--json``: ``gateway_token`` in the JSON object,
-null when it existed already); a later start says it exists and when it was made, and
-``patchbay gateway token --rotate`` makes a new one (the old one stops working at once, in a
-running serve too). Without ``--allow-remote`` nothing is made and ``/mcp`` behaves as before
-(the API token, or an existing gateway token).
+once: a ``Gateway token (for /mcp only, ...): pbgw_...`` line on stderr (``--json``:
+``gateway_token`` in the JSON object, null when it existed already, beside ``gateway_url`` and
+``gateway_token_created_at``, Unix milliseconds or null); a later start says on stderr that it
+exists and when it was made, and ``patchbay gateway token --rotate`` makes a new one (the old
+one stops working at once, in a running serve too). Without ``--allow-remote`` nothing is made
+and ``/mcp`` behaves as before (the API token, or an existing gateway token).
 
 While it starts, each step is a ``patchbay serve: [<s>] ...`` line on stderr with the seconds
 since the command began: loading the API, opening the store (and migrating it), the session host.
