@@ -262,3 +262,26 @@ def test_plain_bindings_are_delivered_without_the_store_and_never_registered(tmp
     resolved = store.resolve(bindings, connector_id="con_a")
     assert resolved.env == {"NODE_ENV": "production-eu-west", "EMPTY": ""} and resolved.secrets == ()
     assert redact_text("production-eu-west") == "production-eu-west"
+
+
+# --- issued tokens (the gateway token's digest) ------------------------------------------------
+
+
+def test_issued_tokens_survive_record_writes_and_a_reader_sees_another_writers_change(tmp_path: Path) -> None:
+    from patchbay.adapters.credentials import IssuedToken
+
+    writer, reader = CredentialStore(tmp_path), CredentialStore(tmp_path)
+    assert reader.issued_token("gateway") is None
+    first = IssuedToken(sha256="a" * 64, created_at=1)
+    assert writer.replace_issued_token("gateway", first) is None
+    assert reader.issued_token("gateway") == first
+    writer.apply(upserts=[writer.new_record(owner_id="mcp_1", kind="api_key", value="value-of-the-key-123")])
+    assert reader.issued_token("gateway") == first  # a record write keeps it
+    second = IssuedToken(sha256="b" * 64, created_at=2)
+    assert writer.replace_issued_token("gateway", second) == first
+    assert reader.issued_token("gateway") == second  # the reader's cached parse is not used for a new file
+    assert [r.value for r in reader.load().values()] == ["value-of-the-key-123"]
+    assert mode(tmp_path / "credentials.json") == 0o600
+    with pytest.raises(ValueError):
+        IssuedToken(sha256="not-a-digest", created_at=1)
+    assert "b" * 64 not in repr(second)

@@ -12,6 +12,12 @@ control-plane methods, and :class:`~patchbay.core.errors.CredentialUnavailable`
 (``auth_required``, problem ``unreadable``) from :meth:`CredentialStore.resolve`; an unknown id is
 ``NotFoundError`` (``not_found``). No message ever quotes a value.
 
+Beside the connectors' credentials the document keeps the tokens Patchbay itself issues and checks
+(the gateway token, :mod:`patchbay.control.gateway_token`) as :class:`IssuedToken` records: only
+their SHA-256 digest, never the token, so a token is shown once, when it is made, and this file
+cannot give it back. :meth:`CredentialStore.issued_token` reads one (cached on the file's identity,
+so a check per request costs a ``stat``), :meth:`CredentialStore.replace_issued_token` writes one.
+
 Design: docs/credentials.md (the file contract)
 """
 
@@ -50,6 +56,7 @@ __all__ = [
     "LOCK_TIMEOUT",
     "CredentialResolver",
     "CredentialStore",
+    "IssuedToken",
     "ResolvedCredentials",
     "StoredCredential",
 ]
@@ -82,6 +89,27 @@ class StoredCredential(Credential):
         if self.default_secret:
             data["default"] = None
         return Credential.model_validate(data)
+
+
+class IssuedToken(pydantic.BaseModel):
+    """A token Patchbay issued and checks itself (not a connector's): what the store keeps of it.
+
+    ``sha256`` is the 64 lower-case hex digits of the SHA-256 of the token's ASCII text: the
+    token itself is never stored, so it cannot be shown again. ``created_at``: Unix milliseconds.
+    """
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", repr=False)
+    created_at: int = Field(ge=0)
+
+
+_Signature = tuple[int, int, int, int, int]
+"""What identifies one version of the file: device, inode, size, mtime and ctime (ns)."""
+
+
+def _signature(info: os.stat_result) -> _Signature:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 @dataclass(frozen=True, repr=False)
@@ -145,6 +173,8 @@ class CredentialStore:
         self._clock = clock or _now_ms
         self._environ = environ
         self._held = threading.local()  # this thread's lock depth: transaction() and mutate() nest
+        # the issued tokens of the file version last read (see issued_token)
+        self._tokens_seen: tuple[_Signature, dict[str, IssuedToken]] | None = None
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -158,31 +188,99 @@ class CredentialStore:
         Raises:
             CanonicalStateUnavailable: the file cannot be opened or parsed.
         """
+        return self._read()[0]
+
+    def _read_raw(self) -> tuple[bytes, _Signature] | None:
+        """The file's bytes and the identity of the version read; None when there is no file."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
-            return {}
+            return None
         except OSError as exc:
             raise self._unavailable("cannot be opened", exc) from None
         try:
-            if os.fstat(fd).st_mode & 0o077:
+            info = os.fstat(fd)
+            if info.st_mode & 0o077:
                 with contextlib.suppress(OSError):
                     os.fchmod(fd, 0o600)  # someone widened it: put it back
+                info = os.fstat(fd)
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 raw = handle.read()
         except OSError as exc:
             raise self._unavailable("cannot be read", exc) from None
         finally:
             os.close(fd)
+        return raw, _signature(info)
+
+    def _document(self, raw: bytes) -> dict[str, Any]:
         try:
             document = json.loads(raw)
-            if not isinstance(document, dict) or document.get("version") != _VERSION:
-                raise ValueError("not a version-1 credential store")
-            records = [StoredCredential.model_validate(item) for item in document.get("credentials", [])]
-        except (ValueError, pydantic.ValidationError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError):
+            document = None
+        if not isinstance(document, dict) or document.get("version") != _VERSION:
             # Never quote the document: it holds the values.
+            raise CanonicalStateUnavailable(f"the credential store {self.path} is corrupt", details={})
+        return document
+
+    def _tokens_of(self, document: Mapping[str, Any]) -> dict[str, IssuedToken]:
+        try:
+            tokens = document.get("tokens", {})
+            if not isinstance(tokens, dict):
+                raise ValueError("tokens is not an object")
+            return {str(name): IssuedToken.model_validate(item) for name, item in tokens.items()}
+        except (ValueError, pydantic.ValidationError):
             raise CanonicalStateUnavailable(f"the credential store {self.path} is corrupt", details={}) from None
-        return {record.credential_id: record for record in records}
+
+    def _read(self) -> tuple[dict[str, StoredCredential], dict[str, IssuedToken]]:
+        """The records by id and the issued tokens by name (both empty when there is no file)."""
+        read = self._read_raw()
+        if read is None:
+            return {}, {}
+        document = self._document(read[0])
+        try:
+            records = [StoredCredential.model_validate(item) for item in document.get("credentials", [])]
+        except (ValueError, pydantic.ValidationError):
+            raise CanonicalStateUnavailable(f"the credential store {self.path} is corrupt", details={}) from None
+        return {record.credential_id: record for record in records}, self._tokens_of(document)
+
+    def issued_token(self, name: str) -> IssuedToken | None:
+        """The issued token ``name`` (``gateway``), or None when there is none.
+
+        Cheap enough for every request: the file is parsed again only when its identity (inode,
+        size, modification and change time) differs from the version read last, so a token
+        replaced by another process is seen at the next call.
+
+        Raises:
+            CanonicalStateUnavailable: the file cannot be opened or parsed.
+        """
+        seen = self._tokens_seen
+        if seen is not None:
+            try:
+                if _signature(os.stat(self.path, follow_symlinks=False)) == seen[0]:
+                    return seen[1].get(name)
+            except OSError:
+                pass  # gone or unreadable: the read below says which
+        read = self._read_raw()
+        if read is None:
+            self._tokens_seen = None
+            return None
+        tokens = self._tokens_of(self._document(read[0]))
+        self._tokens_seen = (read[1], tokens)
+        return tokens.get(name)
+
+    def replace_issued_token(self, name: str, token: IssuedToken) -> IssuedToken | None:
+        """Store ``token`` as the issued token ``name``, in place of the one there was (under
+        the lock, in one atomic replace of the file). Returns the one replaced, or None.
+
+        Raises:
+            CanonicalStateUnavailable: the store cannot be locked, read or written.
+        """
+        with self._locked():
+            records, tokens = self._read()
+            previous = tokens.get(name)
+            tokens[name] = token
+            self._save(records, tokens)
+            return previous
 
     def _unavailable(self, what: str, exc: OSError) -> CanonicalStateUnavailable:
         reason = "it is a symlink" if exc.errno == errno.ELOOP else (exc.strerror or type(exc).__name__)
@@ -247,12 +345,14 @@ class CredentialStore:
         finally:
             os.close(fd)  # releases the lock
 
-    def _save(self, records: Mapping[str, StoredCredential]) -> None:
-        """Replace the file atomically with ``records`` (the lock must be held)."""
-        document = {
+    def _save(self, records: Mapping[str, StoredCredential], tokens: Mapping[str, IssuedToken]) -> None:
+        """Replace the file atomically with ``records`` and ``tokens`` (the lock must be held)."""
+        document: dict[str, Any] = {
             "version": _VERSION,
             "credentials": [r.model_dump(mode="json") for r in sorted(records.values(), key=lambda r: r.created_at)],
         }
+        if tokens:
+            document["tokens"] = {name: tokens[name].model_dump(mode="json") for name in sorted(tokens)}
         data = json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8")
         try:
             dir_fd = os.open(self.home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -270,9 +370,9 @@ class CredentialStore:
         (nothing is written). Returns what ``change`` returned.
         """
         with self._locked():
-            records = self.load()
+            records, tokens = self._read()
             result = change(records)
-            self._save(records)
+            self._save(records, tokens)  # the issued tokens are kept as they are
             return result
 
     def new_record(

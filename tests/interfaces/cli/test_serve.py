@@ -105,7 +105,12 @@ def test_serve_json_prints_one_start_document_and_serves_until_interrupted(tmp_p
             "instance",
             "token",
             "login_url",
+            "gateway_url",
+            "gateway_token",
+            "gateway_token_created_at",
         }
+        # without --allow-remote no gateway token is made (tests/interfaces/cli/test_gateway_token.py)
+        assert served.info["gateway_url"] == served.url + "/mcp" and served.info["gateway_token"] is None
         assert served.info["coordination"] == "in process (no PATCHBAY_REDIS_URL)"
         assert served.info["token"] == (tmp_path / "home" / "api-token").read_text().strip()
         assert served.info["login_url"] == f"{served.url}/login?token={served.info['token']}"

@@ -19,7 +19,9 @@ changes something also needs the CSRF header, else 403 ``csrf_failed``). No CORS
 
 The settings page (:mod:`patchbay.interfaces.web`) is served by the same app at ``/ui``; ``/``
 redirects there. The MCP gateway is served at ``/mcp``
-(:mod:`~patchbay.interfaces.api.gateway_endpoint`), behind the same guards.
+(:mod:`~patchbay.interfaces.api.gateway_endpoint`), behind the same guards; there the gateway
+token (:mod:`patchbay.control.gateway_token`) is accepted too, and from a peer that is not on
+loopback it is the only token accepted. The gateway token opens nothing else.
 
 The app's state and its session host: :class:`~patchbay.interfaces.api.context.ApiContext`.
 
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +42,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from patchbay.adapters.api_token import api_token
+from patchbay.adapters.credentials import CredentialStore
 from patchbay.adapters.wakeups import open_wakeups
 from patchbay.control.connectors import ConnectorService
+from patchbay.control.gateway_token import GatewayTokens
 from patchbay.core.errors import ErrorCode
 from patchbay.core.settings import Settings
 from patchbay.core.version import __version__
@@ -199,6 +203,7 @@ def create_app(
     allowed_hosts: Iterable[str] | None = LOOPBACK_HOSTS,
     token: str | None = None,
     require_token: bool = True,
+    gateway_token: Callable[[str], bool] | None = None,
 ) -> FastAPI:
     """Build the REST API.
 
@@ -213,6 +218,9 @@ def create_app(
             default the data home's (:func:`~patchbay.adapters.api_token.api_token`, created on
             first use).
         require_token: False serves without authentication (``serve --no-auth``, loopback only).
+        gateway_token: ``check(supplied) -> bool`` for the gateway token on ``/mcp``; default
+            the data home's (:meth:`~patchbay.control.gateway_token.GatewayTokens.accepts`, read
+            from the credential store per request, so a rotation applies at once).
 
     Returns:
         A FastAPI app; ``app.state.context`` is its :class:`ApiContext`. Serve it with its
@@ -276,7 +284,14 @@ def create_app(
     # the last added runs first: Host/Origin, then the body size, then the token
     if require_token:
         assert token is not None
-        app.add_middleware(TokenAuthMiddleware, token=token, session_max_age=settings.api_session_max_age)
+        if gateway_token is None:
+            gateway_token = GatewayTokens(CredentialStore(settings.home)).accepts
+        app.add_middleware(
+            TokenAuthMiddleware,
+            token=token,
+            session_max_age=settings.api_session_max_age,
+            gateway_token=gateway_token,
+        )
         _document_security(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.api_max_body_bytes)
     app.add_middleware(LocalOnlyMiddleware, allowed_hosts=allowed_hosts)

@@ -28,6 +28,20 @@ page can answer 401 with a page a person can read (which URL to open) instead of
 ``GET /api/health``, which then answers its status only (a load balancer's probe), and so is the
 OAuth callback (:data:`OAUTH_CALLBACK_PATH`), whose single-use ``state`` is its own capability.
 
+The gateway (:data:`GATEWAY_PATH`, ``/mcp``) also takes the gateway token
+(:mod:`patchbay.control.gateway_token`, the middleware's ``gateway_token`` check), a token that
+opens nothing else:
+
+* ``/mcp`` with ``Authorization: Bearer <gateway token>`` is let in (``Access("gateway")``), from
+  any peer;
+* the gateway token anywhere else (``/api/...``, the page, ``/api/health``, ``/docs``) is 401
+  ``unauthorized``, saying it opens ``/mcp`` only: it never reaches a route;
+* ``/mcp`` with the API token or the session cookie is let in from a loopback peer (the ASGI
+  ``client`` is 127.0.0.0/8 or ``::1``: hosts on this machine keep working as they were) and is
+  401 from any other peer (``serve --allow-remote``; and behind a local proxy that forwards the
+  client's address): a remote MCP host must hold the gateway token, which cannot reach the REST
+  API that registers local commands.
+
 Anything else is 401 ``unauthorized`` in the one error shape with ``WWW-Authenticate: Bearer``,
 before any route runs or any body is read; a websocket is closed with 1008 (policy violation)
 before it is accepted, as no route speaks it. Comparisons take constant time; no answer, message
@@ -38,6 +52,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import secrets
 import time
 from collections.abc import Callable
@@ -55,18 +70,22 @@ from patchbay.interfaces.api.errors import error_response
 
 __all__ = [
     "CSRF_HEADER",
+    "GATEWAY_PATH",
     "HEALTH_PATH",
     "LOGIN_PATH",
     "OAUTH_CALLBACK_PATH",
     "SESSION_MAX_AGE",
     "Access",
     "TokenAuthMiddleware",
+    "is_loopback_peer",
     "is_page_path",
     "login_url",
     "refuse_other_scopes",
     "request_access",
 ]
 
+GATEWAY_PATH = "/mcp"
+"""Where the MCP gateway is served: the one path the gateway token opens."""
 HEALTH_PATH = "/api/health"
 """``GET /api/health``: answered without a token too (its status only; see the health route)."""
 LOGIN_PATH = "/login"
@@ -91,11 +110,11 @@ class Access:
     """What let a request in.
 
     ``via``: ``token`` (the bearer token), ``cookie`` (a login's session cookie; ``csrf_token`` is
-    the token its unsafe requests must send) or ``open`` (served without authentication,
-    ``serve --no-auth``).
+    the token its unsafe requests must send), ``gateway`` (the gateway token, on
+    :data:`GATEWAY_PATH` only) or ``open`` (served without authentication, ``serve --no-auth``).
     """
 
-    via: Literal["token", "cookie", "open"]
+    via: Literal["token", "cookie", "gateway", "open"]
     csrf_token: str | None = None
 
 
@@ -107,6 +126,21 @@ def request_access(scope: Any) -> Access | None:
         return Access("open")
     access: Access | None = scope[_ACCESS_KEY]
     return access
+
+
+def is_loopback_peer(scope: Any) -> bool:
+    """Whether the ASGI ``scope``'s ``client`` is a loopback address (127.0.0.0/8, ``::1``, or
+    127.x mapped into IPv6); False for any other address, a name, or no client at all."""
+    client = scope.get("client")
+    if not client:
+        return False
+    try:
+        address = ipaddress.ip_address(str(client[0]).strip("[]"))
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
 
 
 def is_page_path(path: str) -> bool:
@@ -164,8 +198,20 @@ def _unauthorized(message: str) -> Response:
     return response
 
 
+_GATEWAY_ONLY = (
+    "that is the gateway token: it opens the MCP gateway at /mcp only; the REST API and the settings page "
+    "need the API token (`patchbay api-token`)"
+)
+_REMOTE_GATEWAY = (
+    "a client that is not on this machine must send the gateway token to /mcp as a bearer token "
+    "(`patchbay gateway token --rotate` makes one and shows it once); the API token is accepted there "
+    "from loopback clients only"
+)
+
+
 class TokenAuthMiddleware:
-    """Answer 401 ``unauthorized`` to every request without the token or a live session cookie.
+    """Answer 401 ``unauthorized`` to every request without the token or a live session cookie
+    (the gateway token on :data:`GATEWAY_PATH`; see the module docstring).
 
     Args:
         app: the ASGI app.
@@ -173,6 +219,9 @@ class TokenAuthMiddleware:
             redaction, as is each session cookie value.
         session_max_age: seconds a login's cookie is accepted (and its ``Max-Age``), > 0.
         clock: monotonic seconds (``time.monotonic``); sessions expire on it.
+        gateway_token: ``check(supplied) -> bool``, whether bearer credentials are the current
+            gateway token (:meth:`~patchbay.control.gateway_token.GatewayTokens.accepts`, asked
+            per request, constant time); None: there is no gateway token.
     """
 
     def __init__(
@@ -181,6 +230,7 @@ class TokenAuthMiddleware:
         token: str,
         session_max_age: int = SESSION_MAX_AGE,
         clock: Callable[[], float] = time.monotonic,
+        gateway_token: Callable[[str], bool] | None = None,
     ) -> None:
         if session_max_age <= 0:
             raise ValueError("session_max_age must be > 0 seconds")
@@ -193,6 +243,7 @@ class TokenAuthMiddleware:
         # expired ones go at the next login
         self._sessions: dict[str, float] = {}
         self._csrf_key = secrets.token_bytes(32)
+        self._gateway_token = gateway_token
         register_secret(token)
 
     def _valid_token(self, supplied: str) -> bool:
@@ -207,12 +258,18 @@ class TokenAuthMiddleware:
             live = live or (matches and now < expires)
         return live
 
-    def _access(self, headers: list[tuple[bytes, bytes]]) -> Access | None:
+    def _access(self, headers: list[tuple[bytes, bytes]]) -> Access | str | None:
+        """What the headers prove: an :class:`Access`, None (nothing), or the gateway token
+        (``"gateway"``: accepted on :data:`GATEWAY_PATH` only)."""
         authorizations = [v for k, v in headers if k.lower() == b"authorization"]
         if len(authorizations) == 1:
             scheme, _, credentials = authorizations[0].decode("latin-1").strip().partition(" ")
-            valid = scheme.lower() == "bearer" and self._valid_token(credentials.strip())
-            return Access("token") if valid else None
+            if scheme.lower() != "bearer":
+                return None
+            if self._valid_token(credentials.strip()):
+                return Access("token")
+            gateway = self._gateway_token is not None and self._gateway_token(credentials.strip())
+            return "gateway" if gateway else None
         if authorizations:  # two Authorization headers: which one a proxy looked at is unknowable
             return None
         cookies = _cookie_values(headers, self.cookie_name)
@@ -221,6 +278,17 @@ class TokenAuthMiddleware:
         if len(cookies) == 1 and self._live_session(cookies[0]):
             return Access("cookie", self.csrf_token(cookies[0]))
         return None
+
+    @staticmethod
+    def _placed(scope: Scope, proven: Access | str | None) -> tuple[Access | None, str | None]:
+        """Where what was proven is accepted: ``(access, None)``, or ``(None, refusal)`` when
+        it must be refused whatever the path's exemptions (the message of the 401)."""
+        on_gateway = scope.get("path") == GATEWAY_PATH
+        if proven == "gateway":
+            return (Access("gateway"), None) if on_gateway else (None, _GATEWAY_ONLY)
+        if isinstance(proven, Access) and on_gateway and not is_loopback_peer(scope):
+            return None, _REMOTE_GATEWAY
+        return (proven if isinstance(proven, Access) else None), None
 
     def csrf_token(self, session: str) -> str:
         """The CSRF token of a session cookie value: an HMAC-SHA256 under this middleware's own
@@ -252,8 +320,11 @@ class TokenAuthMiddleware:
         if scope.get("path") == LOGIN_PATH and scope.get("method") in ("GET", "HEAD"):
             await self._login(scope)(scope, receive, send)
             return
-        access = self._access(list(scope.get("headers", [])))
+        access, refusal_message = self._placed(scope, self._access(list(scope.get("headers", []))))
         scope[_ACCESS_KEY] = access
+        if refusal_message is not None:
+            await _unauthorized(refusal_message)(scope, receive, send)
+            return
         if access is None:
             path = str(scope.get("path", ""))
             if scope.get("method") in ("GET", "HEAD") and (is_page_path(path) or path == OAUTH_CALLBACK_PATH):

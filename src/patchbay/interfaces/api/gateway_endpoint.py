@@ -2,8 +2,11 @@
 
 The same :class:`~patchbay.interfaces.gateway.Gateway` as ``patchbay gateway --stdio``, served by
 the SDK's Streamable HTTP session manager in the API's own process, behind the API's guards
-(:mod:`patchbay.interfaces.api.app`: the ``Host``/``Origin`` check, the body limit and the API
-token, so a request without ``Authorization: Bearer <token>`` is 401 ``unauthorized``).
+(:mod:`patchbay.interfaces.api.app`: the ``Host``/``Origin`` check, the body limit and the
+token check, so a request without ``Authorization: Bearer <token>`` is 401 ``unauthorized``).
+The token is the gateway token (:mod:`patchbay.control.gateway_token`: it opens this path and
+nothing else) or, from a loopback client only, the API token; a remote host (``serve
+--allow-remote``) must send the gateway token (:mod:`patchbay.interfaces.api.auth`).
 
 Which workspace: ``?cwd=DIR`` or the ``X-Patchbay-Project: DIR`` header (the same directory when
 both are given, else 422 ``validation_error``; an absolute path as the REST routes' ``cwd``, else
@@ -51,6 +54,7 @@ from starlette.types import Receive, Scope, Send
 from patchbay.core.errors import ErrorCode, PatchbayError, ValidationError
 from patchbay.core.live_status import StatusRegistry
 from patchbay.core.settings import Settings
+from patchbay.interfaces.api.auth import GATEWAY_PATH
 from patchbay.interfaces.api.errors import STATUS, error_response
 from patchbay.interfaces.gateway import Gateway, GatewayMode, choose_mode
 from patchbay.interfaces.gateway.approvals import GatewayApprovals
@@ -59,8 +63,6 @@ from patchbay.runtime.calls.permissions import Approver
 
 __all__ = ["GATEWAY_PATH", "PROJECT_HEADER", "HttpGateway", "Preparer"]
 
-GATEWAY_PATH = "/mcp"
-"""Where the gateway is served."""
 PROJECT_HEADER = "X-Patchbay-Project"
 """The header naming the workspace directory (as ``?cwd=`` does)."""
 _MODES = ("proxy", "direct", "auto")

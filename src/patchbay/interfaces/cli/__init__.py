@@ -23,6 +23,7 @@ from patchbay.interfaces.cli import (
     connectors,
     credentials,
     gateway_install,
+    gateway_token,
     governed,
     imports,
     prompts,
@@ -67,6 +68,7 @@ gateway_app.callback()(gateway_command)
 gateway_app.command("install")(gateway_install.install)
 gateway_app.command("uninstall")(gateway_install.uninstall)
 gateway_app.command("restore")(gateway_install.restore)
+gateway_app.command("token")(gateway_token.token)
 app.add_typer(gateway_app, name="gateway")
 
 

@@ -19,8 +19,17 @@ Stopping is bounded: calls in flight get ``shutdown_grace`` seconds
 (``PATCHBAY_SHUTDOWN_GRACE``, default 5), then are cancelled and answered ``cancelled``, and every
 session's servers are stopped with their process groups.
 
-The MCP gateway is served at ``/mcp`` on the same port, behind the same token and Host/Origin
-guard (:mod:`patchbay.interfaces.api.gateway_endpoint`); its runtimes stop with the server.
+The MCP gateway is served at ``/mcp`` on the same port, behind the same Host/Origin guard
+(:mod:`patchbay.interfaces.api.gateway_endpoint`); its runtimes stop with the server. ``/mcp``
+takes the gateway token (:mod:`patchbay.control.gateway_token`), which opens ``/mcp`` and nothing
+else, and from loopback clients the API token too; clients that are not on this machine must send
+the gateway token. With ``--allow-remote`` the gateway token is made on first need and shown this
+once: a ``Gateway token (for /mcp only, ...): pbgw_...`` line on stderr (``--json``:
+``gateway_token`` in the JSON object, null when it existed already, beside ``gateway_url`` and
+``gateway_token_created_at``, Unix milliseconds or null); a later start says on stderr that it
+exists and when it was made, and ``patchbay gateway token --rotate`` makes a new one (the old
+one stops working at once, in a running serve too). Without ``--allow-remote`` nothing is made
+and ``/mcp`` behaves as before (the API token, or an existing gateway token).
 
 While it starts, each step is a ``patchbay serve: [<s>] ...`` line on stderr with the seconds
 since the command began: loading the API, opening the store (and migrating it), the session host.
@@ -118,7 +127,10 @@ def serve(
     allow_remote: bool = typer.Option(
         False,
         "--allow-remote",
-        help="Allow binding an address other than loopback (anyone who reaches it can run commands).",
+        help=(
+            "Allow binding an address other than loopback (anyone who reaches it with the API token can run "
+            "commands); /mcp then needs the gateway token from remote clients (made and shown once on first need)."
+        ),
     ),
     no_auth: bool = typer.Option(
         False,
@@ -157,11 +169,22 @@ def serve(
         except CanonicalStateUnavailable as exc:
             # still never unauthenticated: this run's own token, shown in the login URL
             token, token_problem = secrets.token_urlsafe(32), exc.message
+    from patchbay.adapters.credentials import CredentialStore
+    from patchbay.control.gateway_token import GatewayTokens
+
+    gateway_tokens = GatewayTokens(CredentialStore(settings.home))
+    gateway_issued, gateway_made, gateway_problem = None, None, None
+    try:
+        gateway_issued = gateway_tokens.ensure() if allow_remote else None
+        gateway_made = gateway_issued.created_at if gateway_issued is not None else gateway_tokens.status()
+    except CanonicalStateUnavailable as exc:
+        gateway_problem = exc.message  # remote hosts get 401 on /mcp until it can be stored
     app = create_app(
         settings,
         allowed_hosts=LOOPBACK_HOSTS if not allow_remote else None,
         token=token,
         require_token=not no_auth,
+        gateway_token=gateway_tokens.accepts,
     )
     context = app.state.context
     from patchbay.core.instance import instance_id
@@ -216,6 +239,8 @@ def serve(
             err_console.print(
                 Text(f"warning: {store_problem}; API routes answer 503 until it can be used", style="yellow")
             )
+        if allow_remote:
+            _announce_gateway_token(gateway_issued, gateway_made, gateway_problem, as_json=as_json)
         login = login_url(url, token) if token is not None else None
         # where probe leases (and later the other coordination) go; the password is never shown
         coordination = settings.redis_url_display or "in process (no PATCHBAY_REDIS_URL)"
@@ -230,8 +255,14 @@ def serve(
                     "instance": instance,
                 }
             )
+            document["gateway_url"] = f"{url}/mcp"
             # the one place the token is shown: written past the redacting output on purpose
             document.update(token=token, login_url=login)
+            # the gateway token only when this start made it (shown once); when it was made
+            document.update(
+                gateway_token=gateway_issued.token if gateway_issued is not None else None,
+                gateway_token_created_at=gateway_made,
+            )
             _write_raw(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         else:
             out_console.print(Text(f"Patchbay API: {url}  (OpenAPI: {url}/openapi.json, docs: {url}/docs)"))
@@ -253,6 +284,46 @@ def serve(
         _forget_serving(settings.home)
         sock.close()
         context.close()
+
+
+def _utc(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _announce_gateway_token(issued: Any, made: int | None, problem: str | None, *, as_json: bool) -> None:
+    """Say on stderr what ``serve --allow-remote`` did about the gateway token: the token itself
+    when this start made it (text output; ``--json`` carries it in the JSON object instead),
+    else that it exists and how to rotate it, or why there is none."""
+    if problem is not None:
+        err_console.print(
+            Text(
+                f"warning: {problem}; no gateway token could be made, so /mcp refuses clients that are not "
+                "on this machine until `patchbay gateway token --rotate` can store one",
+                style="yellow",
+            )
+        )
+        return
+    if issued is not None and not as_json:
+        # the one line that shows it: written past the redacting console on purpose
+        err_console.file.flush()
+        sys.stderr.write(
+            f"Gateway token (for /mcp only, shown this once; MCP hosts send it as Authorization: Bearer): "
+            f"{issued.token}\n"
+        )
+        sys.stderr.flush()
+        return
+    if issued is not None:
+        err_console.print(Text("patchbay serve: made the gateway token for /mcp: gateway_token below, shown this once"))
+        return
+    when = f" (made {_utc(made)})" if made is not None else ""
+    err_console.print(
+        Text(
+            f"The gateway token for /mcp exists{when}, shown once when it was made; "
+            "`patchbay gateway token --rotate` makes a new one (the old one stops working at once)"
+        )
+    )
 
 
 SERVING_FILE = "serving.json"
