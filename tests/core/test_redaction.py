@@ -98,6 +98,7 @@ SHAPES = [
     "ASIAIOSFODNN7EXAMPLE",
     "AIzaSyA0123456789abcdefghijklmnopqrstuv",
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "pbgw_0123456789abcdefghijABCDEFGHIJ_-0123456",  # Patchbay's own gateway token
 ]
 
 

@@ -137,11 +137,12 @@ _SHAPES = re.compile(
     | A(?:KIA|SIA|BIA|CCA)(?<![A-Za-z0-9]A[A-Z]{3})[0-9A-Z]{16}(?![0-9A-Za-z])
     | AIza(?<![A-Za-z0-9]AIza)[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])
     | eyJ(?<![A-Za-z0-9-]eyJ)[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+
+    | pbgw_(?<![A-Za-z0-9]pbgw_)[A-Za-z0-9_-]{32,}+
     """
 )
 # Case-sensitive substrings, at least one of which every shape contains.
 _SHAPE_HINTS = tuple(
-    "sk- pk- rk- k_live_ k_test_ ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ glpat- xox xapp- AKIA ASIA ABIA ACCA AIza eyJ".split()
+    "sk- pk- rk- k_live_ k_test_ ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ glpat- xox xapp- AKIA ASIA ABIA ACCA AIza eyJ pbgw_".split()
 )
 
 # The lower-case rules in order, each with the substrings (of the lower-cased text) at least one
