@@ -245,6 +245,7 @@ def create_app(
         prepare=context.gateway_source,
         state_version=context.state_version,
         status=context.status,
+        wakeups=context.wakeups,
     )
     install_error_handlers(app)
     # sessions first: the tool call is the hot route, and FastAPI matches a request against each

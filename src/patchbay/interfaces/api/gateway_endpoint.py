@@ -17,9 +17,13 @@ reused by every request and session, of every mode. Each mode the workspace is a
 own gateway and session manager (2025-era sessions with their session id, 2026-07-28 requests
 stateless). The runtime is reloaded when a committed change alters the workspace's projection:
 at once for changes committed through this process (:meth:`HttpGateway.committed`, the connector
-service's commit listener) and, for changes of other processes, when the store's change counter
-moves (read every ``Settings.gateway_reload_poll`` seconds); connected hosts are then told
-``notifications/tools/list_changed`` (:mod:`patchbay.interfaces.gateway.owner`).
+service's commit listener); at once too for changes another ``patchbay serve`` on the same Redis
+committed (its :class:`~patchbay.interfaces.gateway.fanout.ChangeFanout` notifies the wake-up
+topic ``projection``, which every runtime owner here follows through the app's wake-ups); and, as
+the fallback for a lost wake-up, a degraded Redis or a process that announces nothing (the CLI),
+when the store's change counter moves (read every ``Settings.gateway_reload_poll`` seconds).
+Connected hosts are then told ``notifications/tools/list_changed``
+(:mod:`patchbay.interfaces.gateway.owner`).
 
 Errors before a session exists are the API's one error shape: 422 ``validation_error`` (bad
 ``mode``, two different workspaces), 404 ``not_found`` or 422 ``invalid_config`` for a workspace
@@ -41,6 +45,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
+from patchbay.adapters.wakeups import Wakeups
 from patchbay.core.errors import ErrorCode, PatchbayError, ValidationError
 from patchbay.core.live_status import StatusRegistry
 from patchbay.core.settings import Settings
@@ -81,6 +86,10 @@ class HttpGateway:
         state_version: the store's change counter (``await state_version() -> int``), watched for
             changes of other processes; None: only :meth:`committed` reloads.
         status: the live status registry the runtimes publish to.
+        wakeups: the app's wake-ups (run by its lifespan), whose
+            :data:`~patchbay.interfaces.gateway.fanout.PROJECTION_TOPIC` every workspace's runtime
+            owner follows (:meth:`RuntimeOwner.follow
+            <patchbay.interfaces.gateway.owner.RuntimeOwner.follow>`); None: not followed.
 
     Serve requests only inside :meth:`running` (the app's lifespan); outside it they are 503.
     """
@@ -93,8 +102,10 @@ class HttpGateway:
         prepare: Preparer,
         state_version: Callable[[], Awaitable[int]] | None = None,
         status: StatusRegistry | None = None,
+        wakeups: Wakeups | None = None,
     ):
         self.settings = settings
+        self._wakeups = wakeups
         self.workspace = workspace
         self._prepare = prepare
         self._state_version = state_version
@@ -198,6 +209,8 @@ class HttpGateway:
         runtime = await owner.start(self._runtimes)
         entry = _Workspace(owner, runtime.config.workspace)
         self._workspaces[project_id] = entry
+        if self._wakeups is not None:
+            await self._served.start(owner.follow, self._wakeups)
         if self._state_version is not None:
             self._served.start_soon(owner.watch, self._state_version, self.settings.gateway_reload_poll)
         return entry

@@ -6,7 +6,11 @@ with the store's cached catalogs in full so that the proxy's search needs no ser
 (:func:`~patchbay.interfaces.gateway.catalogs.with_cached_catalogs`). It reads the store's change counter every
 ``Settings.gateway_reload_poll`` seconds; when a commit (``patchbay grant``, the settings page, a
 connector added or disabled) changed the workspace's projection, the runtime is rebuilt and the
-host told ``list_changed`` (:mod:`patchbay.interfaces.gateway.owner`). stdout carries only the
+host told ``list_changed`` (:mod:`patchbay.interfaces.gateway.owner`). With ``PATCHBAY_REDIS_URL``
+it also subscribes to the instances' wake-ups (:func:`~patchbay.adapters.wakeups.open_wakeups`)
+and reloads at once when a ``patchbay serve`` on the same Redis announces a commit
+(:mod:`patchbay.interfaces.gateway.fanout`); the poll stays, for a lost wake-up, a degraded Redis
+and commits that announce nothing (the CLI). stdout carries only the
 protocol; the one line it prints at start (the session whose event log holds the calls) goes to
 stderr.
 """
@@ -20,6 +24,7 @@ import anyio
 import anyio.to_thread
 import typer
 
+from patchbay.adapters.wakeups import Wakeups, open_wakeups
 from patchbay.core.errors import ValidationError
 from patchbay.interfaces.cli._context import err_console, handle_errors, state
 from patchbay.interfaces.cli._runtime import project_snapshot, run_stoppable
@@ -69,6 +74,14 @@ def gateway(
         return await anyio.to_thread.run_sync(service.repository.state_version)
 
     async def serve() -> None:
+        wakeups = open_wakeups(settings) if settings.redis_url is not None else None
+        try:
+            await serve_with(wakeups)
+        finally:
+            if wakeups is not None:
+                await wakeups.aclose()
+
+    async def serve_with(wakeups: Wakeups | None) -> None:
         async with anyio.create_task_group() as runtimes:
             owner = RuntimeOwner(settings, load)
             try:
@@ -82,6 +95,9 @@ def gateway(
                 )
                 async with anyio.create_task_group() as watching:
                     watching.start_soon(owner.watch, state_version, settings.gateway_reload_poll)
+                    if wakeups is not None:  # other instances' commits, at once
+                        watching.start_soon(wakeups.run)
+                        await watching.start(owner.follow, wakeups)
                     await serve_stdio(host)
                     watching.cancel_scope.cancel()
             finally:
