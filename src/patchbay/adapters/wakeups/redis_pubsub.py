@@ -13,7 +13,11 @@ their own poll (a wake-up is only a nudge). :meth:`run` subscribes again every `
 seconds, and each new subscription wakes every watch of the process, since messages published
 meanwhile were lost: everyone re-reads the store. :meth:`aclose` and the cancellation of
 :meth:`run` close both connections, so the number of connections of a process stays one
-subscriber plus at most one publisher however often it reconnects.
+subscriber plus at most one publisher however often it reconnects. The publishing client belongs
+to the event loop it was made on: used from a new loop, it is replaced and the old one closed on
+its own loop, or shut down when that loop is gone
+(:func:`~patchbay.adapters.redis_loop.discard_client`). :meth:`RedisWakeups.check` asks Redis
+now (``/api/health``).
 """
 
 from __future__ import annotations
