@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import AsyncIterator, Iterator
 
 import anyio
@@ -253,3 +254,31 @@ async def test_a_url_redis_cannot_use_degrades_instead_of_raising() -> None:
     assert await registry.sync() == "degraded" and await registry.check() == "degraded"
     assert registry.read("con_x").state == "connected"  # type: ignore[union-attr]
     await registry.aclose()
+
+
+def _status_connections(client: redis.Redis, expected: int) -> int:
+    """This process's status-registry connections Redis lists once they number ``expected`` (or
+    after 10 s): Redis drops a closed socket on its own schedule, no event crosses to wait on."""
+    name = f"patchbay-status-{instance_id()}"
+    deadline = time.monotonic() + 10
+    while (count := sum(1 for c in client.client_list() if c.get("name") == name)) != expected:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)  # bounded by the deadline
+    return count
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+def test_a_registry_used_from_one_event_loop_after_another_keeps_at_most_one_client_open(anyio_backend: str) -> None:
+    client = raw()
+    try:
+        with unique_prefix() as prefix:
+            registry = RedisStatusRegistry(MACHINE_REDIS, prefix=prefix)
+            before = _status_connections(client, 0)
+            for _ in range(3):  # one event loop after another, each closed after its sync
+                assert anyio.run(registry.sync, backend=anyio_backend) == "ok"
+                assert _status_connections(client, before + 1) == before + 1  # the old loop's went
+            anyio.run(registry.aclose, backend=anyio_backend)
+            assert _status_connections(client, before) == before
+    finally:
+        client.close()

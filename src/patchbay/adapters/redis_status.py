@@ -50,6 +50,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from patchbay.adapters.leases.base import CoordinationState
+from patchbay.adapters.redis_loop import discard_client
 from patchbay.core.errors import CoordinationUnavailable
 from patchbay.core.instance import instance_id
 from patchbay.core.live_status import LIVE_TTL, ConnectorLive, LiveState, LiveStatus, aggregate
@@ -239,6 +240,7 @@ class RedisStatusRegistry:
     def _redis(self) -> aioredis.Redis:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:  # a pool's connections belong to one loop
+            old, old_loop = self._client, self._loop
             try:
                 client = aioredis.Redis.from_url(
                     self._url,
@@ -251,6 +253,8 @@ class RedisStatusRegistry:
             except ValueError as exc:  # a URL redis-py cannot use: never reachable
                 raise CoordinationUnavailable(f"Redis at {self.display_url} is unavailable: {exc}") from exc
             self._loop, self._client = loop, client
+            if old is not None and old_loop is not None:
+                discard_client(old, old_loop)  # at most one client open: close the other loop's
         return self._client
 
     async def _call(self, awaitable: Awaitable[_T]) -> _T:
@@ -376,14 +380,20 @@ class RedisStatusRegistry:
 
     async def aclose(self) -> None:
         """Delete the withdrawn sources from Redis (bounded, shielded), then close the connection
-        pool; the next sync opens a new one."""
+        pool (on its own event loop when it was opened on another one); the next sync opens a new
+        one."""
         with anyio.CancelScope(shield=True):
             if self._client is not None and not self._degraded:
                 try:
                     await self._write()
                 except CoordinationUnavailable as exc:
                     self._failed(exc)
-            client, self._client = self._client, None
-            if client is not None:
-                with anyio.move_on_after(self.timeout):
-                    await client.aclose()
+            client, loop = self._client, self._loop
+            self._client = self._loop = None
+            if client is None:
+                return
+            if loop is not None and loop is not asyncio.get_running_loop():
+                discard_client(client, loop)  # a pool is closed on its own loop, or shut down
+                return
+            with anyio.move_on_after(self.timeout):
+                await client.aclose()

@@ -1,10 +1,13 @@
-"""Leases in the machine's Redis, shared by two stores as two instances would share them."""
+"""Leases in the machine's Redis, shared by two stores as two instances would share them; one
+store used from one event loop after another keeps at most one client open."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 
 import anyio
+import anyio.from_thread
 import pytest
 import redis
 
@@ -154,5 +157,64 @@ async def test_the_store_s_connection_is_named_for_its_instance_and_closing_ends
                 await store.aclose()
                 assert connections() == before
             assert machine_keys(prefix) == []
+    finally:
+        client.close()
+
+
+def lease_connections(client: redis.Redis) -> int:
+    """This process's lease-store connections that Redis lists (``CLIENT LIST`` by name)."""
+    name = f"patchbay-lease-{instance_id()}"
+    return sum(1 for c in client.client_list() if c.get("name") == name)
+
+
+def settle(client: redis.Redis, expected: int) -> int:
+    """Redis's count of this process's lease connections once it equals ``expected``, or the
+    last count after 10 s: Redis drops a closed socket on its own schedule, and no event
+    crosses the process boundary to wait on."""
+    deadline = time.monotonic() + 10
+    while (count := lease_connections(client)) != expected and time.monotonic() < deadline:
+        time.sleep(0.05)  # bounded by the deadline
+    return count
+
+
+def test_a_store_used_from_one_event_loop_after_another_keeps_at_most_one_client_open() -> None:
+    client = raw()
+    try:
+        with unique_prefix() as prefix:
+            store = RedisLeases(MACHINE_REDIS, prefix=prefix)
+            before = lease_connections(client)
+            for n in range(3):  # as the CLI and tests do: one event loop after another, each closed after
+                lease = anyio.run(store.acquire, f"probe:conn-{n}", f"owner/{n}", 30.0, backend="asyncio")
+                assert lease is not None
+                # the previous loop's client was shut down: only this loop's is open
+                assert settle(client, before + 1) == before + 1
+                assert anyio.run(store.release, lease, backend="asyncio") is True
+            anyio.run(store.aclose, backend="asyncio")
+            assert settle(client, before) == before
+            assert machine_keys(prefix) == []
+    finally:
+        client.close()
+
+
+def test_a_client_whose_event_loop_still_runs_in_another_thread_is_closed_on_that_loop() -> None:
+    client = raw()
+    try:
+        with unique_prefix() as prefix:
+            store = RedisLeases(MACHINE_REDIS, prefix=prefix)
+            before = lease_connections(client)
+            with anyio.from_thread.start_blocking_portal("asyncio") as portal:
+                portal.call(store.ping)  # a client on the portal's loop, which keeps running
+                assert settle(client, before + 1) == before + 1
+
+                async def take() -> bool:
+                    lease = await store.acquire("probe:conn-1", "owner/1", ttl=30)
+                    return lease is not None and await store.release(lease)
+
+                assert anyio.run(take, backend="asyncio") is True  # a new loop: a new client
+                portal.call(anyio.wait_all_tasks_blocked)  # the old client's aclose ran on its loop
+                # the portal's client is gone; the one of the run that just ended is the one open
+                assert settle(client, before + 1) == before + 1
+            anyio.run(store.aclose, backend="asyncio")  # from a third loop: that client is shut down
+            assert settle(client, before) == before
     finally:
         client.close()

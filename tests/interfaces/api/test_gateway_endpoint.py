@@ -1,6 +1,7 @@
 """``/mcp`` on a real ``patchbay serve`` (uvicorn on 127.0.0.1), driven by the official SDK client
 over Streamable HTTP, in front of real ``mcp-server-time`` peers: both protocol eras, the modes,
-the guards, one runtime per workspace, and reload on projection changes."""
+the guards, one runtime per workspace, and reload on projection changes (through the store's
+change-counter poll too while the wake-ups' Redis is unreachable)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from tests.support.api import Api
 from tests.support.gateway import error_of
 from tests.support.paths import FIXTURES
 from tests.support.serve import Served, serve_process
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -344,3 +346,48 @@ async def test_an_absolute_workspace_is_served(api: Api) -> None:
     with anyio.fail_after(30):
         answer = await api.client.post("/mcp", json=initialize, headers=headers)
     assert answer.status_code == 200, answer.text
+
+
+@pytest.fixture
+def served_without_redis(run: Callable[..., Any], home: Path, workspace: Path) -> Iterator[Served]:
+    """``time`` (get_current_time allowed) and a ``patchbay serve`` whose ``PATCHBAY_REDIS_URL``
+    names a port nothing listens on (gateway reload poll 0.2 s)."""
+    run("connector", "add", "time", "--", "mcp-server-time")
+    run("probe", "time", "--project", str(workspace))
+    run("grant", "time", "get_current_time", "allow")
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "PATCHBAY_BUILTINS": "off",
+        "PATCHBAY_GATEWAY_RELOAD_POLL": "0.2",
+        "PATCHBAY_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
+    }
+    with serve_process(home, workspace, env=env) as serving:
+        yield serving
+
+
+async def test_with_redis_unreachable_the_change_counter_poll_still_reloads_a_connected_host(
+    served_without_redis: Served, run: Callable[..., Any]
+) -> None:
+    """The wake-ups cannot reach Redis: ``/api/health`` says they are degraded (200), and a
+    commit of another process still reaches the host through the poll."""
+    served = served_without_redis
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    with anyio.fail_after(60):
+        async with (
+            http_client(served) as http,
+            gateway(http, f"{served.url}/mcp?mode=direct", message_handler=on_message) as client,
+        ):
+            answer = await http.get(f"{served.url}/api/health")
+            assert answer.status_code == 200
+            assert answer.json()["status"] == "degraded"
+            assert answer.json()["wakeups"] == {"backend": "redis", "state": "degraded"}
+            assert "time__get_current_time" in {tool.name for tool in (await client.list_tools()).tools}
+            run("grant", "time", "get_current_time", "deny")  # another process: only the poll sees it
+            await changed.wait()
+            assert "time__get_current_time" not in {tool.name for tool in (await client.list_tools()).tools}

@@ -64,6 +64,7 @@ def test_a_session_called_through_one_instance_is_read_through_another(tmp_path:
                 "instance": b.info["instance"],
                 "database": {"backend": "postgresql", "ok": True},
                 "coordination": {"backend": "in-process", "ok": True},
+                "wakeups": {"backend": "local", "state": "ok"},
             }
             assert requests.get(f"{b.url}/api/health", timeout=30).json() == {"status": "ok"}
 

@@ -1,7 +1,9 @@
 """Two real ``patchbay serve`` processes, each with its own data home, on one fresh PostgreSQL
 schema and one Redis: they start together on an empty database; what one instance commits, the
 other lists, probes and calls; a grant changed on one reaches the other's session before its next
-call; optimistic revisions have one winner across both; a probe lease held by a killed instance
+call; a grant committed on one reaches a gateway host connected to the other (over ``/mcp``, and
+a ``patchbay gateway --stdio`` on the same Redis) as ``tools/list_changed`` through Redis, not the
+change-counter poll; optimistic revisions have one winner across both; a probe lease held by a killed instance
 expires and the other takes over; Redis stopped mid-test degrades both, which keep answering, and
 they recover when it returns; and the instances' Redis connections stay flat over repeated start
 and stop (docs/deployment.md)."""
@@ -19,8 +21,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
 import redis
 import requests
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.coordination import MACHINE_REDIS, OwnRedis, unique_prefix
 from tests.support.paths import FIXTURES
@@ -148,6 +157,106 @@ def test_a_connector_added_through_a_is_listed_probed_and_callable_through_b(tmp
             shared.chmod(0o600)
             with instance(tmp_path, "b", env) as b:
                 two_instances_share_one_connector(tmp_path, database, a, b)
+
+
+def subscribers(prefix: str) -> int:
+    """How many connections are subscribed to the deployment's wake-up channel."""
+    client = redis.Redis.from_url(MACHINE_REDIS, socket_timeout=2)
+    try:
+        return int(client.pubsub_numsub(f"{prefix}wake")[0][1])
+    finally:
+        client.close()
+
+
+def governed_time(served: Served) -> None:
+    """``time`` created and probed through ``served``, ``get_current_time`` allowed: its catalog
+    is cached, so a gateway lists both tools (``convert_time`` asks by default)."""
+    create(served, "time", TIME_SERVER)
+    probed = served.session.post(f"{served.url}/api/mcp/connectors/time/probe", timeout=60)
+    assert probed.status_code == 200 and probed.json()["state"] == "ready", probed.text
+    allowed = served.session.put(
+        f"{served.url}/api/mcp/connectors/time/tools/get_current_time", json={"decision": "allow"}, timeout=30
+    )
+    assert allowed.status_code == 200, allowed.text
+
+
+async def deny_current_time(served: Served) -> None:
+    """Deny ``get_current_time`` through ``served`` (the commit the other side must hear of)."""
+    async with httpx2.AsyncClient(headers=served.headers, timeout=30) as http:
+        denied = await http.put(
+            f"{served.url}/api/mcp/connectors/time/tools/get_current_time", json={"decision": "deny"}
+        )
+        assert denied.status_code == 200, denied.text
+
+
+@pytest.mark.anyio
+async def test_a_grant_committed_on_a_reaches_a_gateway_host_on_b_through_redis_not_the_poll(tmp_path: Path) -> None:
+    with postgres_schema() as database, unique_prefix() as prefix:
+        env = base_env(database, MACHINE_REDIS, prefix)
+        # B reads the change counter once an hour: only a wake-up can reload its gateway in time
+        slow_poll = {**env, "PATCHBAY_GATEWAY_RELOAD_POLL": "3600"}
+        with instance(tmp_path, "a", env) as a, instance(tmp_path, "b", slow_poll) as b:
+            governed_time(a)
+            changed = anyio.Event()
+
+            async def on_message(message: Any) -> None:
+                if isinstance(message, types.ToolListChangedNotification):
+                    changed.set()
+
+            with anyio.fail_after(60):
+                async with (
+                    httpx2.AsyncClient(headers=b.headers, timeout=httpx2.Timeout(30, read=300)) as http,
+                    Client(
+                        streamable_http_client(f"{b.url}/mcp?mode=direct", http_client=http),
+                        mode="legacy",
+                        message_handler=on_message,
+                    ) as host,
+                ):
+                    before = {tool.name for tool in (await host.list_tools()).tools}
+                    assert before == {"time__get_current_time", "time__convert_time"}
+                    # both instances' wake-up subscriptions are up (each subscribes in the background)
+                    wait_for(lambda: subscribers(prefix) >= 2 or None, "both instances' subscriptions")
+                    await deny_current_time(a)
+                    await changed.wait()
+                    after = {tool.name for tool in (await host.list_tools()).tools}
+                    assert after == {"time__convert_time"}
+
+
+@pytest.mark.anyio
+async def test_a_grant_committed_on_a_serve_reaches_a_stdio_gateway_on_the_same_redis(tmp_path: Path) -> None:
+    with postgres_schema() as database, unique_prefix() as prefix:
+        env = base_env(database, MACHINE_REDIS, prefix)
+        with instance(tmp_path, "a", env) as a:
+            governed_time(a)
+            changed = anyio.Event()
+
+            async def on_message(message: Any) -> None:
+                if isinstance(message, types.ToolListChangedNotification):
+                    changed.set()
+
+            params = StdioServerParameters(
+                command=str(Path(sys.executable).with_name("patchbay")),
+                args=[
+                    "--home",
+                    str(tmp_path / "g"),
+                    "gateway",
+                    "--stdio",
+                    "--project",
+                    str(tmp_path),
+                    "--mode",
+                    "direct",
+                ],
+                env={**env, "PATCHBAY_GATEWAY_RELOAD_POLL": "3600"},
+            )
+            with anyio.fail_after(60):
+                async with Client(params, mode="legacy", message_handler=on_message) as host:
+                    before = {tool.name for tool in (await host.list_tools()).tools}
+                    assert before == {"time__get_current_time", "time__convert_time"}
+                    wait_for(lambda: subscribers(prefix) >= 2 or None, "A's and the gateway's subscriptions")
+                    await deny_current_time(a)
+                    await changed.wait()
+                    after = {tool.name for tool in (await host.list_tools()).tools}
+                    assert after == {"time__convert_time"}
 
 
 def test_two_instances_started_at_once_on_an_empty_database_both_migrate_and_serve(tmp_path: Path) -> None:

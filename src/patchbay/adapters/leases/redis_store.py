@@ -22,8 +22,11 @@ memory) raises
 :class:`~patchbay.core.errors.CoordinationUnavailable`; the caller decides what to fall back to
 (:class:`patchbay.adapters.leases.coordinated.CoordinatedLeases`).
 
-The client is created on first use, inside the running (asyncio) event loop: one store belongs to
-one event loop.
+The client is created on first use, inside the running (asyncio) event loop, whose streams its
+pooled connections are. Used from another event loop later (the CLI and tests run one loop after
+another), the store makes a client for that loop and closes the previous one on its own loop, or
+shuts its sockets down when that loop is gone (:func:`~patchbay.adapters.redis_loop.discard_client`):
+at most one client of a store is open at a time.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
 
 from patchbay.adapters.leases.base import CoordinationState, Lease
+from patchbay.adapters.redis_loop import discard_client
 from patchbay.core.errors import CoordinationUnavailable
 from patchbay.core.instance import instance_id
 from patchbay.core.redaction import redact_url
@@ -125,6 +129,7 @@ class RedisLeases:
     def _redis(self) -> aioredis.Redis:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:  # a pool's connections belong to one loop
+            old, old_loop = self._client, self._loop
             self._loop = loop
             client = aioredis.Redis.from_url(
                 self._url,
@@ -140,6 +145,8 @@ class RedisLeases:
                 "slot": client.register_script(_SLOT),
             }
             self._client = client
+            if old is not None and old_loop is not None:
+                discard_client(old, old_loop)  # at most one client open: close the other loop's
         return self._client
 
     async def _call(self, call: Awaitable[_T]) -> _T:
@@ -188,8 +195,14 @@ class RedisLeases:
         return "ok"
 
     async def aclose(self) -> None:
-        """Close the connection pool; the next call opens a new one."""
-        client, self._client = self._client, None
-        if client is not None:
-            with anyio.move_on_after(self.timeout, shield=True):
-                await client.aclose()
+        """Close the connection pool (on its own event loop when it was opened on another one);
+        the next call opens a new one."""
+        client, loop = self._client, self._loop
+        self._client = self._loop = None
+        if client is None:
+            return
+        if loop is not None and loop is not asyncio.get_running_loop():
+            discard_client(client, loop)
+            return
+        with anyio.move_on_after(self.timeout, shield=True):
+            await client.aclose()

@@ -10,6 +10,10 @@ it after its own bounded poll interval. So a wake-up only makes a change arrive 
 * :mod:`~patchbay.adapters.wakeups.redis_pubsub` -- ``RedisWakeups`` (imported on use: it loads
   redis), one pub/sub connection per process with the ``ok``/``degraded`` state;
 * :func:`open_wakeups` -- the one ``settings`` ask for.
+
+Topics in use: ``approval:<id>`` and ``approvals`` (:mod:`patchbay.runtime.calls.approvals`),
+``projection`` (a committed change: :mod:`patchbay.interfaces.gateway.fanout`). Each
+implementation names its ``backend`` (``local`` or ``redis``, shown by ``/api/health``).
 """
 
 from patchbay.adapters.wakeups.base import Wakeups, Watch

@@ -97,6 +97,9 @@ class Wakeups(Protocol):
     """Delivers wake-ups by topic. Every method returns promptly: nothing waits on Redis longer
     than its short timeout, and no method raises for Redis."""
 
+    backend: str
+    """``local`` (this process only) or ``redis`` (every instance on the Redis)."""
+
     def watch(self, topic: str) -> AbstractAsyncContextManager[Watch]:
         """A :class:`Watch` of ``topic`` for the length of the block."""
         ...

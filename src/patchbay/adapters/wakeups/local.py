@@ -32,6 +32,8 @@ class LocalWakeups:
     """In-process :class:`~patchbay.adapters.wakeups.base.Wakeups`; :meth:`state` is always
     ``ok``. Use it from one event loop."""
 
+    backend = "local"
+
     def __init__(self) -> None:
         self._registry = WatchRegistry()
 

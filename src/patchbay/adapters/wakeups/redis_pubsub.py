@@ -13,7 +13,11 @@ their own poll (a wake-up is only a nudge). :meth:`run` subscribes again every `
 seconds, and each new subscription wakes every watch of the process, since messages published
 meanwhile were lost: everyone re-reads the store. :meth:`aclose` and the cancellation of
 :meth:`run` close both connections, so the number of connections of a process stays one
-subscriber plus at most one publisher however often it reconnects.
+subscriber plus at most one publisher however often it reconnects. The publishing client belongs
+to the event loop it was made on: used from a new loop, it is replaced and the old one closed on
+its own loop, or shut down when that loop is gone
+(:func:`~patchbay.adapters.redis_loop.discard_client`). :meth:`RedisWakeups.check` asks Redis
+now (``/api/health``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from patchbay.adapters.leases.base import CoordinationState
+from patchbay.adapters.redis_loop import discard_client
 from patchbay.adapters.wakeups.base import Watch, WatchRegistry
 from patchbay.core.errors import CoordinationUnavailable
 from patchbay.core.instance import instance_id
@@ -132,22 +137,31 @@ class RedisWakeups:
         async with self._registry.watch(topic) as watch:
             yield watch
 
+    def _publishing(self) -> aioredis.Redis:
+        """The publishing client of the running event loop (a pool's connections belong to one
+        loop: a client made on another loop is closed there, see
+        :func:`~patchbay.adapters.redis_loop.discard_client`).
+
+        Raises:
+            CoordinationUnavailable: ``coordination_unavailable`` for a URL redis-py cannot use.
+        """
+        loop = asyncio.get_running_loop()
+        if self._publisher is None or self._loop is not loop:
+            old, old_loop = self._publisher, self._loop
+            self._publisher = self._client(subscriber=False)
+            self._loop = loop
+            if old is not None and old_loop is not None:
+                discard_client(old, old_loop)
+        return self._publisher
+
     async def notify(self, topic: str) -> None:
         """Wake the watches of ``topic`` here at once, then publish it to the other instances
         (bounded by ``timeout``, twice when the first attempt found its connection closed; a
         failure degrades, it never raises)."""
         self._registry.wake(topic)
-        loop = asyncio.get_running_loop()
-        if self._publisher is None or self._loop is not loop:
-            try:
-                self._publisher = self._client(subscriber=False)
-            except CoordinationUnavailable as exc:
-                self._failed(exc)
-                return
-            self._loop = loop
         for attempt in range(2):
             try:
-                await self._call(self._publisher.publish(self.channel, topic))
+                await self._call(self._publishing().publish(self.channel, topic))
             except CoordinationUnavailable as exc:
                 # a pooled connection Redis closed (it restarted) fails once: try a new one
                 if attempt == 0 and isinstance(exc.__cause__, redis.exceptions.ConnectionError):
@@ -156,6 +170,18 @@ class RedisWakeups:
             else:
                 self._answered()
             return
+
+    async def check(self) -> CoordinationState:
+        """Ask Redis now (a ``PING`` on the publishing connection, bounded by ``timeout``): when
+        it does not answer :meth:`state` is ``degraded`` from now on; returns :meth:`state`.
+        Never raises."""
+        try:
+            await self._call(self._publishing().ping())
+        except CoordinationUnavailable as exc:
+            self._failed(exc)
+        else:
+            self._answered()
+        return self.state()
 
     async def _subscription(self) -> None:
         """One subscription, until it fails (raises CoordinationUnavailable) or is cancelled."""
@@ -194,9 +220,14 @@ class RedisWakeups:
             await anyio.sleep(self.retry_after)
 
     async def aclose(self) -> None:
-        """Close the publishing connection (the subscription closes when :meth:`run` is
-        cancelled); usable again afterwards."""
-        publisher, self._publisher = self._publisher, None
-        if publisher is not None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(self.timeout):
-                await publisher.aclose()
+        """Close the publishing connection (on its own event loop when it was opened on another
+        one; the subscription closes when :meth:`run` is cancelled); usable again afterwards."""
+        publisher, loop = self._publisher, self._loop
+        self._publisher = self._loop = None
+        if publisher is None:
+            return
+        if loop is not None and loop is not asyncio.get_running_loop():
+            discard_client(publisher, loop)
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self.timeout):
+            await publisher.aclose()

@@ -257,6 +257,7 @@ def create_app(
         approvals=GatewayApprovals(
             context.approval_broker(), context.settings_page, patience=settings.gateway_approval_wait
         ),
+        wakeups=context.wakeups,
     )
     install_error_handlers(app)
     # sessions first: the tool call is the hot route, and FastAPI matches a request against each

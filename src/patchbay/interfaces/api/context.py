@@ -28,6 +28,11 @@ Approvals: the broker keeps each waiting call's row in the store (any instance o
 answers it) and is woken through :attr:`ApiContext.wakeups` (Redis pub/sub with
 ``PATCHBAY_REDIS_URL``, else in process: :func:`~patchbay.adapters.wakeups.open_wakeups`); the
 lifespan runs the wake-up subscription and the broker's follower of the other instances.
+
+Gateway reloads across instances: every committed mutation is also announced on the wake-up topic
+``projection`` (:class:`~patchbay.interfaces.gateway.fanout.ChangeFanout`, run by the lifespan);
+the ``/mcp`` gateway's runtime owners of every instance on the same Redis follow it and reload at
+once, with the store's change counter polled as the fallback.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from patchbay.core.settings import Settings
 from patchbay.interfaces.api.gateway_endpoint import HttpGateway
 from patchbay.interfaces.api.listing import ConnectorListing
 from patchbay.interfaces.gateway.catalogs import with_cached_catalogs
+from patchbay.interfaces.gateway.fanout import ChangeFanout
 from patchbay.runtime.calls.approvals import ApprovalBroker
 from patchbay.runtime.live_status import InProcessStatusRegistry
 from patchbay.runtime.sessions import SessionHost
@@ -96,7 +102,8 @@ class ApiContext:
             status stream ends (within its next look), so none holds the shutdown up.
         gateway: the MCP gateway at ``/mcp`` (:mod:`~patchbay.interfaces.api.gateway_endpoint`),
             told of every committed change and stopped with the streams; None: not served.
-        wakeups: how approvals answered on one instance wake the call waiting on another
+        wakeups: how approvals answered on one instance wake the call waiting on another, and
+            how committed changes reach the gateways of every instance
             (:func:`~patchbay.adapters.wakeups.open_wakeups`); run and closed by the lifespan.
         page_url: this server's base URL once ``serve`` has bound it (``http://host:port``); None
             before (the settings' ``api_host``/``api_port`` are used then).
@@ -118,6 +125,7 @@ class ApiContext:
     _watch: _CommitWatch | None = None
     _reading: tuple[int, int] | None = None
     _approvals: ApprovalBroker | None = None
+    _fanout: ChangeFanout | None = None
 
     def settings_page(self) -> str:
         """The base URL the settings page is served at (:attr:`page_url`, else the settings'
@@ -171,14 +179,18 @@ class ApiContext:
 
     def _attach(self) -> None:
         """Make the host the service's reload listener, once both exist (call under the lock).
-        A committed mutation also ends the approvals waiting under the old policy."""
+        A committed mutation also ends the approvals waiting under the old policy, reloads this
+        process's gateway at once and is announced to the other instances' gateways."""
         if self.host is not None and self.service is not None and self._detach is None:
             service, host, broker, gateway = self.service, self.host, self.approval_broker(), self.gateway
+            fanout = self._fanout
 
             def committed(project_id: str | None, report: Any = None) -> Any:
                 broker.invalidate()
                 if gateway is not None:
                     gateway.committed(project_id)
+                if fanout is not None:
+                    fanout.committed(project_id)
                 return host.committed(project_id, report)
 
             self._detach = service.on_committed(committed)
@@ -233,8 +245,9 @@ class ApiContext:
     async def hosting(self) -> AsyncIterator[None]:
         """The app's lifespan: run a :class:`SessionHost` and make it the connector service's
         reload listener (now, or when the store is first opened); on the way out stop listening,
-        then close every session (their servers stop). OAuth logins started from the page run
-        here too and are cancelled on the way out. A shared status registry syncs with Redis in
+        then close every session (their servers stop). Committed mutations are announced on the
+        wake-ups meanwhile (:class:`~patchbay.interfaces.gateway.fanout.ChangeFanout`). OAuth
+        logins started from the page run here too and are cancelled on the way out. A shared status registry syncs with Redis in
         the background meanwhile and, after the sessions closed (withdrawing their status),
         writes that last and closes. Enter and exit in one task."""
         async with contextlib.AsyncExitStack() as stack:
@@ -251,6 +264,8 @@ class ApiContext:
             stack.callback(coordination.cancel_scope.cancel)
             coordination.start_soon(self.wakeups.run)
             await coordination.start(self.approval_broker().run)
+            self._fanout = ChangeFanout(self.wakeups)
+            await coordination.start(self._fanout.run)
             host = SessionHost(
                 self.settings,
                 resolve=self._resolve,

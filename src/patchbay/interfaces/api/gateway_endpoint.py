@@ -22,9 +22,13 @@ reused by every request and session, of every mode. Each mode the workspace is a
 own gateway and session manager (2025-era sessions with their session id, 2026-07-28 requests
 stateless). The runtime is reloaded when a committed change alters the workspace's projection:
 at once for changes committed through this process (:meth:`HttpGateway.committed`, the connector
-service's commit listener) and, for changes of other processes, when the store's change counter
-moves (read every ``Settings.gateway_reload_poll`` seconds); connected hosts are then told
-``notifications/tools/list_changed`` (:mod:`patchbay.interfaces.gateway.owner`).
+service's commit listener); at once too for changes another ``patchbay serve`` on the same Redis
+committed (its :class:`~patchbay.interfaces.gateway.fanout.ChangeFanout` notifies the wake-up
+topic ``projection``, which every runtime owner here follows through the app's wake-ups); and, as
+the fallback for a lost wake-up, a degraded Redis or a process that announces nothing (the CLI),
+when the store's change counter moves (read every ``Settings.gateway_reload_poll`` seconds).
+Connected hosts are then told ``notifications/tools/list_changed``
+(:mod:`patchbay.interfaces.gateway.owner`).
 
 An ``ask`` call waits for the person's answer on this serve's settings page
 (:mod:`patchbay.interfaces.gateway.approvals`): up to ``Settings.gateway_approval_wait``
@@ -51,6 +55,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
+from patchbay.adapters.wakeups import Wakeups
 from patchbay.core.errors import ErrorCode, PatchbayError, ValidationError
 from patchbay.core.live_status import StatusRegistry
 from patchbay.core.settings import Settings
@@ -94,6 +99,10 @@ class HttpGateway:
         status: the live status registry the runtimes publish to.
         approvals: who answers the ``ask`` calls (the settings page of this serve); None: they
             end ``approval_unavailable``.
+        wakeups: the app's wake-ups (run by its lifespan), whose
+            :data:`~patchbay.interfaces.gateway.fanout.PROJECTION_TOPIC` every workspace's runtime
+            owner follows (:meth:`RuntimeOwner.follow
+            <patchbay.interfaces.gateway.owner.RuntimeOwner.follow>`); None: not followed.
 
     Serve requests only inside :meth:`running` (the app's lifespan); outside it they are 503.
     """
@@ -107,8 +116,10 @@ class HttpGateway:
         state_version: Callable[[], Awaitable[int]] | None = None,
         status: StatusRegistry | None = None,
         approvals: GatewayApprovals | None = None,
+        wakeups: Wakeups | None = None,
     ):
         self.settings = settings
+        self._wakeups = wakeups
         self.workspace = workspace
         self.approvals = approvals
         self._prepare = prepare
@@ -225,6 +236,8 @@ class HttpGateway:
         runtime = await owner.start(self._runtimes)
         entry = _Workspace(owner, runtime.config.workspace)
         self._workspaces[project_id] = entry
+        if self._wakeups is not None:
+            await self._served.start(owner.follow, self._wakeups)
         if self._state_version is not None:
             self._served.start_soon(owner.watch, self._state_version, self.settings.gateway_reload_poll)
         return entry

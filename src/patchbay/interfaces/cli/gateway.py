@@ -6,7 +6,11 @@ with the store's cached catalogs in full so that the proxy's search needs no ser
 (:func:`~patchbay.interfaces.gateway.catalogs.with_cached_catalogs`). It reads the store's change counter every
 ``Settings.gateway_reload_poll`` seconds; when a commit (``patchbay grant``, the settings page, a
 connector added or disabled) changed the workspace's projection, the runtime is rebuilt and the
-host told ``list_changed`` (:mod:`patchbay.interfaces.gateway.owner`). stdout carries only the
+host told ``list_changed`` (:mod:`patchbay.interfaces.gateway.owner`). With ``PATCHBAY_REDIS_URL``
+it also subscribes to the instances' wake-ups (:func:`~patchbay.adapters.wakeups.open_wakeups`)
+and reloads at once when a ``patchbay serve`` on the same Redis announces a commit
+(:mod:`patchbay.interfaces.gateway.fanout`); the poll stays, for a lost wake-up, a degraded Redis
+and commits that announce nothing (the CLI). stdout carries only the
 protocol; the one line it prints at start (the session whose event log holds the calls) goes to
 stderr.
 
@@ -26,6 +30,7 @@ import anyio
 import anyio.to_thread
 import typer
 
+from patchbay.adapters.wakeups import open_wakeups
 from patchbay.core.errors import ValidationError
 from patchbay.interfaces.cli._context import err_console, handle_errors, state
 from patchbay.interfaces.cli._runtime import project_snapshot, run_stoppable
@@ -74,12 +79,13 @@ def gateway(
     async def state_version() -> int:
         return await anyio.to_thread.run_sync(service.repository.state_version)
 
-    from patchbay.adapters.wakeups import open_wakeups
     from patchbay.interfaces.cli.serve import running_url
     from patchbay.interfaces.gateway.approvals import GatewayApprovals
     from patchbay.runtime.calls.approvals import ApprovalBroker
 
-    wakeups = open_wakeups(settings)  # Redis, when configured: an answer on the page wakes the call at once
+    # Redis, when configured: an answer on the page wakes the call at once, and other instances'
+    # commits reload the runtime at once (else the store's change counter is polled)
+    wakeups = open_wakeups(settings)
     broker = ApprovalBroker(
         expiry=settings.approval_expiry,
         store=lambda: service.repository.approvals,
@@ -103,6 +109,8 @@ def gateway(
                 async with anyio.create_task_group() as watching:
                     watching.start_soon(owner.watch, state_version, settings.gateway_reload_poll)
                     watching.start_soon(wakeups.run)
+                    if settings.redis_url is not None:  # other instances' commits, at once
+                        await watching.start(owner.follow, wakeups)
                     await serve_stdio(host)
                     watching.cancel_scope.cancel()
             finally:

@@ -4,8 +4,11 @@ A :class:`RuntimeOwner` holds one workspace's :class:`~patchbay.runtime.Runtime`
 that serve it (one over stdio; one per mode over HTTP), each runtime entered and exited by an
 owner task of its own (anyio cancel scopes belong to the task that opened them). When told that
 something was committed (:meth:`RuntimeOwner.changed`, from any thread: the control plane's
-commit listener in the same process, or :meth:`RuntimeOwner.watch` reading the store's change
-counter for commits of other processes), it loads the projection again; when that differs from
+commit listener in the same process, :meth:`RuntimeOwner.follow` woken by a commit of another
+instance on the same Redis (:mod:`~patchbay.interfaces.gateway.fanout`), or :meth:`RuntimeOwner.watch`
+reading the store's change counter for commits of other processes: the fallback for a lost
+wake-up, a degraded Redis or a process that announces nothing, such as the CLI), it loads the
+projection again; when that differs from
 the one it serves (a grant, a connector added, removed, disabled or enabled, a new cached
 catalog), it applies it. When only policy changed (grants, include/exclude, the approval mode,
 the cached catalog) the runtime takes it in place (:meth:`Runtime.reproject`): every connection
@@ -37,10 +40,12 @@ import anyio.to_thread
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.lowlevel import EventLoopToken
 
+from patchbay.adapters.wakeups import Wakeups
 from patchbay.core.errors import PatchbayError
 from patchbay.core.live_status import StatusRegistry
 from patchbay.core.models import RuntimeConfig
 from patchbay.core.settings import Settings
+from patchbay.interfaces.gateway.fanout import PROJECTION_TOPIC
 from patchbay.interfaces.gateway.server import Gateway
 from patchbay.runtime import Runtime
 from patchbay.runtime.calls.permissions import Approver
@@ -55,6 +60,8 @@ RETIRE_GRACE = 10.0
 ApproverFor = Callable[[str], Approver]
 """``approver_for(workspace) -> Approver``: who answers the ``ask`` calls of a workspace's runtime
 (:meth:`patchbay.interfaces.gateway.approvals.GatewayApprovals.approver`)."""
+_FOLLOW_WAIT = 3600.0
+"""Seconds :meth:`RuntimeOwner.follow` waits per round (a wake-up ends the wait at once)."""
 
 ConfigSource = Callable[[], RuntimeConfig]
 """``load() -> RuntimeConfig``: the workspace's projection as committed now (run in a worker
@@ -71,6 +78,7 @@ class RuntimeOwner:
             runtime = await owner.start(group)           # the first runtime, entered
             owner.add(Gateway(runtime, "direct"))
             group.start_soon(owner.watch, state_version, 2.0)
+            await group.start(owner.follow, wakeups)     # other instances' commits, at once
             ...
             owner.close()                                 # every runtime exits
 
@@ -240,6 +248,19 @@ class RuntimeOwner:
                     self.changed()
                 last = version
             await anyio.sleep(interval)
+
+    async def follow(self, wakeups: Wakeups, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Until cancelled: call :meth:`changed` on every wake-up of
+        :data:`~patchbay.interfaces.gateway.fanout.PROJECTION_TOPIC` (a commit announced by a
+        :class:`~patchbay.interfaces.gateway.fanout.ChangeFanout` of this process or, through
+        Redis, of another instance; also every re-subscription after Redis came back, since
+        messages may have been lost). ``task_group.start(owner.follow, wakeups)`` returns once it
+        watches; the caller runs ``wakeups.run`` for the other instances' wake-ups to arrive."""
+        async with wakeups.watch(PROJECTION_TOPIC) as watch:
+            task_status.started()
+            while True:
+                if await watch.wait(_FOLLOW_WAIT):
+                    self.changed()
 
     def close(self) -> None:
         """Retire every runtime (each waits for its calls, then exits: its servers stop) and

@@ -88,7 +88,7 @@ from patchbay.interfaces.api.contracts._connectors import (
     ToolList,
     TransportDetectionView,
 )
-from patchbay.interfaces.api.contracts._health import CoordinationHealth, DatabaseHealth, Health
+from patchbay.interfaces.api.contracts._health import CoordinationHealth, DatabaseHealth, Health, WakeupsHealth
 from patchbay.interfaces.api.contracts._imports import (
     ImportCommitRequest,
     ImportCommitted,
@@ -214,4 +214,5 @@ __all__ = [
     "ApprovalDecided",
     "ApprovalList",
     "ApprovalView",
+    "WakeupsHealth",
 ]

@@ -3,9 +3,10 @@
 Unauthenticated (a liveness probe carries no token) it answers ``{"status"}`` only: ``ok`` or
 ``degraded``, nothing about the host, the store or the process. With the API token (or a
 login's cookie, or on a ``--no-auth`` server) it adds this process's instance id, the store's
-backend and whether it answers, and the coordination backend (``in-process``, or ``redis``
-and whether Redis answers). Always 200: ``degraded`` is an
-answer, not an error (docs/security.md "Health").
+backend and whether it answers, the coordination backend (``in-process``, or ``redis``
+and whether Redis answers) and the wake-ups' backend and state (``local``, or ``redis``:
+``degraded`` while Redis does not answer or the subscription is down, asked now). Always 200:
+``degraded`` is an answer, not an error (docs/security.md "Health").
 """
 
 from __future__ import annotations
@@ -71,6 +72,18 @@ async def _coordination_ok(context: ApiContext) -> bool:
     return await _shared_ok(service.prober.leases) and await _shared_ok(context.status)
 
 
+async def _wakeups_state(context: ApiContext) -> Literal["ok", "degraded"]:
+    """The wake-ups' state: asked now through their ``check()`` (the Redis ones, bounded), else
+    their last known ``state()``; a check that does not answer in time is ``degraded``."""
+    wakeups = context.wakeups
+    check = getattr(wakeups, "check", None)
+    if check is None:
+        return "ok" if wakeups.state() == "ok" else "degraded"
+    with anyio.move_on_after(DATABASE_CHECK_SECONDS):
+        return "ok" if (await check()) == "ok" else "degraded"
+    return "degraded"
+
+
 @router.get(
     HEALTH_PATH,
     response_model=c.Health,
@@ -81,13 +94,14 @@ async def _coordination_ok(context: ApiContext) -> bool:
 )
 async def health(request: Request, context: Context) -> c.Health:
     """``ok`` when the canonical store answers (within a few seconds) and, with
-    ``PATCHBAY_REDIS_URL``, Redis too; else ``degraded``. Needs no token; only an authenticated
-    caller gets the details (``instance``, ``database`` ``{backend, ok}``, ``coordination``
-    ``{backend, ok}``)."""
+    ``PATCHBAY_REDIS_URL``, Redis too (leases, live status and wake-ups); else ``degraded``.
+    Needs no token; only an authenticated caller gets the details (``instance``, ``database``
+    ``{backend, ok}``, ``coordination`` ``{backend, ok}``, ``wakeups`` ``{backend, state}``)."""
     ok = await _database_ok(context)
     redis = context.settings.redis_url is not None
     coordinated = await _coordination_ok(context) if redis else True
-    status: Literal["ok", "degraded"] = "ok" if ok and coordinated else "degraded"
+    woken = await _wakeups_state(context)
+    status: Literal["ok", "degraded"] = "ok" if ok and coordinated and woken == "ok" else "degraded"
     if request_access(request.scope) is None:
         return c.Health(status=status)
     backend = make_url(context.settings.resolved_database_url).get_backend_name()
@@ -96,4 +110,5 @@ async def health(request: Request, context: Context) -> c.Health:
         instance=instance_id(),
         database=c.DatabaseHealth(backend="postgresql" if backend == "postgresql" else "sqlite", ok=ok),
         coordination=c.CoordinationHealth(backend="redis" if redis else "in-process", ok=coordinated),
+        wakeups=c.WakeupsHealth(backend="redis" if context.wakeups.backend == "redis" else "local", state=woken),
     )
