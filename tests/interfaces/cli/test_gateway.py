@@ -69,13 +69,15 @@ def governed_home(run: Callable[..., Any], workspace: Path) -> None:
     run("grant", "time", "convert_time", "deny")
 
 
-def gateway(home: Path, workspace: Path, mode: str) -> Client:
+def gateway(home: Path, workspace: Path, mode: str, *, era: str = "auto", **host: Any) -> Client:
+    """The SDK client as the host of a ``patchbay gateway --stdio --mode mode``: ``era`` its
+    ``Client.mode`` (``legacy``: 2025-11-25), ``host`` more ``Client`` fields."""
     params = StdioServerParameters(
         command=PATCHBAY,
         args=["--home", str(home), "gateway", "--stdio", "--project", str(workspace), "--mode", mode],
         env={"PATH": os.environ["PATH"], "PATCHBAY_BUILTINS": "off"},
     )
-    return Client(params)
+    return Client(params, mode=era, **host)  # type: ignore[arg-type]
 
 
 def session_events(run: Callable[..., Any]) -> list[dict[str, Any]]:
@@ -419,3 +421,80 @@ async def test_upstream_progress_reaches_the_host_and_a_host_cancellation_ends_t
             assert not again.is_error
     failed = [e["payload"] for e in session_events(run) if e["type"] == "tool.failed"]
     assert [p.get("reason") for p in failed] == ["cancelled"]
+
+
+@pytest.fixture
+def eliciting_home(run: Callable[..., Any], workspace: Path) -> None:
+    """server-everything (npm peer) with its elicitation tool allowed (the gateway's runtime
+    advertises elicitation, so the server offers the tool)."""
+    run("connector", "add", "everything", "--", *everything_stdio_command())
+    run("probe", "everything", "--project", str(workspace))
+    run("grant", "everything", "trigger-elicitation-request", "allow")
+
+
+ELICITING_TOOL = "everything__trigger-elicitation-request"
+
+
+def result_text(result: types.CallToolResult) -> str:
+    assert not result.is_error
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+@pytest.mark.peers
+@pytest.mark.usefixtures("eliciting_home")
+async def test_an_upstream_elicitation_reaches_a_host_that_declares_it_and_its_answer_goes_back(
+    home: Path, workspace: Path, run: Callable[..., Any]
+) -> None:
+    asked: list[types.ElicitRequestParams] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"name": "Ada Lovelace", "check": True, "integer": 7})
+
+    async def broken(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        raise RuntimeError("the host's dialog crashed")
+
+    with anyio.fail_after(120):
+        # a 2025-11-25 host declaring elicitation
+        async with gateway(home, workspace, "direct", era="legacy", elicitation_callback=on_elicit) as client:
+            assert client.protocol_version == "2025-11-25"
+            assert ELICITING_TOOL in {t.name for t in (await client.list_tools()).tools}
+            text = result_text(await client.call_tool(ELICITING_TOOL, {}))
+        # a host whose answer fails: the server's call goes on, declined
+        async with gateway(home, workspace, "direct", era="legacy", elicitation_callback=broken) as client:
+            failed = result_text(await client.call_tool(ELICITING_TOOL, {}))
+    assert len(asked) == 1 and isinstance(asked[0], types.ElicitRequestFormParams)
+    assert asked[0].message == "Please provide inputs for the following fields:"
+    assert asked[0].requested_schema["required"] == ["name"]
+    assert "name" in asked[0].requested_schema["properties"]
+    assert "User provided the requested information" in text
+    assert "- Name: Ada Lovelace" in text and "- Favorite Integer: 7" in text
+    assert '"action": "decline"' in failed  # the host answered with an error: declined
+    sessions = json.loads(run("sessions", "--json").stdout)["sessions"]
+    for session in sessions:  # each gateway's call completed on the governed path
+        events = json.loads(run("events", session["session_id"], "--json").stdout)["events"]
+        assert [e["type"] for e in events].count("tool.completed") == 1
+
+
+@pytest.mark.peers
+@pytest.mark.usefixtures("eliciting_home")
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_an_upstream_elicitation_is_declined_for_a_host_that_cannot_be_asked(
+    home: Path, workspace: Path, era: str
+) -> None:
+    asked: list[types.ElicitRequestParams] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"name": "nobody"})
+
+    # a 2025-11-25 host without the capability; a 2026-07-28 host declaring it (that era has no
+    # server-to-client requests)
+    host = {"elicitation_callback": on_elicit} if era == "auto" else {}
+    with anyio.fail_after(120):
+        async with gateway(home, workspace, "direct", era=era, **host) as client:
+            assert client.protocol_version == ("2025-11-25" if era == "legacy" else "2026-07-28")
+            text = result_text(await client.call_tool(ELICITING_TOOL, {}))
+    assert asked == []
+    assert "User declined to provide the requested information" in text
+    assert '"action": "decline"' in text

@@ -19,6 +19,9 @@ A commit that leaves the projection as it was changes nothing. A new runtime res
 connection of the workspace (lazily, on first use, unless the connector is
 ``eager``/``keep_alive``).
 
+Every runtime advertises elicitation to its servers: an elicitation made for a host's call is
+relayed to that host, any other one is declined (:mod:`patchbay.interfaces.gateway.elicitation`).
+
 A reload whose projection cannot be loaded (the store unavailable, a bad projection) keeps the
 runtime it had and logs a warning; one whose new runtime cannot be entered serves the previous
 projection again. The next change tries again.
@@ -41,6 +44,7 @@ from patchbay.core.errors import PatchbayError
 from patchbay.core.live_status import StatusRegistry
 from patchbay.core.models import RuntimeConfig
 from patchbay.core.settings import Settings
+from patchbay.interfaces.gateway.elicitation import decline_elicitation
 from patchbay.interfaces.gateway.server import Gateway
 from patchbay.runtime import Runtime
 
@@ -144,7 +148,14 @@ class RuntimeOwner:
     ) -> None:
         retire, done = anyio.Event(), anyio.Event()
         try:
-            runtime = Runtime(config, settings=self.settings, session_id=self._session_id, status=self._status)
+            runtime = Runtime(
+                config,
+                settings=self.settings,
+                session_id=self._session_id,
+                status=self._status,
+                # elicitation is advertised upstream; a host's call relays it, the rest is declined
+                elicitation_handler=decline_elicitation,
+            )
             async with runtime:
                 task_status.started((runtime, retire, done))
                 await retire.wait()

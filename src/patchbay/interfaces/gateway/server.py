@@ -14,6 +14,10 @@ no approver: a host cannot approve for the person, so an ``ask`` tool answers an
 The connectors' resources, templates and prompts are offered under namespaced names and read
 or expanded on the governed path too (:mod:`patchbay.interfaces.gateway.context`).
 
+While a host's ``tools/call`` runs, the upstream server's progress reaches that host, and so do
+its elicitations for that call when the host declared elicitation (the mode asked for); every
+other elicitation is declined (:mod:`patchbay.interfaces.gateway.elicitation`).
+
 ``listChanged`` is advertised for tools, resources and prompts. When the tools a host was last
 given change, it gets ``notifications/tools/list_changed`` (a 2025-era session on its own
 channel, 2026-07-28 hosts on their ``subscriptions/listen`` streams). Two things change them: a
@@ -57,11 +61,13 @@ from patchbay.interfaces.gateway.context import (
     list_resources,
     read_resource,
 )
+from patchbay.interfaces.gateway.elicitation import HostElicitation
 from patchbay.interfaces.gateway.modes import RUNTIME_WIRE_PREFIX, gateway_name, runtime_wire_name
 from patchbay.interfaces.gateway.results import call_result, error_result
 from patchbay.interfaces.gateway.stdin import pollable_stdin
 from patchbay.runtime import Runtime
 from patchbay.runtime.calls.result import ToolCallResult
+from patchbay.runtime.connection.elicitation import relaying_elicitation
 from patchbay.runtime.connection.exchange import relaying_progress
 from patchbay.runtime.runtime import RuntimeTool
 from patchbay.runtime.tools.definitions import definition_for
@@ -386,8 +392,9 @@ class Gateway:
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         self._listed(ctx, None)
-        # the upstream server's progress reaches the host (a no-op unless it sent a progressToken)
-        with relaying_progress(ctx.session.report_progress):
+        # the upstream server's progress reaches the host (a no-op unless it sent a progressToken),
+        # and its elicitations for this call reach the host (declined unless it declared the mode)
+        with relaying_progress(ctx.session.report_progress), relaying_elicitation(HostElicitation(ctx)):
             return await self.call(params.name, params.arguments)
 
 
