@@ -1,6 +1,7 @@
 """``/mcp`` on a real ``patchbay serve`` (uvicorn on 127.0.0.1), driven by the official SDK client
 over Streamable HTTP, in front of real ``mcp-server-time`` peers: both protocol eras, the modes,
-the guards, one runtime per workspace, and reload on projection changes."""
+the guards, one runtime per workspace, and reload on projection changes; and upstream elicitation
+relayed to the host, in front of the real server-everything."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from patchbay.interfaces.cli import app
 from tests.support.gateway import error_of
 from tests.support.paths import FIXTURES
 from tests.support.serve import Served, serve_process
+from tests.support.servers import everything_stdio_command
 
 pytestmark = pytest.mark.anyio
 
@@ -265,3 +267,49 @@ async def test_a_connector_added_through_the_api_brings_its_resources_and_prompt
             await changed[types.ResourceListChangedNotification].wait()  # the reload took the grant
             read = await client.read_resource(uri)
             assert read.contents[0].text == "Document 5"  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def eliciting(run: Callable[..., Any], home: Path, workspace: Path) -> Iterator[Served]:
+    """server-everything (npm peer) with its elicitation tool allowed, behind ``patchbay serve``."""
+    run("connector", "add", "everything", "--", *everything_stdio_command())
+    run("probe", "everything", "--project", str(workspace))
+    run("grant", "everything", "trigger-elicitation-request", "allow")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PATCHBAY_BUILTINS": "off"}
+    with serve_process(home, workspace, env=env) as serving:
+        yield serving
+
+
+@pytest.mark.peers
+async def test_an_upstream_elicitation_reaches_the_http_host_of_the_call_and_is_declined_for_the_others(
+    eliciting: Served,
+) -> None:
+    asked: list[types.ElicitRequestParams] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"name": "Grace Hopper", "integer": 9})
+
+    def text(result: types.CallToolResult) -> str:
+        assert not result.is_error
+        return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+    tool = "everything__trigger-elicitation-request"
+    url = f"{eliciting.url}/mcp?mode=direct"
+    with anyio.fail_after(120):
+        async with http_client(eliciting) as http:
+            # a 2025-11-25 host declaring elicitation: asked on its call's response stream
+            host = Client(streamable_http_client(url, http_client=http), mode="legacy", elicitation_callback=on_elicit)
+            async with host as client:
+                accepted = text(await client.call_tool(tool, {}))
+            # the same era without the capability, and a 2026-07-28 host (no server-to-client
+            # requests in that era) declaring it: both declined, neither asked
+            async with gateway(http, url) as client:
+                undeclared = text(await client.call_tool(tool, {}))
+            modern = Client(streamable_http_client(url, http_client=http), mode="auto", elicitation_callback=on_elicit)
+            async with modern as client:
+                assert client.protocol_version == "2026-07-28"
+                stateless = text(await client.call_tool(tool, {}))
+    assert len(asked) == 1 and asked[0].message == "Please provide inputs for the following fields:"
+    assert "- Name: Grace Hopper" in accepted and "- Favorite Integer: 9" in accepted
+    assert '"action": "decline"' in undeclared and '"action": "decline"' in stateless

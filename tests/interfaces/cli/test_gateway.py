@@ -425,11 +425,12 @@ async def test_upstream_progress_reaches_the_host_and_a_host_cancellation_ends_t
 
 @pytest.fixture
 def eliciting_home(run: Callable[..., Any], workspace: Path) -> None:
-    """server-everything (npm peer) with its elicitation tool allowed (the gateway's runtime
-    advertises elicitation, so the server offers the tool)."""
+    """server-everything (npm peer) with its form and URL elicitation tools allowed (the gateway's
+    runtime advertises elicitation, so the server offers them)."""
     run("connector", "add", "everything", "--", *everything_stdio_command())
     run("probe", "everything", "--project", str(workspace))
     run("grant", "everything", "trigger-elicitation-request", "allow")
+    run("grant", "everything", "trigger-url-elicitation", "allow")
 
 
 ELICITING_TOOL = "everything__trigger-elicitation-request"
@@ -449,6 +450,8 @@ async def test_an_upstream_elicitation_reaches_a_host_that_declares_it_and_its_a
 
     async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(params)
+        if isinstance(params, types.ElicitRequestURLParams):
+            return types.ElicitResult(action="cancel")
         return types.ElicitResult(action="accept", content={"name": "Ada Lovelace", "check": True, "integer": 7})
 
     async def broken(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -460,20 +463,27 @@ async def test_an_upstream_elicitation_reaches_a_host_that_declares_it_and_its_a
             assert client.protocol_version == "2025-11-25"
             assert ELICITING_TOOL in {t.name for t in (await client.list_tools()).tools}
             text = result_text(await client.call_tool(ELICITING_TOOL, {}))
+            link = {"url": "https://login.example.test/start", "elicitationId": "el-1", "message": "Sign in"}
+            visited = result_text(await client.call_tool("everything__trigger-url-elicitation", link))
         # a host whose answer fails: the server's call goes on, declined
         async with gateway(home, workspace, "direct", era="legacy", elicitation_callback=broken) as client:
             failed = result_text(await client.call_tool(ELICITING_TOOL, {}))
-    assert len(asked) == 1 and isinstance(asked[0], types.ElicitRequestFormParams)
+    assert len(asked) == 2 and isinstance(asked[0], types.ElicitRequestFormParams)
     assert asked[0].message == "Please provide inputs for the following fields:"
     assert asked[0].requested_schema["required"] == ["name"]
     assert "name" in asked[0].requested_schema["properties"]
     assert "User provided the requested information" in text
     assert "- Name: Ada Lovelace" in text and "- Favorite Integer: 7" in text
+    url = asked[1]
+    assert isinstance(url, types.ElicitRequestURLParams)
+    assert (url.url, url.elicitation_id, url.message) == ("https://login.example.test/start", "el-1", "Sign in")
+    assert "User cancelled the URL elicitation (Elicitation ID: el-1)" in visited
     assert '"action": "decline"' in failed  # the host answered with an error: declined
-    sessions = json.loads(run("sessions", "--json").stdout)["sessions"]
-    for session in sessions:  # each gateway's call completed on the governed path
+    completed = []  # every call completed on the governed path: two in one gateway, one in the other
+    for session in json.loads(run("sessions", "--json").stdout)["sessions"]:
         events = json.loads(run("events", session["session_id"], "--json").stdout)["events"]
-        assert [e["type"] for e in events].count("tool.completed") == 1
+        completed.append([e["type"] for e in events].count("tool.completed"))
+    assert sorted(completed) == [1, 2]
 
 
 @pytest.mark.peers
