@@ -10,8 +10,8 @@ Finding the call: a request that arrives inside the call's own task (a 2026-07-2
 ``InputRequiredResult``, which the SDK client resolves in the caller's task) names its relay
 through the context; a 2025-era server's request arrives on the connection's receive loop,
 which says nothing about which request it belongs to (stdio carries no such link), so it is
-relayed only when exactly one ``tools/call`` is in flight on the connection: with several, it is
-answered by the runtime's handler (a gateway's declines), never guessed into another host's
+relayed only when exactly one request is in flight on the connection (a ``tools/call`` with a
+relay): with several, it is answered by the runtime's handler (a gateway's declines), never guessed into another host's
 hands. :func:`detach_relay` keeps a connection's own tasks from inheriting the relay of the call
 that happened to start them.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -64,17 +64,18 @@ class _Call:
 
 
 class CallRelays:
-    """The ``tools/call`` requests in flight on one connection and their relays."""
+    """The requests in flight on one connection and the relays of its ``tools/call`` requests."""
 
     def __init__(self) -> None:
         self._calls: list[_Call] = []
 
     @contextmanager
-    def track(self, hold: Callable[[], AbstractContextManager[None]]) -> Iterator[None]:
-        """Count a ``tools/call`` (with the relay of the current context, if any) as in flight
-        for the block; ``hold()`` is entered while a person answers for it (the call's timeout
-        clock stops)."""
-        call = _Call(_RELAY.get(), hold)
+    def track(self, hold: Callable[[], AbstractContextManager[None]] | None) -> Iterator[None]:
+        """Count a request as in flight for the block: a ``tools/call`` (``hold`` given: entered
+        while a person answers for it, the call's timeout clock stops) with the relay of the
+        current context, if any; any other request (``hold`` None) relays nothing, but while it
+        runs a 2025-era elicitation cannot be told apart from one made for it."""
+        call = _Call(None, nullcontext) if hold is None else _Call(_RELAY.get(), hold)
         self._calls.append(call)
         try:
             yield

@@ -5,7 +5,7 @@ requests (:meth:`~RequestExchange.request`: ``resources/*``, ``prompts/*``) in t
 the live session its :class:`Session` (the connection) gives it. It owns the per-request timeouts
 (``timeout`` after ``request_timeout`` seconds without progress, or ``max_call_seconds`` in all),
 counts an unresponsive server or a connection that died as a crash, and checks a result against the
-tool's ``outputSchema`` (:mod:`patchbay.runtime.output.schema_check`). It counts the calls in flight
+tool's ``outputSchema`` (:mod:`patchbay.runtime.output.schema_check`). It counts the requests in flight
 for :mod:`patchbay.runtime.connection.elicitation` (:attr:`RequestExchange.relays`), and holds a
 call's ``request_timeout`` clock while a person answers a server's elicitation for it.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, NamedTuple, Protocol, TypeVar
 
@@ -191,7 +191,7 @@ class RequestExchange:
         self._on_call_finished = on_call_finished
         self._timeouts = 0
         self.relays = CallRelays()
-        """The ``tools/call`` requests in flight here, for the elicitation callback (elicitation.py)."""
+        """The requests in flight here, for the elicitation callback (elicitation.py)."""
 
     def reset(self) -> None:
         """A new connection: the timeouts in a row start again from zero."""
@@ -286,9 +286,7 @@ class RequestExchange:
         started = anyio.current_time()
         scope = anyio.CancelScope(deadline=started + (idle if cap is None else min(idle, cap)))
         on_progress = None if cap is None else _ProgressClock(scope, idle, started + cap)
-        tracked: AbstractContextManager[None] = (
-            nullcontext() if on_progress is None else self.relays.track(on_progress.hold)
-        )
+        tracked = self.relays.track(None if on_progress is None else on_progress.hold)
 
         self._session.request_started()
         try:
