@@ -4,9 +4,9 @@ A connector's server may ask its user for input while it runs a call (``elicitat
 form with a schema, or a URL to visit). The gateway's runtime advertises elicitation to every
 server and answers with :func:`decline_elicitation` unless the request belongs to a host's call
 (:mod:`patchbay.runtime.connection.elicitation` finds the call); then :class:`HostElicitation`
-sends it (its form or URL parameters as the server sent them) on that host's request to the host, and
-the host's answer (``accept`` with its ``content``, ``decline``, ``cancel``) goes back to the
-server as it is. The person answers in the host's own elicitation UI; this is not the approval
+sends it (its form or URL parameters as the server sent them) on that host's request to the
+host, and the host's answer (``accept`` with its ``content``, ``decline``, ``cancel``) goes back
+to the server as it is. The person answers in the host's own elicitation UI; this is not the approval
 path (a host never approves for the person, see :mod:`patchbay.interfaces.gateway.results`).
 
 Declined without asking the host: a mode its ``initialize`` did not declare (``elicitation: {}``
@@ -64,8 +64,8 @@ class HostElicitation:
     Args:
         ctx: the SDK's request context of the host's ``tools/call`` (its ``session``: the
             declared capabilities, whether a request can reach the host, ``send_request``; its
-            ``request_id``: the request the elicitation is sent on, which on
-            Streamable HTTP puts it on that request's response stream).
+            ``request_id``: the request the elicitation is sent on, which on Streamable HTTP
+            puts it on that request's response stream).
     """
 
     def __init__(self, ctx: Any):

@@ -11,8 +11,8 @@ Finding the call: a request that arrives inside the call's own task (a 2026-07-2
 through the context; a 2025-era server's request arrives on the connection's receive loop,
 which says nothing about which request it belongs to (stdio carries no such link), so it is
 relayed only when exactly one request is in flight on the connection (a ``tools/call`` with a
-relay): with several, it is answered by the runtime's handler (a gateway's declines), never guessed into another host's
-hands. :func:`detach_relay` keeps a connection's own tasks from inheriting the relay of the call
+relay): with several, it is answered by the runtime's handler (a gateway's declines), never
+guessed into another host's hands. :func:`detach_relay` keeps a connection's own tasks from inheriting the relay of the call
 that happened to start them.
 
 While a relayed request waits for its person, the call's ``request_timeout`` clock is held (the
