@@ -67,6 +67,45 @@ async def test_a_calls_elicitation_goes_to_its_relay_and_others_to_the_runtimes_
     assert fallback == ["Nobody relays"]
 
 
+async def test_a_relay_still_waiting_when_its_call_is_cancelled_is_cancelled_too(tmp_path: Path) -> None:
+    """A 2025-era request runs on the connection's receive loop, not in the call's task: the
+    call ending must still end the wait for its host's answer."""
+    waiting, ended = anyio.Event(), anyio.Event()
+
+    async def relay(params: types.ElicitRequestParams) -> types.ElicitResult:
+        waiting.set()
+        try:
+            await anyio.Event().wait()  # a host that never answers
+        finally:
+            ended.set()
+        raise AssertionError("unreachable")
+
+    settings = Settings(home=tmp_path / "home")
+    with anyio.fail_after(30):
+        async with Runtime(
+            config(tmp_path, fixture_server("eliciting_server.py")), settings=settings, elicitation_handler=relay
+        ) as runtime:
+            async with anyio.create_task_group() as group:
+
+                async def call() -> None:
+                    with relaying_elicitation(relay):  # the server keeps asking after a cancel
+                        await runtime.call("mcp.s.ask_regardless", {"question": "Still there?"})
+
+                group.start_soon(call)
+                await waiting.wait()
+                group.cancel_scope.cancel()  # the host cancelled its call
+            await ended.wait()
+            with relaying_elicitation(relay_answering("later")):
+                assert (await runtime.call("mcp.s.ask", {"question": "Again?"})).text == "accept: later"
+
+
+def relay_answering(answer: str) -> ElicitationHandler:
+    async def relay(params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"answer": answer})
+
+    return relay
+
+
 async def test_a_2026_servers_elicitation_finds_its_own_call_among_several_in_flight(tmp_path: Path) -> None:
     asked: dict[str, list[str]] = {"a": [], "b": []}
     both = anyio.Event()

@@ -16,7 +16,8 @@ guessed into another host's hands. :func:`detach_relay` keeps a connection's own
 that happened to start them.
 
 While a relayed request waits for its person, the call's ``request_timeout`` clock is held (the
-``max_call_seconds`` cap still applies); it starts again from the answer.
+``max_call_seconds`` cap still applies); it starts again from the answer. A call that ends while
+its relay still waits (the host cancelled it, it timed out) cancels the relay.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import anyio
 from mcp import types
 
 __all__ = ["CallRelays", "ElicitationHandler", "detach_relay", "relaying_elicitation"]
@@ -61,6 +63,7 @@ def detach_relay() -> None:
 class _Call:
     relay: ElicitationHandler | None
     hold: Callable[[], AbstractContextManager[None]]
+    asking: set[anyio.CancelScope] = field(default_factory=set)  # its relays under way
 
 
 class CallRelays:
@@ -81,6 +84,8 @@ class CallRelays:
             yield
         finally:
             self._calls.remove(call)
+            for scope in call.asking:  # the call is over: nobody waits for those answers
+                scope.cancel()
 
     def _call_for(self) -> _Call | None:
         """The in-flight call whose relay answers a request arriving now (None: none does)."""
@@ -95,13 +100,18 @@ class CallRelays:
 
     async def answer(self, params: types.ElicitRequestParams, fallback: ElicitationHandler) -> types.ElicitResult:
         """Answer a server's ``elicitation/create``: by the relay of the call it is made for,
-        else by ``fallback`` (the runtime's handler). A relay that raises answers ``cancel``."""
+        else by ``fallback`` (the runtime's handler). A relay that raises answers ``cancel``; one
+        still waiting when its call ends (cancelled, failed) is cancelled and answers ``cancel``."""
         call = self._call_for()
         if call is None or call.relay is None:
             return await fallback(params)
-        with call.hold():
+        with call.hold(), anyio.CancelScope() as scope:
+            call.asking.add(scope)
             try:
                 return await call.relay(params)
             except Exception as exc:  # the host's side failing must not fail the server's call
                 logger.warning("an elicitation could not be relayed (%s); answered cancel", type(exc).__name__)
                 return types.ElicitResult(action="cancel")
+            finally:
+                call.asking.discard(scope)
+        return types.ElicitResult(action="cancel")  # the call ended first
