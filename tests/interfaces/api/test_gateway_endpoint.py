@@ -281,14 +281,14 @@ def eliciting(run: Callable[..., Any], home: Path, workspace: Path) -> Iterator[
 
 
 @pytest.mark.peers
-async def test_an_upstream_elicitation_reaches_the_http_host_of_the_call_and_is_declined_for_the_others(
+async def test_an_upstream_elicitation_reaches_the_http_host_of_the_call_in_both_eras_or_is_declined(
     eliciting: Served,
 ) -> None:
     asked: list[types.ElicitRequestParams] = []
 
     async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(params)
-        return types.ElicitResult(action="accept", content={"name": "Grace Hopper", "integer": 9})
+        return types.ElicitResult(action="accept", content={"name": f"Grace Hopper {len(asked)}", "integer": 9})
 
     def text(result: types.CallToolResult) -> str:
         assert not result.is_error
@@ -302,14 +302,15 @@ async def test_an_upstream_elicitation_reaches_the_http_host_of_the_call_and_is_
             host = Client(streamable_http_client(url, http_client=http), mode="legacy", elicitation_callback=on_elicit)
             async with host as client:
                 accepted = text(await client.call_tool(tool, {}))
-            # the same era without the capability, and a 2026-07-28 host (no server-to-client
-            # requests in that era) declaring it: both declined, neither asked
+            # the same era without the capability: declined, nobody asked
             async with gateway(http, url) as client:
                 undeclared = text(await client.call_tool(tool, {}))
+            # a 2026-07-28 host (stateless requests): an InputRequiredResult, then its retry
             modern = Client(streamable_http_client(url, http_client=http), mode="auto", elicitation_callback=on_elicit)
             async with modern as client:
                 assert client.protocol_version == "2026-07-28"
-                stateless = text(await client.call_tool(tool, {}))
-    assert len(asked) == 1 and asked[0].message == "Please provide inputs for the following fields:"
-    assert "- Name: Grace Hopper" in accepted and "- Favorite Integer: 9" in accepted
-    assert '"action": "decline"' in undeclared and '"action": "decline"' in stateless
+                rounds = text(await client.call_tool(tool, {}))
+    assert [params.message for params in asked] == ["Please provide inputs for the following fields:"] * 2
+    assert "- Name: Grace Hopper 1" in accepted and "- Favorite Integer: 9" in accepted
+    assert '"action": "decline"' in undeclared
+    assert "- Name: Grace Hopper 2" in rounds

@@ -431,6 +431,7 @@ def eliciting_home(run: Callable[..., Any], workspace: Path) -> None:
     run("probe", "everything", "--project", str(workspace))
     run("grant", "everything", "trigger-elicitation-request", "allow")
     run("grant", "everything", "trigger-url-elicitation", "allow")
+    run("grant", "everything", "trigger-long-running-operation", "allow")
 
 
 ELICITING_TOOL = "everything__trigger-elicitation-request"
@@ -443,9 +444,12 @@ def result_text(result: types.CallToolResult) -> str:
 
 @pytest.mark.peers
 @pytest.mark.usefixtures("eliciting_home")
+@pytest.mark.parametrize("era", ["legacy", "auto"])
 async def test_an_upstream_elicitation_reaches_a_host_that_declares_it_and_its_answer_goes_back(
-    home: Path, workspace: Path, run: Callable[..., Any]
+    home: Path, workspace: Path, run: Callable[..., Any], era: str
 ) -> None:
+    """A 2025-11-25 host is asked with ``elicitation/create`` on its call; a 2026-07-28 host gets
+    an ``InputRequiredResult`` and retries the call with its answer."""
     asked: list[types.ElicitRequestParams] = []
 
     async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -458,14 +462,21 @@ async def test_an_upstream_elicitation_reaches_a_host_that_declares_it_and_its_a
         raise RuntimeError("the host's dialog crashed")
 
     with anyio.fail_after(120):
-        # a 2025-11-25 host declaring elicitation
-        async with gateway(home, workspace, "direct", era="legacy", elicitation_callback=on_elicit) as client:
-            assert client.protocol_version == "2025-11-25"
+        async with gateway(home, workspace, "direct", era=era, elicitation_callback=on_elicit) as client:
+            assert client.protocol_version == ("2025-11-25" if era == "legacy" else "2026-07-28")
             assert ELICITING_TOOL in {t.name for t in (await client.list_tools()).tools}
             text = result_text(await client.call_tool(ELICITING_TOOL, {}))
             link = {"url": "https://login.example.test/start", "elicitationId": "el-1", "message": "Sign in"}
             visited = result_text(await client.call_tool("everything__trigger-url-elicitation", link))
-        # a host whose answer fails: the server's call goes on, declined
+            # upstream progress still reaches this host (on a 2026-07-28 host: its waiting round)
+            steps: list[float] = []
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                steps.append(progress)
+
+            long = {"duration": 1, "steps": 2}
+            await client.call_tool("everything__trigger-long-running-operation", long, progress_callback=on_progress)
+        # a 2025-11-25 host whose answer fails: the server's call goes on, declined
         async with gateway(home, workspace, "direct", era="legacy", elicitation_callback=broken) as client:
             failed = result_text(await client.call_tool(ELICITING_TOOL, {}))
     assert len(asked) == 2 and isinstance(asked[0], types.ElicitRequestFormParams)
@@ -476,35 +487,90 @@ async def test_an_upstream_elicitation_reaches_a_host_that_declares_it_and_its_a
     assert "- Name: Ada Lovelace" in text and "- Favorite Integer: 7" in text
     url = asked[1]
     assert isinstance(url, types.ElicitRequestURLParams)
-    assert (url.url, url.elicitation_id, url.message) == ("https://login.example.test/start", "el-1", "Sign in")
+    assert (url.url, url.message) == ("https://login.example.test/start", "Sign in")
+    assert url.elicitation_id == ("el-1" if era == "legacy" else None)  # not in the 2026-07-28 wire form
     assert "User cancelled the URL elicitation (Elicitation ID: el-1)" in visited
+    assert steps == [1, 2]
     assert '"action": "decline"' in failed  # the host answered with an error: declined
-    completed = []  # every call completed on the governed path: two in one gateway, one in the other
+    completed = []  # every call completed on the governed path: three in one gateway, one in the other
     for session in json.loads(run("sessions", "--json").stdout)["sessions"]:
         events = json.loads(run("events", session["session_id"], "--json").stdout)["events"]
         completed.append([e["type"] for e in events].count("tool.completed"))
-    assert sorted(completed) == [1, 2]
+    assert sorted(completed) == [1, 3]
 
 
 @pytest.mark.peers
 @pytest.mark.usefixtures("eliciting_home")
 @pytest.mark.parametrize("era", ["legacy", "auto"])
-async def test_an_upstream_elicitation_is_declined_for_a_host_that_cannot_be_asked(
+async def test_an_upstream_elicitation_is_declined_for_a_host_without_the_capability(
     home: Path, workspace: Path, era: str
 ) -> None:
-    asked: list[types.ElicitRequestParams] = []
-
-    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        asked.append(params)
-        return types.ElicitResult(action="accept", content={"name": "nobody"})
-
-    # a 2025-11-25 host without the capability; a 2026-07-28 host declaring it (that era has no
-    # server-to-client requests)
-    host = {"elicitation_callback": on_elicit} if era == "auto" else {}
     with anyio.fail_after(120):
-        async with gateway(home, workspace, "direct", era=era, **host) as client:
+        async with gateway(home, workspace, "direct", era=era) as client:  # no elicitation declared
             assert client.protocol_version == ("2025-11-25" if era == "legacy" else "2026-07-28")
             text = result_text(await client.call_tool(ELICITING_TOOL, {}))
-    assert asked == []
     assert "User declined to provide the requested information" in text
     assert '"action": "decline"' in text
+
+
+@pytest.fixture
+def asking_home(run: Callable[..., Any], workspace: Path) -> None:
+    """tests/fixtures/eliciting_server.py as ``asker``, its ``ask`` tool allowed."""
+    run("connector", "add", "asker", "--", sys.executable, str(FIXTURES / "eliciting_server.py"))
+    run("probe", "asker", "--project", str(workspace))
+    run("grant", "asker", "ask", "allow")
+
+
+@pytest.mark.usefixtures("asking_home")
+async def test_a_2026_host_drives_the_input_rounds_of_a_call_and_a_stale_state_is_refused(
+    home: Path, workspace: Path, run: Callable[..., Any]
+) -> None:
+    """The rounds by hand (``allow_input_required``): the upstream question as an
+    ``InputRequiredResult``, a retry with a state that names no waiting call refused, the retry
+    with the answer completing the one governed call."""
+
+    async def unused(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        raise AssertionError("this host answers the rounds itself")
+
+    answer = {"elicitation-1": types.ElicitResult(action="accept", content={"answer": "because"})}
+    with anyio.fail_after(60):
+        async with gateway(home, workspace, "direct", elicitation_callback=unused) as client:
+            assert client.protocol_version == "2026-07-28"
+            session = client.session
+            first = await session.call_tool("asker__ask", {"question": "Why?"}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult) and first.request_state
+            assert first.input_requests is not None and list(first.input_requests) == ["elicitation-1"]
+            asked = first.input_requests["elicitation-1"]
+            assert isinstance(asked, types.ElicitRequest) and asked.params.message == "Why?"
+            assert isinstance(asked.params, types.ElicitRequestFormParams)
+            assert asked.params.requested_schema["required"] == ["answer"]
+
+            stale = await session.call_tool(
+                "asker__ask",
+                {"question": "Why?"},
+                input_responses=answer,
+                request_state="nope",
+                allow_input_required=True,
+            )
+            assert isinstance(stale, types.CallToolResult) and error_of(stale)["code"] == "validation_error"
+
+            done = await session.call_tool(
+                "asker__ask",
+                {"question": "Why?"},
+                input_responses=answer,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            assert isinstance(done, types.CallToolResult) and not done.is_error
+            assert done.content[0].text == "accept: because"  # type: ignore[union-attr]
+            finished = await session.call_tool(
+                "asker__ask",
+                {"question": "Why?"},
+                input_responses=answer,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            assert isinstance(finished, types.CallToolResult) and error_of(finished)["code"] == "validation_error"
+    events = session_events(run)
+    assert [e["type"] for e in events].count("tool.completed") == 1  # one governed call across the rounds
+    assert [e["type"] for e in events].count("model.tool_call_requested") == 1

@@ -9,11 +9,13 @@ host, and the host's answer (``accept`` with its ``content``, ``decline``, ``can
 to the server as it is. The person answers in the host's own elicitation UI; this is not the approval
 path (a host never approves for the person, see :mod:`patchbay.interfaces.gateway.results`).
 
+This is how a 2025-11-25 host is asked. A 2026-07-28 host (that era has no server-to-client
+requests) that declared elicitation is asked through ``InputRequiredResult`` rounds of its call
+instead (:mod:`patchbay.interfaces.gateway.input_rounds`).
+
 Declined without asking the host: a mode its ``initialize`` did not declare (``elicitation: {}``
 declares form mode only), a host that declared no elicitation, and a request that cannot reach
-the host: a 2026-07-28 host (that era has no server-to-client requests; it resolves input through
-``InputRequiredResult`` retries, which the gateway does not offer) or a Streamable HTTP response
-in JSON mode. A host that answers with an error declines; one whose connection breaks cancels;
+the host (a Streamable HTTP response in JSON mode). A host that answers with an error declines; one whose connection breaks cancels;
 the server's call goes on either way. Nothing of a request or an answer is logged.
 """
 
