@@ -20,10 +20,12 @@ from mcp.client.stdio import StdioServerParameters
 from typer.testing import CliRunner
 
 from patchbay.interfaces.cli import app
+from patchbay.runtime import read_events
 from tests.support.events import CALL_CHAIN
 from tests.support.gateway import error_of
 from tests.support.paths import FIXTURES
 from tests.support.servers import everything_stdio_command
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -78,6 +80,12 @@ def gateway(home: Path, workspace: Path, mode: str, *, era: str = "auto", **host
         env={"PATH": os.environ["PATH"], "PATCHBAY_BUILTINS": "off"},
     )
     return Client(params, mode=era, **host)  # type: ignore[arg-type]
+
+
+def logged_events(home: Path) -> list[dict[str, Any]]:
+    """The events of the one session log under ``home``, read from its file as it is written."""
+    logs = list((home / "sessions").glob("*.jsonl"))
+    return read_events(logs[0]) if len(logs) == 1 else []
 
 
 def session_events(run: Callable[..., Any]) -> list[dict[str, Any]]:
@@ -515,10 +523,11 @@ async def test_an_upstream_elicitation_is_declined_for_a_host_without_the_capabi
 
 @pytest.fixture
 def asking_home(run: Callable[..., Any], workspace: Path) -> None:
-    """tests/fixtures/eliciting_server.py as ``asker``, its ``ask`` tool allowed."""
+    """tests/fixtures/eliciting_server.py as ``asker``, its ``ask`` and ``ask_then_hang`` allowed."""
     run("connector", "add", "asker", "--", sys.executable, str(FIXTURES / "eliciting_server.py"))
     run("probe", "asker", "--project", str(workspace))
     run("grant", "asker", "ask", "allow")
+    run("grant", "asker", "ask_then_hang", "allow")
 
 
 @pytest.mark.usefixtures("asking_home")
@@ -574,3 +583,43 @@ async def test_a_2026_host_drives_the_input_rounds_of_a_call_and_a_stale_state_i
     events = session_events(run)
     assert [e["type"] for e in events].count("tool.completed") == 1  # one governed call across the rounds
     assert [e["type"] for e in events].count("model.tool_call_requested") == 1
+
+
+@pytest.mark.usefixtures("asking_home")
+async def test_a_2026_host_cancelling_a_round_cancels_the_governed_call(
+    home: Path, workspace: Path, run: Callable[..., Any]
+) -> None:
+    async def unused(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        raise AssertionError("this host answers the rounds itself")
+
+    answer = {"elicitation-1": types.ElicitResult(action="accept", content={"answer": "yes"})}
+    progressed = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        progressed.set()
+
+    tool, arguments = "asker__ask_then_hang", {"question": "Go on?"}
+    with anyio.fail_after(60):
+        async with gateway(home, workspace, "direct", elicitation_callback=unused) as client:
+            session = client.session
+            first = await session.call_tool(tool, arguments, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult)
+            async with anyio.create_task_group() as group:
+
+                async def retry() -> None:
+                    await session.call_tool(
+                        tool,
+                        arguments,
+                        progress_callback=on_progress,
+                        input_responses=answer,
+                        request_state=first.request_state,
+                        allow_input_required=True,
+                    )
+
+                group.start_soon(retry)
+                await progressed.wait()  # the answer reached the server; the round waits for the end
+                group.cancel_scope.cancel()
+            # the governed call (hanging upstream) ends cancelled while the gateway still runs
+            await wait_until(lambda: "tool.failed" in [e["type"] for e in logged_events(home)])
+    failed = [e["payload"] for e in session_events(run) if e["type"] == "tool.failed"]
+    assert [p.get("reason") for p in failed] == ["cancelled"]

@@ -19,6 +19,7 @@ state, or answering with something else than an elicitation result, is refused w
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import secrets
 from collections.abc import Awaitable, Callable
@@ -134,16 +135,18 @@ class InputRounds:
 
         async def governed() -> None:
             try:
-                with suspended.scope:
+                with send, suspended.scope:
                     try:
                         with relaying_progress(suspended.report), relaying_elicitation(relay):
                             outcome: Any = await run()
                     except Exception as exc:  # handed to the round that waits
                         outcome = exc
-                    await send.send(outcome)
+                    with contextlib.suppress(anyio.BrokenResourceError):  # no round waits any more
+                        await send.send(outcome)
             finally:
                 if suspended.abandoned or suspended.scope.cancel_called:
                     self._calls.pop(token, None)
+                    receive.close()
 
         self._calls[token] = suspended
         self._group.start_soon(governed)
@@ -158,6 +161,7 @@ class InputRounds:
             # the host cancelled this round's request (or the gateway stops): the call ends
             suspended.scope.cancel()
             self._calls.pop(token, None)
+            receive.close()
             raise
         finally:
             suspended.progress = None
@@ -165,6 +169,7 @@ class InputRounds:
             request = types.ElicitRequest(params=event.params.model_copy(update={"meta": None}))
             return types.InputRequiredResult(input_requests={event.key: request}, request_state=token)
         self._calls.pop(token, None)
+        receive.close()
         if isinstance(event, BaseException):
             raise event
         result: types.CallToolResult = event
