@@ -141,7 +141,9 @@ class GatewayServer(Server[Any]):
 class Gateway:
     """The handlers of a gateway: ``tools/list`` and ``tools/call`` over ``runtime``, and the
     connectors' resources, templates and prompts (:mod:`patchbay.interfaces.gateway.context`),
-    for every host session it serves (one over stdio; any number over HTTP).
+    for every host session it serves (one over stdio; any number over HTTP). Whoever serves it
+    also runs :meth:`run_background` (list_changed relaying, the calls suspended between the
+    input rounds of 2026-07-28 hosts).
 
     Args:
         runtime: an entered runtime, without approver (:meth:`use_runtime` replaces it).
