@@ -1,7 +1,8 @@
 """``/mcp`` on a real ``patchbay serve`` (uvicorn on 127.0.0.1), driven by the official SDK client
 over Streamable HTTP, in front of real ``mcp-server-time`` peers: both protocol eras, the modes,
 the guards, one runtime per workspace, and reload on projection changes (through the store's
-change-counter poll too while the wake-ups' Redis is unreachable)."""
+change-counter poll too while the wake-ups' Redis is unreachable); and upstream elicitation
+relayed to the host, in front of the real server-everything."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from tests.support.api import Api
 from tests.support.gateway import error_of
 from tests.support.paths import FIXTURES
 from tests.support.serve import Served, serve_process
-from tests.support.servers import free_port
+from tests.support.servers import everything_stdio_command, free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -366,6 +367,17 @@ def served_without_redis(run: Callable[..., Any], home: Path, workspace: Path) -
         yield serving
 
 
+@pytest.fixture
+def eliciting(run: Callable[..., Any], home: Path, workspace: Path) -> Iterator[Served]:
+    """server-everything (npm peer) with its elicitation tool allowed, behind ``patchbay serve``."""
+    run("connector", "add", "everything", "--", *everything_stdio_command())
+    run("probe", "everything", "--project", str(workspace))
+    run("grant", "everything", "trigger-elicitation-request", "allow")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PATCHBAY_BUILTINS": "off"}
+    with serve_process(home, workspace, env=env) as serving:
+        yield serving
+
+
 async def test_with_redis_unreachable_the_change_counter_poll_still_reloads_a_connected_host(
     served_without_redis: Served, run: Callable[..., Any]
 ) -> None:
@@ -391,3 +403,39 @@ async def test_with_redis_unreachable_the_change_counter_poll_still_reloads_a_co
             run("grant", "time", "get_current_time", "deny")  # another process: only the poll sees it
             await changed.wait()
             assert "time__get_current_time" not in {tool.name for tool in (await client.list_tools()).tools}
+
+
+@pytest.mark.peers
+async def test_an_upstream_elicitation_reaches_the_http_host_of_the_call_in_both_eras_or_is_declined(
+    eliciting: Served,
+) -> None:
+    asked: list[types.ElicitRequestParams] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"name": f"Grace Hopper {len(asked)}", "integer": 9})
+
+    def text(result: types.CallToolResult) -> str:
+        assert not result.is_error
+        return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+    tool = "everything__trigger-elicitation-request"
+    url = f"{eliciting.url}/mcp?mode=direct"
+    with anyio.fail_after(120):
+        async with http_client(eliciting) as http:
+            # a 2025-11-25 host declaring elicitation: asked on its call's response stream
+            host = Client(streamable_http_client(url, http_client=http), mode="legacy", elicitation_callback=on_elicit)
+            async with host as client:
+                accepted = text(await client.call_tool(tool, {}))
+            # the same era without the capability: declined, nobody asked
+            async with gateway(http, url) as client:
+                undeclared = text(await client.call_tool(tool, {}))
+            # a 2026-07-28 host (stateless requests): an InputRequiredResult, then its retry
+            modern = Client(streamable_http_client(url, http_client=http), mode="auto", elicitation_callback=on_elicit)
+            async with modern as client:
+                assert client.protocol_version == "2026-07-28"
+                rounds = text(await client.call_tool(tool, {}))
+    assert [params.message for params in asked] == ["Please provide inputs for the following fields:"] * 2
+    assert "- Name: Grace Hopper 1" in accepted and "- Favorite Integer: 9" in accepted
+    assert '"action": "decline"' in undeclared
+    assert "- Name: Grace Hopper 2" in rounds

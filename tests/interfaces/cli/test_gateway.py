@@ -22,11 +22,13 @@ from mcp.client.stdio import StdioServerParameters
 from typer.testing import CliRunner
 
 from patchbay.interfaces.cli import app
+from patchbay.runtime import read_events
 from tests.support.events import CALL_CHAIN
 from tests.support.gateway import error_of
 from tests.support.paths import FIXTURES
 from tests.support.serve import serve_process
 from tests.support.servers import everything_stdio_command
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -72,13 +74,24 @@ def governed_home(run: Callable[..., Any], workspace: Path) -> None:
     run("grant", "time", "convert_time", "deny")
 
 
-def gateway(home: Path, workspace: Path, mode: str, **env: str) -> Client:
+def gateway(
+    home: Path, workspace: Path, mode: str, *, era: str = "auto", env: dict[str, str] | None = None, **host: Any
+) -> Client:
+    """The SDK client as the host of a ``patchbay gateway --stdio --mode mode``: ``era`` its
+    ``Client.mode`` (``legacy``: 2025-11-25), ``env`` more of the gateway's environment, ``host``
+    more ``Client`` fields."""
     params = StdioServerParameters(
         command=PATCHBAY,
         args=["--home", str(home), "gateway", "--stdio", "--project", str(workspace), "--mode", mode],
-        env={"PATH": os.environ["PATH"], "PATCHBAY_BUILTINS": "off", **env},
+        env={"PATH": os.environ["PATH"], "PATCHBAY_BUILTINS": "off", **(env or {})},
     )
-    return Client(params)
+    return Client(params, mode=era, **host)  # type: ignore[arg-type]
+
+
+def logged_events(home: Path) -> list[dict[str, Any]]:
+    """The events of the one session log under ``home``, read from its file as it is written."""
+    logs = list((home / "sessions").glob("*.jsonl"))
+    return read_events(logs[0]) if len(logs) == 1 else []
 
 
 def session_events(run: Callable[..., Any]) -> list[dict[str, Any]]:
@@ -441,7 +454,10 @@ async def test_an_ask_call_waits_for_the_settings_page_of_the_running_serve_and_
         async with httpx2.AsyncClient(headers=served.headers, timeout=30) as page:
             # a call waits (up to 600 s here) while the host is told where the approval is
             async with gateway(
-                home, workspace, "direct", PATCHBAY_GATEWAY_APPROVAL_WAIT="600", PATCHBAY_APPROVAL_RECHECK="0.1"
+                home,
+                workspace,
+                "direct",
+                env={"PATCHBAY_GATEWAY_APPROVAL_WAIT": "600", "PATCHBAY_APPROVAL_RECHECK": "0.1"},
             ) as client:
                 results: list[Any] = []
 
@@ -469,7 +485,7 @@ async def test_an_ask_call_waits_for_the_settings_page_of_the_running_serve_and_
 
             # a host that would time out: the call ends approval_pending, the approval stays open,
             # and the identical call made again once it is allowed proceeds
-            async with gateway(home, workspace, "direct", PATCHBAY_GATEWAY_APPROVAL_WAIT="0.05") as client:
+            async with gateway(home, workspace, "direct", env={"PATCHBAY_GATEWAY_APPROVAL_WAIT": "0.05"}) as client:
                 asked = await client.call_tool("clock__convert_time", CONVERT)
                 error = error_of(asked)
                 assert error["code"] == "approval_pending"
@@ -489,3 +505,197 @@ async def test_an_ask_call_waits_for_the_settings_page_of_the_running_serve_and_
 
 
 CONVERT = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+
+
+@pytest.fixture
+def eliciting_home(run: Callable[..., Any], workspace: Path) -> None:
+    """server-everything (npm peer) with its form and URL elicitation tools allowed (the gateway's
+    runtime advertises elicitation, so the server offers them)."""
+    run("connector", "add", "everything", "--", *everything_stdio_command())
+    run("probe", "everything", "--project", str(workspace))
+    run("grant", "everything", "trigger-elicitation-request", "allow")
+    run("grant", "everything", "trigger-url-elicitation", "allow")
+    run("grant", "everything", "trigger-long-running-operation", "allow")
+
+
+ELICITING_TOOL = "everything__trigger-elicitation-request"
+
+
+def result_text(result: types.CallToolResult) -> str:
+    assert not result.is_error
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+@pytest.mark.peers
+@pytest.mark.usefixtures("eliciting_home")
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_an_upstream_elicitation_reaches_a_host_that_declares_it_and_its_answer_goes_back(
+    home: Path, workspace: Path, run: Callable[..., Any], era: str
+) -> None:
+    """A 2025-11-25 host is asked with ``elicitation/create`` on its call; a 2026-07-28 host gets
+    an ``InputRequiredResult`` and retries the call with its answer."""
+    asked: list[types.ElicitRequestParams] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        if isinstance(params, types.ElicitRequestURLParams):
+            return types.ElicitResult(action="cancel")
+        return types.ElicitResult(action="accept", content={"name": "Ada Lovelace", "check": True, "integer": 7})
+
+    async def broken(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        raise RuntimeError("the host's dialog crashed")
+
+    with anyio.fail_after(120):
+        async with gateway(home, workspace, "direct", era=era, elicitation_callback=on_elicit) as client:
+            assert client.protocol_version == ("2025-11-25" if era == "legacy" else "2026-07-28")
+            assert ELICITING_TOOL in {t.name for t in (await client.list_tools()).tools}
+            text = result_text(await client.call_tool(ELICITING_TOOL, {}))
+            link = {"url": "https://login.example.test/start", "elicitationId": "el-1", "message": "Sign in"}
+            visited = result_text(await client.call_tool("everything__trigger-url-elicitation", link))
+            # upstream progress still reaches this host (on a 2026-07-28 host: its waiting round)
+            steps: list[float] = []
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                steps.append(progress)
+
+            long = {"duration": 1, "steps": 2}
+            await client.call_tool("everything__trigger-long-running-operation", long, progress_callback=on_progress)
+        # a 2025-11-25 host whose answer fails: the server's call goes on, declined
+        async with gateway(home, workspace, "direct", era="legacy", elicitation_callback=broken) as client:
+            failed = result_text(await client.call_tool(ELICITING_TOOL, {}))
+    assert len(asked) == 2 and isinstance(asked[0], types.ElicitRequestFormParams)
+    assert asked[0].message == "Please provide inputs for the following fields:"
+    assert asked[0].requested_schema["required"] == ["name"]
+    assert "name" in asked[0].requested_schema["properties"]
+    assert "User provided the requested information" in text
+    assert "- Name: Ada Lovelace" in text and "- Favorite Integer: 7" in text
+    url = asked[1]
+    assert isinstance(url, types.ElicitRequestURLParams)
+    assert (url.url, url.message) == ("https://login.example.test/start", "Sign in")
+    assert url.elicitation_id == ("el-1" if era == "legacy" else None)  # not in the 2026-07-28 wire form
+    assert "User cancelled the URL elicitation (Elicitation ID: el-1)" in visited
+    assert steps == [1, 2]
+    assert '"action": "decline"' in failed  # the host answered with an error: declined
+    completed = []  # every call completed on the governed path: three in one gateway, one in the other
+    for session in json.loads(run("sessions", "--json").stdout)["sessions"]:
+        events = json.loads(run("events", session["session_id"], "--json").stdout)["events"]
+        completed.append([e["type"] for e in events].count("tool.completed"))
+    assert sorted(completed) == [1, 3]
+
+
+@pytest.mark.peers
+@pytest.mark.usefixtures("eliciting_home")
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_an_upstream_elicitation_is_declined_for_a_host_without_the_capability(
+    home: Path, workspace: Path, era: str
+) -> None:
+    with anyio.fail_after(120):
+        async with gateway(home, workspace, "direct", era=era) as client:  # no elicitation declared
+            assert client.protocol_version == ("2025-11-25" if era == "legacy" else "2026-07-28")
+            text = result_text(await client.call_tool(ELICITING_TOOL, {}))
+    assert "User declined to provide the requested information" in text
+    assert '"action": "decline"' in text
+
+
+@pytest.fixture
+def asking_home(run: Callable[..., Any], workspace: Path) -> None:
+    """tests/fixtures/eliciting_server.py as ``asker``, its ``ask`` and ``ask_then_hang`` allowed."""
+    run("connector", "add", "asker", "--", sys.executable, str(FIXTURES / "eliciting_server.py"))
+    run("probe", "asker", "--project", str(workspace))
+    run("grant", "asker", "ask", "allow")
+    run("grant", "asker", "ask_then_hang", "allow")
+
+
+@pytest.mark.usefixtures("asking_home")
+async def test_a_2026_host_drives_the_input_rounds_of_a_call_and_a_stale_state_is_refused(
+    home: Path, workspace: Path, run: Callable[..., Any]
+) -> None:
+    """The rounds by hand (``allow_input_required``): the upstream question as an
+    ``InputRequiredResult``, a retry with a state that names no waiting call refused, the retry
+    with the answer completing the one governed call."""
+
+    async def unused(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        raise AssertionError("this host answers the rounds itself")
+
+    answer = {"elicitation-1": types.ElicitResult(action="accept", content={"answer": "because"})}
+    with anyio.fail_after(60):
+        async with gateway(home, workspace, "direct", elicitation_callback=unused) as client:
+            assert client.protocol_version == "2026-07-28"
+            session = client.session
+            first = await session.call_tool("asker__ask", {"question": "Why?"}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult) and first.request_state
+            assert first.input_requests is not None and list(first.input_requests) == ["elicitation-1"]
+            asked = first.input_requests["elicitation-1"]
+            assert isinstance(asked, types.ElicitRequest) and asked.params.message == "Why?"
+            assert isinstance(asked.params, types.ElicitRequestFormParams)
+            assert asked.params.requested_schema["required"] == ["answer"]
+
+            stale = await session.call_tool(
+                "asker__ask",
+                {"question": "Why?"},
+                input_responses=answer,
+                request_state="nope",
+                allow_input_required=True,
+            )
+            assert isinstance(stale, types.CallToolResult) and error_of(stale)["code"] == "validation_error"
+
+            done = await session.call_tool(
+                "asker__ask",
+                {"question": "Why?"},
+                input_responses=answer,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            assert isinstance(done, types.CallToolResult) and not done.is_error
+            assert done.content[0].text == "accept: because"  # type: ignore[union-attr]
+            finished = await session.call_tool(
+                "asker__ask",
+                {"question": "Why?"},
+                input_responses=answer,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            assert isinstance(finished, types.CallToolResult) and error_of(finished)["code"] == "validation_error"
+    events = session_events(run)
+    assert [e["type"] for e in events].count("tool.completed") == 1  # one governed call across the rounds
+    assert [e["type"] for e in events].count("model.tool_call_requested") == 1
+
+
+@pytest.mark.usefixtures("asking_home")
+async def test_a_2026_host_cancelling_a_round_cancels_the_governed_call(
+    home: Path, workspace: Path, run: Callable[..., Any]
+) -> None:
+    async def unused(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        raise AssertionError("this host answers the rounds itself")
+
+    answer = {"elicitation-1": types.ElicitResult(action="accept", content={"answer": "yes"})}
+    progressed = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        progressed.set()
+
+    tool, arguments = "asker__ask_then_hang", {"question": "Go on?"}
+    with anyio.fail_after(60):
+        async with gateway(home, workspace, "direct", elicitation_callback=unused) as client:
+            session = client.session
+            first = await session.call_tool(tool, arguments, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult)
+            async with anyio.create_task_group() as group:
+
+                async def retry() -> None:
+                    await session.call_tool(
+                        tool,
+                        arguments,
+                        progress_callback=on_progress,
+                        input_responses=answer,
+                        request_state=first.request_state,
+                        allow_input_required=True,
+                    )
+
+                group.start_soon(retry)
+                await progressed.wait()  # the answer reached the server; the round waits for the end
+                group.cancel_scope.cancel()
+            # the governed call (hanging upstream) ends cancelled while the gateway still runs
+            await wait_until(lambda: "tool.failed" in [e["type"] for e in logged_events(home)])
+    failed = [e["payload"] for e in session_events(run) if e["type"] == "tool.failed"]
+    assert [p.get("reason") for p in failed] == ["cancelled"]

@@ -220,7 +220,7 @@ class HttpGateway:
                 gateway = Gateway(runtime, served, project=entry.path)
                 manager = StreamableHTTPSessionManager(gateway.server())
                 await self._served.start(_run_manager, manager)
-                self._served.start_soon(gateway.relay_catalog_changes)
+                self._served.start_soon(gateway.run_background)
                 entry.owner.add(gateway)
                 pair = entry.gateways[served] = (gateway, manager)
             return pair[1]

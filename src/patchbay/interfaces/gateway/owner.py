@@ -22,6 +22,9 @@ A commit that leaves the projection as it was changes nothing. A new runtime res
 connection of the workspace (lazily, on first use, unless the connector is
 ``eager``/``keep_alive``).
 
+Every runtime advertises elicitation to its servers: an elicitation made for a host's call is
+relayed to that host, any other one is declined (:mod:`patchbay.interfaces.gateway.elicitation`).
+
 A reload whose projection cannot be loaded (the store unavailable, a bad projection) keeps the
 runtime it had and logs a warning; one whose new runtime cannot be entered serves the previous
 projection again. The next change tries again.
@@ -45,6 +48,7 @@ from patchbay.core.errors import PatchbayError
 from patchbay.core.live_status import StatusRegistry
 from patchbay.core.models import RuntimeConfig
 from patchbay.core.settings import Settings
+from patchbay.interfaces.gateway.elicitation import decline_elicitation
 from patchbay.interfaces.gateway.fanout import PROJECTION_TOPIC
 from patchbay.interfaces.gateway.server import Gateway
 from patchbay.runtime import Runtime
@@ -162,7 +166,13 @@ class RuntimeOwner:
         try:
             approver = self._approver_for(config.workspace) if self._approver_for is not None else None
             runtime = Runtime(
-                config, settings=self.settings, session_id=self._session_id, status=self._status, approver=approver
+                config,
+                settings=self.settings,
+                session_id=self._session_id,
+                status=self._status,
+                approver=approver,
+                # elicitation is advertised upstream; a host's call relays it, the rest is declined
+                elicitation_handler=decline_elicitation,
             )
             async with runtime:
                 task_status.started((runtime, retire, done))

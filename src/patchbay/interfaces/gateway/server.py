@@ -14,6 +14,13 @@ no approver: a host cannot approve for the person, so an ``ask`` tool answers an
 The connectors' resources, templates and prompts are offered under namespaced names and read
 or expanded on the governed path too (:mod:`patchbay.interfaces.gateway.context`).
 
+While a host's ``tools/call`` runs, the upstream server's progress reaches that host, and so do
+its elicitations for that call when the host declared elicitation (the mode asked for): on its
+call's request for a 2025-era host (:mod:`patchbay.interfaces.gateway.elicitation`), as
+``InputRequiredResult`` rounds of the call for a 2026-07-28 host
+(:mod:`patchbay.interfaces.gateway.input_rounds`, hosted by :meth:`Gateway.run_background`);
+every other elicitation is declined.
+
 ``listChanged`` is advertised for tools, resources and prompts. When the tools a host was last
 given change, it gets ``notifications/tools/list_changed`` (a 2025-era session on its own
 channel, 2026-07-28 hosts on their ``subscriptions/listen`` streams). Two things change them: a
@@ -58,11 +65,14 @@ from patchbay.interfaces.gateway.context import (
     list_resources,
     read_resource,
 )
+from patchbay.interfaces.gateway.elicitation import HostElicitation, declared_modes
+from patchbay.interfaces.gateway.input_rounds import InputRounds
 from patchbay.interfaces.gateway.modes import RUNTIME_WIRE_PREFIX, gateway_name, runtime_wire_name
 from patchbay.interfaces.gateway.results import call_result, error_result
 from patchbay.interfaces.gateway.stdin import pollable_stdin
 from patchbay.runtime import Runtime
 from patchbay.runtime.calls.result import ToolCallResult
+from patchbay.runtime.connection.elicitation import relaying_elicitation
 from patchbay.runtime.connection.exchange import relaying_progress
 from patchbay.runtime.runtime import RuntimeTool
 from patchbay.runtime.tools.definitions import definition_for
@@ -132,7 +142,9 @@ class GatewayServer(Server[Any]):
 class Gateway:
     """The handlers of a gateway: ``tools/list`` and ``tools/call`` over ``runtime``, and the
     connectors' resources, templates and prompts (:mod:`patchbay.interfaces.gateway.context`),
-    for every host session it serves (one over stdio; any number over HTTP).
+    for every host session it serves (one over stdio; any number over HTTP). Whoever serves it
+    also runs :meth:`run_background` (list_changed relaying, the calls suspended between the
+    input rounds of 2026-07-28 hosts).
 
     Args:
         runtime: an entered runtime, without approver (:meth:`use_runtime` replaces it).
@@ -168,6 +180,8 @@ class Gateway:
         self._swapped = False  # the runtime was replaced since the last relay
         self.runtime = runtime
         runtime.add_catalog_listener(self._catalog_changed)
+        self.rounds = InputRounds(patience=runtime.settings.max_call_seconds)
+        """The calls of 2026-07-28 hosts suspended between input rounds (input_rounds.py)."""
 
     def hold(self) -> None:
         """Make new ``tools/list`` and ``tools/call`` requests wait until :meth:`use_runtime`
@@ -385,11 +399,31 @@ class Gateway:
             return None
         return next((t.name for t in runtime.cached_tools() if named in (t.wire_name, t.name)), None)
 
-    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _call_tool(
+        self, ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         self._listed(ctx, None)
-        # the upstream server's progress reaches the host (a no-op unless it sent a progressToken)
-        with relaying_progress(ctx.session.report_progress), reporting_to_host(ctx.session.report_progress):
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and declared_modes(ctx.session.client_capabilities):
+            # a 2026-07-28 host that can be asked: upstream elicitations become input rounds
+            try:
+                return await self.rounds.call(ctx, params, lambda: self.call(params.name, params.arguments))
+            except PatchbayError as exc:
+                return error_result(exc, project=self.project, proxy=self.mode == "proxy")
+        # the upstream server's progress reaches the host (a no-op unless it sent a progressToken),
+        # and its elicitations for this call reach the host (declined unless it declared the mode)
+        with (
+            relaying_progress(ctx.session.report_progress),
+            relaying_elicitation(HostElicitation(ctx)),
+            reporting_to_host(ctx.session.report_progress),
+        ):
             return await self.call(params.name, params.arguments)
+
+    async def run_background(self) -> None:
+        """Until cancelled: :meth:`relay_catalog_changes` and the calls suspended between input
+        rounds (:attr:`rounds`); cancelling it ends those calls."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self.rounds.run)
+            await self.relay_catalog_changes()
 
 
 async def serve_stdio(gateway: Gateway) -> None:
@@ -401,6 +435,6 @@ async def serve_stdio(gateway: Gateway) -> None:
     options = server.create_initialization_options()  # GatewayServer's: listChanged everywhere
     async with stdio_server(stdin=cast(Any, stdin)) as (read_stream, write_stream):
         async with anyio.create_task_group() as group:
-            group.start_soon(gateway.relay_catalog_changes)
+            group.start_soon(gateway.run_background)
             await server.run(read_stream, write_stream, options)
             group.cancel_scope.cancel()

@@ -6,6 +6,7 @@
 * :mod:`~patchbay.runtime.connection.catalog_refresh` - ``CatalogRefresh``: re-list on list_changed.
 * :mod:`~patchbay.runtime.connection.access` - what one connection may reach, with which secrets.
 * :mod:`~patchbay.runtime.connection.hooks` - a person's browser and answers, lent by the host.
+* :mod:`~patchbay.runtime.connection.elicitation` - which call a server's elicitation is for, who answers.
 
 Design: docs/connections.md
 """

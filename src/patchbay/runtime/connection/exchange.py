@@ -5,7 +5,9 @@ requests (:meth:`~RequestExchange.request`: ``resources/*``, ``prompts/*``) in t
 the live session its :class:`Session` (the connection) gives it. It owns the per-request timeouts
 (``timeout`` after ``request_timeout`` seconds without progress, or ``max_call_seconds`` in all),
 counts an unresponsive server or a connection that died as a crash, and checks a result against the
-tool's ``outputSchema`` (:mod:`patchbay.runtime.output.schema_check`).
+tool's ``outputSchema`` (:mod:`patchbay.runtime.output.schema_check`). It counts the requests in flight
+for :mod:`patchbay.runtime.connection.elicitation` (:attr:`RequestExchange.relays`), and holds a
+call's ``request_timeout`` clock while a person answers a server's elicitation for it.
 
 Design: docs/connections.md
 """
@@ -30,6 +32,7 @@ from patchbay.adapters.transports import ClientConnection
 from patchbay.core.errors import ErrorCode, FailureReason, ToolCallError
 from patchbay.core.redaction import redact_text
 from patchbay.runtime.connection.access import ConnectorAccess
+from patchbay.runtime.connection.elicitation import CallRelays
 from patchbay.runtime.output.schema_check import check_tool_result_async
 
 __all__ = ["Live", "RequestExchange", "Session", "relaying_progress"]
@@ -122,16 +125,30 @@ class _ProgressClock:
     last sign of life, never past the hard cap. One small object per call, doing nothing until
     the server reports progress."""
 
-    __slots__ = ("cap", "idle", "scope", "sink")
+    __slots__ = ("cap", "held", "idle", "scope", "sink")
 
     def __init__(self, scope: anyio.CancelScope, idle: float, cap: float):
         self.scope = scope
         self.idle = idle
         self.cap = cap
+        self.held = 0  # elicitations of this call waiting for a person
         self.sink = _PROGRESS_SINK.get()  # a host that asked for this call's progress
 
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """While a person answers for the call, only the cap applies; the idle clock restarts after."""
+        self.held += 1
+        self.scope.deadline = self.cap
+        try:
+            yield
+        finally:
+            self.held -= 1
+            if not self.held:
+                self.scope.deadline = min(self.cap, anyio.current_time() + self.idle)
+
     async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        self.scope.deadline = min(self.cap, anyio.current_time() + self.idle)
+        if not self.held:
+            self.scope.deadline = min(self.cap, anyio.current_time() + self.idle)
         if self.sink is not None:
             try:
                 await self.sink(progress, total, message)
@@ -173,6 +190,8 @@ class RequestExchange:
         self.unresponsive_timeouts = unresponsive_timeouts
         self._on_call_finished = on_call_finished
         self._timeouts = 0
+        self.relays = CallRelays()
+        """The requests in flight here, for the elicitation callback (elicitation.py)."""
 
     def reset(self) -> None:
         """A new connection: the timeouts in a row start again from zero."""
@@ -267,10 +286,11 @@ class RequestExchange:
         started = anyio.current_time()
         scope = anyio.CancelScope(deadline=started + (idle if cap is None else min(idle, cap)))
         on_progress = None if cap is None else _ProgressClock(scope, idle, started + cap)
+        tracked = self.relays.track(None if on_progress is None else on_progress.hold)
 
         self._session.request_started()
         try:
-            with scope:
+            with scope, tracked:
                 result = await send(conn.client, on_progress)
             if not scope.cancelled_caught:
                 self._timeouts = 0

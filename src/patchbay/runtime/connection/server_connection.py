@@ -35,6 +35,7 @@ from patchbay.core.redaction import redact_text
 from patchbay.core.settings import Settings
 from patchbay.runtime.connection.access import ConnectorAccess
 from patchbay.runtime.connection.catalog_refresh import CatalogRefresh
+from patchbay.runtime.connection.elicitation import detach_relay
 from patchbay.runtime.connection.exchange import Live, RequestExchange
 from patchbay.runtime.connection.hooks import HostHooks
 from patchbay.runtime.connection.restart_policy import RestartDecision, decide_restart, may_retry_connect
@@ -386,6 +387,7 @@ class ServerConnection:
         return may_retry_connect(self._connect_failures, self.options.restart) and when >= self._retry_at
 
     async def _own(self) -> None:
+        detach_relay()  # started from some call's task: its receive loop relays for no call
         try:
             await self._supervise()
         except Exception as exc:
@@ -493,7 +495,7 @@ class ServerConnection:
                     limits=self.options.limits,
                     authorizer=self._authorizer(scope),
                     link_holder=links,
-                    **self.refresh.begin_attempt(self._hooks.client_kwargs()),
+                    **self.refresh.begin_attempt(self._hooks.client_kwargs(self.exchange.relays)),
                 ) as conn:
                     # Patchbay checks structured results itself (after the call, see call_tool).
                     turn_off_sdk_output_validation(conn.client.session)
