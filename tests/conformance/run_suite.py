@@ -211,11 +211,12 @@ def harness_argv(
     ]
 
 
-def suite_scenarios() -> list[str]:
-    """Every client scenario the pinned suite has (``conformance list --client``)."""
+def suite_scenarios(side: str = "client") -> list[str]:
+    """Every ``side`` scenario the pinned suite has (``conformance list --client``, or
+    ``--server`` for the scenarios that test a server)."""
     check_installed()
     listed = subprocess.run(
-        [str(NODE22), str(CONFORMANCE), "list", "--client"],
+        [str(NODE22), str(CONFORMANCE), "list", f"--{side}"],
         capture_output=True,
         text=True,
         timeout=60,
