@@ -372,7 +372,9 @@ def eliciting(run: Callable[..., Any], home: Path, workspace: Path) -> Iterator[
     """server-everything (npm peer) with its elicitation tool allowed, behind ``patchbay serve``."""
     run("connector", "add", "everything", "--", *everything_stdio_command())
     run("probe", "everything", "--project", str(workspace))
-    run("grant", "everything", "trigger-elicitation-request", "allow")
+    # the probe does not advertise elicitation, so its catalog lacks the tools the server offers
+    # only to a client that does (the gateway's runtime): granted ahead of the catalog
+    run("grant", "everything", "trigger-elicitation-request", "allow", "--unknown-ok")
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PATCHBAY_BUILTINS": "off"}
     with serve_process(home, workspace, env=env) as serving:
         yield serving

@@ -513,8 +513,10 @@ def eliciting_home(run: Callable[..., Any], workspace: Path) -> None:
     runtime advertises elicitation, so the server offers them)."""
     run("connector", "add", "everything", "--", *everything_stdio_command())
     run("probe", "everything", "--project", str(workspace))
-    run("grant", "everything", "trigger-elicitation-request", "allow")
-    run("grant", "everything", "trigger-url-elicitation", "allow")
+    # the probe does not advertise elicitation, so its catalog lacks the tools the server offers
+    # only to a client that does (the gateway's runtime): granted ahead of the catalog
+    run("grant", "everything", "trigger-elicitation-request", "allow", "--unknown-ok")
+    run("grant", "everything", "trigger-url-elicitation", "allow", "--unknown-ok")
     run("grant", "everything", "trigger-long-running-operation", "allow")
 
 
