@@ -22,6 +22,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from typer.testing import CliRunner
 
+from patchbay.adapters.store import open_store
+from patchbay.core.settings import Settings
 from patchbay.interfaces.cli import app
 from tests.support.api import Api
 from tests.support.gateway import error_of
@@ -441,3 +443,41 @@ async def test_an_upstream_elicitation_reaches_the_http_host_of_the_call_in_both
     assert "- Name: Grace Hopper 1" in accepted and "- Favorite Integer: 9" in accepted
     assert '"action": "decline"' in undeclared
     assert "- Name: Grace Hopper 2" in rounds
+
+
+@pytest.fixture
+def clock_home(run: Callable[..., Any], workspace: Path) -> None:
+    """``clock``: mcp-server-time, its tools on ask (the default)."""
+    run("connector", "add", "clock", "--", "mcp-server-time")
+    run("probe", "clock", "--project", str(workspace))
+
+
+@pytest.mark.usefixtures("clock_home")
+async def test_the_approvals_a_serves_hosts_left_open_go_when_it_stops(home: Path, workspace: Path) -> None:
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "PATCHBAY_BUILTINS": "off",
+        "PATCHBAY_GATEWAY_APPROVAL_WAIT": "0.05",
+    }
+    with serve_process(home, workspace, env=env) as served, anyio.fail_after(60):
+        async with http_client(served) as http, gateway(http, f"{served.url}/mcp?mode=direct") as client:
+            asked = await client.call_tool("clock__get_current_time", {"timezone": "UTC"})
+            assert error_of(asked)["code"] == "approval_pending"
+            listed = (await http.get(f"{served.url}/api/approvals")).json()["approvals"]
+            assert [a["id"] for a in listed] == [error_of(asked)["approvalId"]]
+    # the serve stopped: a next one must not list (and let a person answer) a call nobody makes
+    repository = open_store(Settings(home=home))
+    try:
+        assert repository.approvals.pending() == []
+    finally:
+        repository.close()
+
+
+async def test_two_different_cwd_values_are_422_saying_so(api: Api) -> None:
+    headers = {"Accept": "application/json, text/event-stream"}
+    with anyio.fail_after(30):
+        answer = await api.client.post("/mcp?cwd=/a&cwd=/b", json=INITIALIZE, headers=headers)
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert error["details"]["field"] == "cwd" and "?cwd= values differ" in error["message"]

@@ -73,3 +73,13 @@ def test_a_pending_approval_names_where_the_person_answers_and_to_call_again_unc
             "approvalUrl": url,
         }
     }
+
+
+def test_a_call_the_person_denied_is_not_called_a_policy() -> None:
+    error = ToolCallError(
+        FailureReason.PERMISSION_DENIED, "mcp.clock.x was denied (user_deny)", details={"sourcedFrom": "user_deny"}
+    )
+    text = error_result(error, canonical="mcp.clock.x").content[0].text  # type: ignore[union-attr]
+    assert "The person denied this call" in text and "policy" not in text
+    by_policy = error_result(ToolCallError(FailureReason.PERMISSION_DENIED, "denied"), canonical="mcp.clock.x")
+    assert "denied by Patchbay's policy" in by_policy.content[0].text  # type: ignore[union-attr]

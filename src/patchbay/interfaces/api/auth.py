@@ -199,8 +199,8 @@ def _unauthorized(message: str) -> Response:
 
 
 _GATEWAY_ONLY = (
-    "that is the gateway token: it opens the MCP gateway at /mcp only; the REST API and the settings page "
-    "need the API token (`patchbay api-token`)"
+    "that is the gateway token, which opens the MCP gateway at /mcp only; the REST API and the settings "
+    "page need the API token (`patchbay api-token`)"
 )
 _REMOTE_GATEWAY = (
     "a client that is not on this machine must send the gateway token to /mcp as a bearer token "

@@ -135,7 +135,8 @@ class HttpGateway:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Serve while the block runs; on the way out end every session and listen stream, then
-        retire every runtime (their servers stop). Enter and exit in one task."""
+        retire every runtime (their servers stop) and remove the approvals its hosts' calls left
+        open (parked). Enter and exit in one task."""
         try:
             async with anyio.create_task_group() as runtimes:
                 self._runtimes = runtimes
@@ -150,6 +151,9 @@ class HttpGateway:
                     self._served = None
                     for entry in self._workspaces.values():
                         entry.owner.close()
+                    if self.approvals is not None:  # nobody will make those calls here again
+                        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                            await self.approvals.broker.discard_parked()
         finally:
             self._runtimes = None
             self._workspaces.clear()
@@ -185,9 +189,8 @@ class HttpGateway:
         named = {v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == header}
         named.update(query.get("cwd", []))
         if len(named) > 1:
-            raise ValidationError(
-                f"the workspace is named more than once (?cwd= and {PROJECT_HEADER} differ)", details={"field": "cwd"}
-            )
+            which = "?cwd= values" if len(set(query.get("cwd", []))) > 1 else f"?cwd= and {PROJECT_HEADER}"
+            raise ValidationError(f"the workspace is named more than once ({which} differ)", details={"field": "cwd"})
         given = named.pop() if named else None
         workspace = str(self.workspace) if given is None else given
         if given is not None and (not workspace.startswith("/") or "\x00" in workspace):

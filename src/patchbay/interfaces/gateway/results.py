@@ -73,6 +73,8 @@ def _guidance(error: PatchbayError, canonical: str | None, project: str, proxy: 
             + ". Tell them; once they allow it, call the tool again with exactly the same arguments "
             "(other arguments ask again). Do not work around it."
         )
+    if reason == FailureReason.PERMISSION_DENIED and error.details.get("sourcedFrom") == "user_deny":
+        return "The person denied this call; do not retry it unless they ask you to."
     if reason == FailureReason.PERMISSION_DENIED:
         return "The tool is denied by Patchbay's policy for this workspace; do not retry it."
     if reason == FailureReason.UNKNOWN_TOOL:

@@ -228,7 +228,10 @@ class CallEvents:
                 message = f"{self.tool} waits for the person's approval" + (f" at {where}" if where else "")
             else:
                 message = f"{self.tool} was denied ({resolution.sourced_from})"
-            raise ToolCallError(reason, message, details={**resolution.details, "tool": self.tool})
+            details = {**resolution.details, "tool": self.tool}
+            if resolution.actor == "user":  # the person said no to this call: not a standing policy
+                details["sourcedFrom"] = resolution.sourced_from
+            raise ToolCallError(reason, message, details=details)
 
     def _mcp_started(self, tool: str) -> tuple[str, str]:
         wire = '{"name":' + self.log.redact_json(tool) + ',"arguments":' + self._jargs + "}"
