@@ -481,3 +481,14 @@ async def test_two_different_cwd_values_are_422_saying_so(api: Api) -> None:
     assert answer.status_code == 422
     error = answer.json()["error"]
     assert error["details"]["field"] == "cwd" and "?cwd= values differ" in error["message"]
+
+
+@pytest.mark.parametrize(("query", "field"), [("cwd=", "cwd"), ("project=/x", "project"), ("cwd=/x&mod=proxy", "mod")])
+async def test_an_empty_cwd_or_an_unknown_parameter_is_422_not_the_default_workspace(
+    api: Api, query: str, field: str
+) -> None:
+    headers = {"Accept": "application/json, text/event-stream"}
+    with anyio.fail_after(30):
+        answer = await api.client.post(f"/mcp?{query}", json=INITIALIZE, headers=headers)
+    assert answer.status_code == 422
+    assert answer.json()["error"]["details"]["field"] == field

@@ -11,7 +11,8 @@ nothing else) or, from a loopback client only, the API token; a remote host (``s
 Which workspace: ``?cwd=DIR`` or the ``X-Patchbay-Project: DIR`` header (the same directory when
 both are given, else 422 ``validation_error``; an absolute path as the REST routes' ``cwd``, else
 422 ``validation_error`` with ``details.field`` ``cwd``), default the directory ``serve`` was
-started in.
+started in. An empty ``cwd`` and any query parameter but ``cwd`` and ``mode`` are 422 too: a
+misspelt one would quietly serve another workspace.
 Which mode: ``?mode=direct|proxy|auto`` (default ``auto``, decided from the cached catalog when
 the workspace's gateway first starts). A host sends the same URL and headers with every request
 of its session, so a session stays with the workspace and mode it was opened for.
@@ -184,7 +185,14 @@ class HttpGateway:
         await manager.handle_request(scope, receive, send)
 
     def _target(self, scope: Scope) -> tuple[str, GatewayMode]:
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        # blank values kept: an empty ?cwd= is refused, not taken for "the default workspace"
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        unknown = sorted(set(query) - {"cwd", "mode"})
+        if unknown:  # a misspelt ?cwd would quietly serve another workspace's tools
+            raise ValidationError(
+                f"unknown query parameter {unknown[0][:60]!r}: /mcp takes ?cwd=DIR and ?mode=direct|proxy|auto",
+                details={"field": unknown[0][:60]},
+            )
         header = PROJECT_HEADER.lower().encode("ascii")
         named = {v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == header}
         named.update(query.get("cwd", []))
